@@ -1,0 +1,176 @@
+//! Pass 3: code generation. Generated code names only `::lens::__private`.
+
+use crate::parse::{FamilyDef, Field, SpanMacroArgs, TraceFnArgs};
+use crate::tables::is_redacted_key;
+use crate::validate::{FamilyPlan, TraceFnPlan};
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned, ToTokens};
+use syn::spanned::Spanned;
+use syn::{Ident, ItemFn, LitStr, ReturnType};
+
+/// Builds the attribute `Vec`; value expressions are evaluated only here,
+/// which the caller places inside the enabled branch.
+pub(crate) fn attributes(fields: &[Field], args: &[Ident]) -> TokenStream {
+    let n = fields.len() + args.len();
+    if n == 0 {
+        return quote!(::lens::__private::Vec::new());
+    }
+    let pushes = fields
+        .iter()
+        .map(|f| push(&f.key, f.key_span, f.value.to_token_stream(), f.value.span()))
+        .chain(args.iter().map(|a| push(&a.to_string(), a.span(), a.to_token_stream(), a.span())));
+    quote! {{
+        let mut __lens_attrs = ::lens::__private::Vec::with_capacity(#n);
+        #(#pushes)*
+        __lens_attrs
+    }}
+}
+
+fn push(key: &str, key_span: proc_macro2::Span, value: TokenStream, value_span: proc_macro2::Span) -> TokenStream {
+    let key_lit = LitStr::new(key, key_span);
+    let f = if is_redacted_key(key) {
+        quote_spanned!(value_span=> ::lens::__private::push_redacted)
+    } else {
+        quote_spanned!(value_span=> ::lens::__private::push)
+    };
+    quote_spanned! {value_span=>
+        #f(&mut __lens_attrs, #key_lit, &(#value));
+    }
+}
+
+fn contains_impl_trait(ty: &TokenStream) -> bool {
+    ty.clone().into_iter().any(|t| match t {
+        proc_macro2::TokenTree::Ident(i) => i == "impl",
+        proc_macro2::TokenTree::Group(g) => contains_impl_trait(&g.stream()),
+        _ => false,
+    })
+}
+
+pub(crate) fn trace_fn(args: &TraceFnArgs, plan: TraceFnPlan, func: ItemFn) -> TokenStream {
+    let ItemFn { attrs, vis, sig, block } = func;
+    let (outer, inner): (Vec<_>, Vec<_>) =
+        attrs.into_iter().partition(|a| matches!(a.style, syn::AttrStyle::Outer));
+    let group = plan.group;
+    let name = plan.name;
+    let attrs_vec = attributes(&args.fields, &args.args);
+    let ret_ty: Option<TokenStream> = match &sig.output {
+        ReturnType::Default => Some(quote!(())),
+        ReturnType::Type(_, ty) => {
+            let t = ty.to_token_stream();
+            (!contains_impl_trait(&t)).then_some(t)
+        }
+    };
+    let enabled = quote!(::lens::__private::SpanGroup::is_enabled(&#group));
+    let body = if sig.asyncness.is_some() {
+        let fake_return = ret_ty.map(|t| {
+            quote! {
+                #[allow(unknown_lints, unreachable_code, clippy::diverging_sub_expression, clippy::let_unit_value, clippy::unreachable, clippy::empty_loop, clippy::let_with_type_underscore)]
+                if false {
+                    let __lens_fake_return: #t = loop {};
+                    return __lens_fake_return;
+                }
+            }
+        });
+        let wrap = if args.err.is_some() {
+            quote!(::lens::__private::instrument_result)
+        } else {
+            quote!(::lens::__private::instrument)
+        };
+        quote! {
+            let __lens_span = if #enabled {
+                ::core::option::Option::Some(::lens::__private::start_detached(#name, #attrs_vec))
+            } else {
+                ::core::option::Option::None
+            };
+            #wrap(async move { #fake_return #block }, __lens_span).await
+        }
+    } else if args.err.is_some() {
+        let annot = ret_ty.map(|t| quote!(-> #t));
+        quote! {
+            let __lens_guard = if #enabled {
+                ::core::option::Option::Some(::lens::__private::start_span(#name, #attrs_vec))
+            } else {
+                ::core::option::Option::None
+            };
+            #[allow(clippy::redundant_closure_call)]
+            let __lens_ret = (move || #annot #block)();
+            ::lens::__private::record_result(&__lens_guard, &__lens_ret);
+            __lens_ret
+        }
+    } else {
+        quote! {
+            let __lens_guard = if #enabled {
+                ::core::option::Option::Some(::lens::__private::start_span(#name, #attrs_vec))
+            } else {
+                ::core::option::Option::None
+            };
+            #block
+        }
+    };
+    quote! {
+        #(#outer)*
+        #vis #sig {
+            #(#inner)*
+            #body
+        }
+    }
+}
+
+pub(crate) fn managed_span(args: SpanMacroArgs, group: TokenStream) -> TokenStream {
+    let name = args.name;
+    let attrs_vec = attributes(&args.fields, &[]);
+    quote! {
+        if ::lens::__private::SpanGroup::is_enabled(&#group) {
+            ::core::option::Option::Some(::lens::__private::start_span(#name, #attrs_vec))
+        } else {
+            ::core::option::Option::None
+        }
+    }
+}
+
+pub(crate) fn span_cm(args: SpanMacroArgs) -> TokenStream {
+    let name = args.name;
+    let attrs_vec = attributes(&args.fields, &[]);
+    quote!(::lens::__private::start_span(#name, #attrs_vec))
+}
+
+pub(crate) fn family(def: FamilyDef, plan: FamilyPlan) -> TokenStream {
+    let FamilyDef { attrs, vis, name, groups, .. } = def;
+    let fam = name.to_string();
+    let statics = groups.iter().enumerate().map(|(bit, (gattrs, g))| {
+        let gname = g.to_string();
+        let id = Ident::new(&gname.to_ascii_uppercase(), g.span());
+        let bit = bit as u32;
+        let doc = format!("Span group `{gname}` of the `{fam}` family.");
+        let has_doc = gattrs.iter().any(|a| a.path().is_ident("doc"));
+        let doc = (!has_doc).then(|| quote!(#[doc = #doc]));
+        quote! {
+            #(#gattrs)*
+            #doc
+            pub static #id: ::lens::__private::SpanGroup =
+                ::lens::__private::SpanGroup::__new(#gname, #fam, &__LENS_WORD, #bit);
+        }
+    });
+    let ids = groups.iter().map(|(_, g)| Ident::new(&g.to_string().to_ascii_uppercase(), g.span()));
+    let presets = plan.presets.iter().map(|(p, base, own)| {
+        quote!(::lens::__private::Preset::__new(#p, #base, #own))
+    });
+    let group_list = groups.iter().map(|(_, g)| format!("`{g}`")).collect::<Vec<_>>().join(", ");
+    let preset_list = plan.presets.iter().map(|(p, _, _)| format!("`{p}`")).collect::<Vec<_>>().join(", ");
+    let family_doc = format!("The `{fam}` family: base groups plus {group_list}; presets {preset_list}.");
+    quote! {
+        #(#attrs)*
+        #vis mod #name {
+            #[doc(hidden)]
+            pub static __LENS_WORD: ::lens::__private::AtomicU64 = ::lens::__private::AtomicU64::new(0);
+            #(#statics)*
+            #[doc = #family_doc]
+            pub static FAMILY: ::lens::__private::SpanGroupFamily = ::lens::__private::SpanGroupFamily::__new(
+                #fam,
+                &__LENS_WORD,
+                &[#(&#ids),*],
+                &[#(#presets),*],
+            );
+        }
+    }
+}

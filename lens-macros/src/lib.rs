@@ -1,0 +1,91 @@
+//! Procedural macros of Lens for Rust. Use them through the `lens` crate,
+//! whose documentation shows each macro and its expansion; generated code
+//! refers only to `::lens::__private`.
+//!
+//! Each macro runs in three passes: [`parse`] (syntax), [`validate`]
+//! (meaning) and [`expand`] (code). Every error is reported on the token that
+//! caused it and, for `#[trace_fn]`, the user's item is still emitted so the
+//! only error shown is ours.
+
+use proc_macro::TokenStream;
+use proc_macro2::TokenStream as TokenStream2;
+use quote::quote;
+use syn::parse::Parser;
+
+mod expand;
+mod parse;
+mod tables;
+mod validate;
+
+/// Instruments a function, method or `async fn` with a span gated by a span
+/// group. See `lens::trace_fn` for the full documentation.
+#[proc_macro_attribute]
+pub fn trace_fn(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let item: TokenStream2 = item.into();
+    let args = parse::TraceFnArgs::parse_all.parse(attr);
+    let func = syn::parse2::<syn::ItemFn>(item.clone());
+    let result = match (args, func) {
+        (Ok(args), Ok(func)) => match validate::trace_fn(&args, &func) {
+            Ok(plan) => Ok(expand::trace_fn(&args, plan, func)),
+            Err(e) => Err(e),
+        },
+        (Err(mut e), Err(_)) => {
+            e.combine(validate::not_a_fn(&item));
+            Err(e)
+        }
+        (Ok(_), Err(_)) => Err(validate::not_a_fn(&item)),
+        (Err(e), Ok(_)) => Err(e),
+    };
+    match result {
+        Ok(tokens) => tokens.into(),
+        Err(e) => {
+            let err = e.to_compile_error();
+            quote!(#err #item).into()
+        }
+    }
+}
+
+/// Opens a span if its group is enabled: `Option<SpanGuard>`. See
+/// `lens::managed_span!`.
+#[proc_macro]
+pub fn managed_span(input: TokenStream) -> TokenStream {
+    let parsed = (|s: syn::parse::ParseStream<'_>| parse::SpanMacroArgs::parse(s, true)).parse(input);
+    let result = parsed.and_then(|args| {
+        let group = validate::group_tokens(args.group.as_ref().expect("managed_span parses a group"))?;
+        Ok(expand::managed_span(args, group))
+    });
+    match result {
+        Ok(t) => t.into(),
+        Err(e) => {
+            let err = e.to_compile_error();
+            quote!({ #err; ::core::option::Option::None::<::lens::__private::SpanGuard> }).into()
+        }
+    }
+}
+
+/// Opens an always-on span: `SpanGuard`. See `lens::span_cm!`.
+#[proc_macro]
+pub fn span_cm(input: TokenStream) -> TokenStream {
+    let parsed = (|s: syn::parse::ParseStream<'_>| parse::SpanMacroArgs::parse(s, false)).parse(input);
+    match parsed {
+        Ok(args) => expand::span_cm(args).into(),
+        Err(e) => {
+            let err = e.to_compile_error();
+            quote!({ #err; ::lens::__private::start_span("", ::lens::__private::Vec::new()) }).into()
+        }
+    }
+}
+
+/// Declares a consumer span-group family extending the base family. See
+/// `lens::define_span_group!`.
+#[proc_macro]
+pub fn define_span_group(input: TokenStream) -> TokenStream {
+    let def = match syn::parse::<parse::FamilyDef>(input) {
+        Ok(d) => d,
+        Err(e) => return e.to_compile_error().into(),
+    };
+    match validate::family(&def) {
+        Ok(plan) => expand::family(def, plan).into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}

@@ -1,0 +1,245 @@
+//! Pass 2: meaning. Checks group names, `args`, the item's kind and
+//! `define_span_group!` families; every error sits on its own token.
+
+use crate::parse::{FamilyDef, GroupRef, TraceFnArgs};
+use crate::tables::{base_group_list, BASE_GROUPS, BASE_PRESETS};
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, quote_spanned, ToTokens};
+use syn::{FnArg, Ident, ItemFn, Pat};
+
+/// Adds `e` to the errors collected so far.
+pub(crate) fn push(errors: &mut Option<syn::Error>, e: syn::Error) {
+    match errors {
+        Some(all) => all.combine(e),
+        None => *errors = Some(e),
+    }
+}
+
+/// The expression of a group handle (`&'static SpanGroup` place).
+pub(crate) fn group_tokens(group: &GroupRef) -> syn::Result<TokenStream> {
+    match group {
+        GroupRef::Lit(lit) => {
+            let name = lit.value();
+            match BASE_GROUPS.iter().find(|g| **g == name) {
+                Some(g) => {
+                    let ident = Ident::new(&g.to_ascii_uppercase(), lit.span());
+                    Ok(quote_spanned!(lit.span()=> ::lens::__private::base::#ident))
+                }
+                None => {
+                    let hint = BASE_GROUPS
+                        .iter()
+                        .find(|g| g.eq_ignore_ascii_case(&name))
+                        .map(|g| format!(" (group names are lowercase: did you mean \"{g}\"?)"))
+                        .unwrap_or_default();
+                    Err(syn::Error::new(
+                        lit.span(),
+                        format!(
+                            "unknown span group \"{name}\"{hint}; valid base groups are: {}; groups of a consumer family are named by path, e.g. `group = megatron::MICROBATCH`",
+                            base_group_list()
+                        ),
+                    ))
+                }
+            }
+        }
+        GroupRef::Path(path) => Ok(path.to_token_stream()),
+    }
+}
+
+/// A checked `#[trace_fn]`.
+pub(crate) struct TraceFnPlan {
+    pub(crate) group: TokenStream,
+    pub(crate) name: syn::LitStr,
+}
+
+pub(crate) fn trace_fn(args: &TraceFnArgs, func: &ItemFn) -> syn::Result<TraceFnPlan> {
+    let mut errors = None;
+    if let Some(c) = &func.sig.constness {
+        push(&mut errors, syn::Error::new(c.span, "`#[trace_fn]` cannot instrument a `const fn`: spans are created at run time"));
+    }
+    let group = match &args.group {
+        None => {
+            push(&mut errors, syn::Error::new(Span::call_site(), format!("missing `group`: write `#[trace_fn(group = \"step\")]`; valid base groups are: {}, or a consumer group path such as `megatron::MICROBATCH`", base_group_list())));
+            None
+        }
+        Some(g) => match group_tokens(g) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                push(&mut errors, e);
+                None
+            }
+        },
+    };
+    let params: Vec<String> = func
+        .sig
+        .inputs
+        .iter()
+        .filter_map(|a| match a {
+            FnArg::Typed(t) => match &*t.pat {
+                Pat::Ident(p) => Some(p.ident.to_string()),
+                _ => None,
+            },
+            FnArg::Receiver(_) => None,
+        })
+        .collect();
+    for a in &args.args {
+        if a == "self" {
+            push(&mut errors, syn::Error::new(a.span(), "`self` cannot be recorded as an attribute; record a scalar field instead, e.g. `fields(id = self.id)`"));
+        } else if !params.iter().any(|p| a == p) {
+            let list = if params.is_empty() { "none".to_owned() } else { params.join(", ") };
+            push(&mut errors, syn::Error::new(a.span(), format!("`args` names `{a}`, which is not a parameter of `{}`; parameters that can be recorded: {list}", func.sig.ident)));
+        }
+    }
+    if let (Some(err), syn::ReturnType::Default) = (&args.err, &func.sig.output) {
+        push(&mut errors, syn::Error::new(err.span(), format!("`err` records the `Err` of a returned `Result`, but `{}` returns `()`", func.sig.ident)));
+    }
+    if let Some(e) = errors {
+        return Err(e);
+    }
+    let name = args
+        .name
+        .clone()
+        .unwrap_or_else(|| syn::LitStr::new(&func.sig.ident.unraw().to_string(), func.sig.ident.span()));
+    Ok(TraceFnPlan { group: group.unwrap_or_default(), name })
+}
+
+/// The error for `#[trace_fn]` on something that is not a function with a body.
+pub(crate) fn not_a_fn(item: &TokenStream) -> syn::Error {
+    if let Ok(f) = syn::parse2::<syn::TraitItemFn>(item.clone()) {
+        if f.default.is_none() {
+            return syn::Error::new_spanned(
+                &f.sig,
+                "`#[trace_fn]` needs a function body; put it on the implementation of this method",
+            );
+        }
+    }
+    let head: TokenStream = match syn::parse2::<syn::Item>(item.clone()) {
+        Ok(syn::Item::Struct(s)) => { let (struct_token, ident) = (&s.struct_token, &s.ident); quote!(#struct_token #ident) },
+        Ok(syn::Item::Enum(e)) => { let (enum_token, ident) = (&e.enum_token, &e.ident); quote!(#enum_token #ident) },
+        Ok(syn::Item::Const(c)) => { let (const_token, ident) = (&c.const_token, &c.ident); quote!(#const_token #ident) },
+        Ok(syn::Item::Static(s)) => { let (static_token, ident) = (&s.static_token, &s.ident); quote!(#static_token #ident) },
+        Ok(syn::Item::Impl(i)) => i.impl_token.to_token_stream(),
+        Ok(syn::Item::Mod(m)) => { let (mod_token, ident) = (&m.mod_token, &m.ident); quote!(#mod_token #ident) },
+        Ok(syn::Item::Trait(t)) => { let (trait_token, ident) = (&t.trait_token, &t.ident); quote!(#trait_token #ident) },
+        Ok(syn::Item::Type(t)) => { let (type_token, ident) = (&t.type_token, &t.ident); quote!(#type_token #ident) },
+        _ => item.clone().into_iter().take(2).collect(),
+    };
+    syn::Error::new_spanned(head, "`#[trace_fn]` can only be applied to functions and methods")
+}
+
+/// A checked family: masks per preset over (base word, own word).
+pub(crate) struct FamilyPlan {
+    pub(crate) presets: Vec<(String, u64, u64)>,
+}
+
+pub(crate) fn family(def: &FamilyDef) -> syn::Result<FamilyPlan> {
+    let mut errors = None;
+    let fam = def.name.to_string();
+    if fam == "base" {
+        push(&mut errors, syn::Error::new(def.name.span(), "`base` is the built-in family; choose another name"));
+    }
+    let mut own: Vec<String> = Vec::new();
+    for (i, (_, g)) in def.groups.iter().enumerate() {
+        let name = g.unraw().to_string();
+        if name != name.to_ascii_lowercase() {
+            push(&mut errors, syn::Error::new(g.span(), format!("span group names are lowercase snake_case: write `{}`", name.to_ascii_lowercase())));
+        } else if own.contains(&name) {
+            push(&mut errors, syn::Error::new(g.span(), format!("duplicate span group `{name}` in family `{fam}`")));
+        } else if BASE_GROUPS.contains(&name.as_str()) {
+            push(&mut errors, syn::Error::new(g.span(), format!("`{name}` is already a base group, which every family includes; remove it")));
+        } else if BASE_PRESETS.iter().any(|(p, _)| *p == name) {
+            push(&mut errors, syn::Error::new(g.span(), format!("`{name}` is a preset name and cannot also be a group")));
+        }
+        if i == 64 {
+            push(&mut errors, syn::Error::new(g.span(), format!("family `{fam}` declares more than 64 span groups; a family is one 64-bit word: split it into two families")));
+        }
+        own.push(name);
+    }
+    let mut seen = Vec::new();
+    for p in &def.presets {
+        let n = p.name.to_string();
+        if n == "all" {
+            push(&mut errors, syn::Error::new(p.name.span(), "preset `all` is implicit (every group of the family and the base family); remove it"));
+        } else if seen.contains(&n) {
+            push(&mut errors, syn::Error::new(p.name.span(), format!("duplicate preset `{n}`")));
+        } else if own.contains(&n) {
+            push(&mut errors, syn::Error::new(p.name.span(), format!("`{n}` is a group of this family and cannot also be a preset")));
+        }
+        seen.push(n);
+    }
+    if let Some(e) = errors {
+        return Err(e);
+    }
+    // Resolve presets (they may name base groups, base presets, own groups and
+    // own presets, in any order; cycles are errors).
+    let mut resolved: Vec<Option<(u64, u64)>> = vec![None; def.presets.len()];
+    let mut errors = None;
+    for i in 0..def.presets.len() {
+        if let Err(e) = resolve_preset(def, &own, i, &mut resolved, &mut Vec::new()) {
+            push(&mut errors, e);
+        }
+    }
+    if let Some(e) = errors {
+        return Err(e);
+    }
+    let mut presets: Vec<(String, u64, u64)> = def
+        .presets
+        .iter()
+        .zip(&resolved)
+        .map(|(p, r)| {
+            let (b, o) = r.unwrap_or_default();
+            (p.name.to_string(), b, o)
+        })
+        .collect();
+    let all_own = if own.len() >= 64 { u64::MAX } else { (1u64 << own.len()) - 1 };
+    presets.push(("all".to_owned(), 0xff, all_own));
+    Ok(FamilyPlan { presets })
+}
+
+fn resolve_preset(
+    def: &FamilyDef,
+    own: &[String],
+    i: usize,
+    resolved: &mut Vec<Option<(u64, u64)>>,
+    stack: &mut Vec<usize>,
+) -> syn::Result<(u64, u64)> {
+    if let Some(r) = resolved[i] {
+        return Ok(r);
+    }
+    if stack.contains(&i) {
+        return Err(syn::Error::new(def.presets[i].name.span(), format!("preset `{}` includes itself", def.presets[i].name)));
+    }
+    stack.push(i);
+    let (mut base, mut mine) = (0u64, 0u64);
+    for m in &def.presets[i].members {
+        let n = m.unraw().to_string();
+        let self_preset = def.presets.iter().position(|p| p.name == n);
+        if let Some(bit) = own.iter().position(|g| *g == n) {
+            mine |= 1 << bit;
+        } else if let Some(bit) = BASE_GROUPS.iter().position(|g| *g == n) {
+            base |= 1 << bit;
+        } else if let Some(j) = self_preset.filter(|j| *j != i) {
+            let (b, o) = resolve_preset(def, own, j, resolved, stack)?;
+            base |= b;
+            mine |= o;
+        } else if let Some((_, mask)) = BASE_PRESETS.iter().find(|(p, _)| *p == n) {
+            // a preset naming itself (`default: [default, x]`) means the base preset
+            base |= mask;
+            if n == "all" {
+                mine |= if own.len() >= 64 { u64::MAX } else { (1u64 << own.len()) - 1 };
+            }
+        } else {
+            let mut valid: Vec<String> = own.to_vec();
+            valid.extend(BASE_GROUPS.iter().map(|s| s.to_string()));
+            valid.extend(def.presets.iter().map(|p| p.name.to_string()));
+            valid.extend(BASE_PRESETS.iter().map(|(p, _)| p.to_string()));
+            valid.sort();
+            valid.dedup();
+            return Err(syn::Error::new(m.span(), format!("preset `{}` names unknown group or preset `{n}`; valid names are: {}", def.presets[i].name, valid.join(", "))));
+        }
+    }
+    stack.pop();
+    resolved[i] = Some((base, mine));
+    Ok((base, mine))
+}
+
+use syn::ext::IdentExt as _;

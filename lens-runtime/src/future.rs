@@ -1,0 +1,135 @@
+//! Instrumenting futures: the span is current on every poll and never held
+//! across a suspension; it ends when the future completes or is dropped.
+
+use crate::span::{LensSpan, SpanGuard};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context as TaskContext, Poll};
+
+pin_project_lite::pin_project! {
+    /// A future running inside a span. Made by [`Instrument::instrument`].
+    #[derive(Debug)]
+    #[must_use = "futures do nothing unless polled"]
+    pub struct Instrumented<F> {
+        #[pin]
+        inner: F,
+        span: Option<LensSpan>,
+    }
+}
+
+/// Anything that can be the span of an [`Instrumented`] future: a
+/// [`LensSpan`], a [`SpanGuard`] (detached first), or an `Option` of either
+/// (`None`, e.g. from a disabled `managed_span!`, instruments nothing).
+pub trait IntoInstrumentSpan {
+    /// The span, if any.
+    fn into_instrument_span(self) -> Option<LensSpan>;
+}
+impl IntoInstrumentSpan for LensSpan {
+    fn into_instrument_span(self) -> Option<LensSpan> {
+        Some(self)
+    }
+}
+impl IntoInstrumentSpan for SpanGuard {
+    fn into_instrument_span(self) -> Option<LensSpan> {
+        Some(self.into_span())
+    }
+}
+impl<T: IntoInstrumentSpan> IntoInstrumentSpan for Option<T> {
+    fn into_instrument_span(self) -> Option<LensSpan> {
+        self.and_then(T::into_instrument_span)
+    }
+}
+
+/// Runs any future inside a span.
+///
+/// ```
+/// use lens_runtime::future::Instrument;
+/// use lens_runtime::span::start_detached;
+/// async fn rollout() -> u32 { 7 }
+/// let fut = rollout().instrument(start_detached("rollout", Vec::new()));
+/// # drop(fut);
+/// ```
+pub trait Instrument: Future + Sized {
+    /// Wraps `self` so that `span` is current while it is polled and ends
+    /// when it completes or is dropped.
+    fn instrument<S: IntoInstrumentSpan>(self, span: S) -> Instrumented<Self> {
+        Instrumented {
+            inner: self,
+            span: span.into_instrument_span(),
+        }
+    }
+}
+impl<F: Future> Instrument for F {}
+
+/// Wraps `fut` in `span` (used by `#[trace_fn]` on `async fn`).
+#[doc(hidden)]
+#[inline]
+pub fn instrument<F: Future>(fut: F, span: Option<LensSpan>) -> Instrumented<F> {
+    Instrumented { inner: fut, span }
+}
+
+impl<F: Future> Future for Instrumented<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        let Some(span) = this.span.as_ref() else {
+            return this.inner.poll(cx);
+        };
+        let attached = span.context().clone().attach();
+        let out = this.inner.poll(cx);
+        drop(attached);
+        if out.is_ready() {
+            this.span.take(); // ends the span now, not when the future is dropped
+        }
+        out
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A future whose `Err` output is recorded on its span (`#[trace_fn(err)]`).
+    #[derive(Debug)]
+    #[must_use = "futures do nothing unless polled"]
+    pub struct InstrumentedResult<F> {
+        #[pin]
+        inner: Instrumented<F>,
+    }
+}
+
+/// Wraps `fut` in `span`, recording an `Err` output as the span's error.
+#[doc(hidden)]
+#[inline]
+pub fn instrument_result<F, T, E>(fut: F, span: Option<LensSpan>) -> InstrumentedResult<F>
+where
+    F: Future<Output = Result<T, E>>,
+    E: std::fmt::Display,
+{
+    InstrumentedResult {
+        inner: instrument(fut, span),
+    }
+}
+
+impl<F, T, E> Future for InstrumentedResult<F>
+where
+    F: Future<Output = Result<T, E>>,
+    E: std::fmt::Display,
+{
+    type Output = Result<T, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Result<T, E>> {
+        let inner = self.project().inner.project();
+        let Some(span) = inner.span.as_ref() else {
+            return inner.inner.poll(cx);
+        };
+        let attached = span.context().clone().attach();
+        let out = inner.inner.poll(cx);
+        drop(attached);
+        if let Poll::Ready(result) = &out {
+            if let Err(e) = result {
+                span.record_error(e);
+            }
+            inner.span.take();
+        }
+        out
+    }
+}

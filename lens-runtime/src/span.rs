@@ -1,0 +1,338 @@
+//! Span guards: creation, context attachment, panic marking, end on drop.
+
+use crate::attr::{is_redacted_key, AttributeValue};
+use opentelemetry::trace::{SpanBuilder, Status, TraceContextExt, Tracer as _};
+use opentelemetry::{Context, ContextGuard, Key, KeyValue};
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::fmt::{self, Display};
+use std::sync::Once;
+
+/// Instrumentation scope name of every lens span.
+pub const SCOPE_NAME: &str = "lens";
+
+#[cfg(feature = "sdk")]
+mod slot {
+    use opentelemetry_sdk::trace::SdkTracer;
+    use std::sync::atomic::{AtomicPtr, Ordering};
+
+    // The tracer lens spans are created with once a provider is installed.
+    // Each install leaks one small tracer (installs are rare: setup, tests);
+    // in exchange the hot path is one acquire load, no lock, no refcount.
+    static TRACER: AtomicPtr<SdkTracer> = AtomicPtr::new(std::ptr::null_mut());
+
+    #[inline]
+    pub(super) fn get() -> Option<&'static SdkTracer> {
+        // SAFETY: the pointer is null or a leaked `Box<SdkTracer>`, never freed.
+        unsafe { TRACER.load(Ordering::Acquire).as_ref() }
+    }
+
+    pub(super) fn set(tracer: Option<SdkTracer>) {
+        let ptr = tracer.map_or(std::ptr::null_mut(), |t| Box::into_raw(Box::new(t)));
+        TRACER.store(ptr, Ordering::Release);
+    }
+}
+
+/// Installs `provider` as the provider of lens spans and as the global
+/// OpenTelemetry tracer provider. `setup_telemetry` does this for you; tests
+/// use it with an in-memory exporter.
+///
+/// ```
+/// use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+/// let exporter = InMemorySpanExporter::default();
+/// let provider = SdkTracerProvider::builder().with_simple_exporter(exporter.clone()).build();
+/// lens_runtime::span::set_tracer_provider(&provider);
+/// drop(lens_runtime::span::start_span("doc.span", Vec::new()));
+/// assert_eq!(exporter.get_finished_spans().unwrap()[0].name, "doc.span");
+/// # lens_runtime::span::clear_tracer_provider();
+/// ```
+#[cfg(feature = "sdk")]
+pub fn set_tracer_provider(provider: &opentelemetry_sdk::trace::SdkTracerProvider) {
+    use opentelemetry::trace::TracerProvider as _;
+    let scope = opentelemetry::InstrumentationScope::builder(SCOPE_NAME)
+        .with_version(env!("CARGO_PKG_VERSION"))
+        .build();
+    slot::set(Some(provider.tracer_with_scope(scope)));
+    opentelemetry::global::set_tracer_provider(provider.clone());
+}
+
+/// Forgets the provider installed by [`set_tracer_provider`]; lens spans go to
+/// the global OpenTelemetry provider again.
+///
+/// ```
+/// lens_runtime::span::clear_tracer_provider();
+/// ```
+#[cfg(feature = "sdk")]
+pub fn clear_tracer_provider() {
+    slot::set(None);
+}
+
+thread_local! {
+    static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Installs (once) a panic hook that remembers the panic message for the
+/// guards the panic unwinds through, then calls the previous hook.
+fn ensure_panic_hook() {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let payload = info.payload();
+            let msg = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "Box<dyn Any>".to_owned());
+            let _ = LAST_PANIC.try_with(|p| {
+                if let Ok(mut p) = p.try_borrow_mut() {
+                    *p = Some(msg);
+                }
+            });
+            previous(info);
+        }));
+    });
+}
+
+fn start_context(name: Cow<'static, str>, attributes: Vec<KeyValue>) -> Context {
+    ensure_panic_hook();
+    let builder = SpanBuilder::from_name(name).with_attributes(attributes);
+    #[cfg(feature = "sdk")]
+    if let Some(tracer) = slot::get() {
+        return Context::map_current(|parent| {
+            let span = tracer.build_with_context(builder, parent);
+            parent.with_span(span)
+        });
+    }
+    let tracer = opentelemetry::global::tracer(SCOPE_NAME);
+    Context::map_current(|parent| {
+        let span = tracer.build_with_context(builder, parent);
+        parent.with_span(span)
+    })
+}
+
+/// The status of a span, as set by [`SpanGuard::set_status`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SpanStatus {
+    /// The default: no status was set.
+    Unset,
+    /// The operation completed successfully.
+    Ok,
+    /// The operation failed, with a description.
+    Error(Cow<'static, str>),
+}
+
+/// A started span that is not attached to the current context: it can move
+/// between threads (e.g. inside a future) and ends when dropped. Attach it for
+/// a scope with [`LensSpan::enter`]. A panic unwinding through its drop marks
+/// it ERROR with the panic message.
+///
+/// ```
+/// let span = lens_runtime::span::start_detached("work", Vec::new());
+/// std::thread::spawn(move || {
+///     let _g = span.enter(); // current on this thread until `_g` drops
+/// }).join().unwrap();
+/// ```
+pub struct LensSpan {
+    cx: Context,
+}
+
+impl fmt::Debug for LensSpan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LensSpan")
+            .field("span_context", self.cx.span().span_context())
+            .finish()
+    }
+}
+
+/// Starts a span, child of the current context, without attaching it.
+#[doc(hidden)]
+#[inline(never)]
+pub fn start_detached(name: impl Into<Cow<'static, str>>, attributes: Vec<KeyValue>) -> LensSpan {
+    LensSpan {
+        cx: start_context(name.into(), attributes),
+    }
+}
+
+/// Starts a span, child of the current context, and makes it current until
+/// the returned guard drops. This is what the macros expand to.
+#[doc(hidden)]
+#[inline(never)]
+pub fn start_span(name: impl Into<Cow<'static, str>>, attributes: Vec<KeyValue>) -> SpanGuard {
+    LensSpan {
+        cx: start_context(name.into(), attributes),
+    }
+    .enter()
+}
+
+impl LensSpan {
+    /// Makes this span the current one on this thread until the guard drops;
+    /// the span ends when the guard drops.
+    ///
+    /// ```
+    /// let g = lens_runtime::span::start_detached("x", Vec::new()).enter();
+    /// g.set_attribute("n", 1);
+    /// ```
+    pub fn enter(self) -> SpanGuard {
+        let attached = self.cx.clone().attach();
+        SpanGuard {
+            span: self,
+            _attached: attached,
+        }
+    }
+
+    /// The OpenTelemetry context holding this span (for propagation).
+    ///
+    /// ```
+    /// use lens_runtime::otel::trace::TraceContextExt;
+    /// let s = lens_runtime::span::start_detached("x", Vec::new());
+    /// let _sc = s.context().span().span_context().clone();
+    /// ```
+    pub fn context(&self) -> &Context {
+        &self.cx
+    }
+
+    /// Sets `key = value` (skipped for `None`; string values under a
+    /// redacted key become `[REDACTED]`).
+    ///
+    /// ```
+    /// let s = lens_runtime::span::start_detached("x", Vec::new());
+    /// s.set_attribute("loss", 0.25);
+    /// s.set_attribute("token", "abc"); // recorded as "[REDACTED]"
+    /// ```
+    pub fn set_attribute<V: AttributeValue>(&self, key: impl Into<Key>, value: V) {
+        let key = key.into();
+        let value = if is_redacted_key(key.as_str()) {
+            value.to_value_redacted()
+        } else {
+            value.to_value()
+        };
+        if let Some(value) = value {
+            self.cx.span().set_attribute(KeyValue::new(key, value));
+        }
+    }
+
+    /// Adds an event with attributes under the same scalar and redaction
+    /// rules as [`set_attribute`](Self::set_attribute).
+    ///
+    /// ```
+    /// let s = lens_runtime::span::start_detached("x", Vec::new());
+    /// s.add_event("grad.clipped", &[("norm", &3.5), ("layer", &"attn")]);
+    /// ```
+    pub fn add_event(
+        &self,
+        name: impl Into<Cow<'static, str>>,
+        attributes: &[(&str, &dyn AttributeValue)],
+    ) {
+        let mut attrs = Vec::with_capacity(attributes.len());
+        for (k, v) in attributes {
+            crate::attr::push_attribute(&mut attrs, Key::new((*k).to_owned()), *v);
+        }
+        self.cx.span().add_event(name, attrs);
+    }
+
+    /// Marks the span ERROR with the error's `Display` text and adds an
+    /// `exception` event (`exception.type`, `exception.message`).
+    ///
+    /// ```
+    /// let s = lens_runtime::span::start_detached("x", Vec::new());
+    /// s.record_error(&"disk full");
+    /// ```
+    pub fn record_error<E: Display + ?Sized>(&self, err: &E) {
+        record_exception(&self.cx, std::any::type_name::<E>(), err.to_string());
+    }
+
+    /// Sets the span status.
+    ///
+    /// ```
+    /// use lens_runtime::span::SpanStatus;
+    /// let s = lens_runtime::span::start_detached("x", Vec::new());
+    /// s.set_status(SpanStatus::Ok);
+    /// ```
+    pub fn set_status(&self, status: SpanStatus) {
+        self.cx.span().set_status(match status {
+            SpanStatus::Unset => Status::Unset,
+            SpanStatus::Ok => Status::Ok,
+            SpanStatus::Error(description) => Status::Error { description },
+        });
+    }
+}
+
+fn record_exception(cx: &Context, ty: &str, message: String) {
+    let span = cx.span();
+    span.set_status(Status::error(message.clone()));
+    span.add_event(
+        "exception",
+        vec![
+            KeyValue::new("exception.type", ty.to_owned()),
+            KeyValue::new("exception.message", message),
+        ],
+    );
+}
+
+impl Drop for LensSpan {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let msg = LAST_PANIC
+                .try_with(|p| p.try_borrow().ok().and_then(|p| p.clone()))
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| "panicked".to_owned());
+            record_exception(&self.cx, "panic", msg);
+        }
+        self.cx.span().end();
+    }
+}
+
+/// A span that is the current one on this thread until the guard drops; it
+/// ends then. Returned by `managed_span!` (as `Option<SpanGuard>`) and
+/// `span_cm!`. Not `Send`: a guard must drop on the thread that made it (use
+/// [`LensSpan`] and the future combinator to cross threads or `.await`s).
+///
+/// ```
+/// let g = lens_runtime::span::start_span("train.step", Vec::new());
+/// g.set_attribute("loss", 1.5);
+/// drop(g); // ends the span and restores the previous context
+/// ```
+#[must_use = "the span ends when the guard is dropped; bind it with `let _guard = ...`"]
+pub struct SpanGuard {
+    span: LensSpan,
+    _attached: ContextGuard,
+}
+
+impl fmt::Debug for SpanGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("SpanGuard").field(&self.span).finish()
+    }
+}
+
+impl std::ops::Deref for SpanGuard {
+    type Target = LensSpan;
+    fn deref(&self) -> &LensSpan {
+        &self.span
+    }
+}
+
+impl SpanGuard {
+    /// Detaches the span from the current context, keeping it open, e.g. to
+    /// hand it to a future.
+    ///
+    /// ```
+    /// let span = lens_runtime::span::start_span("x", Vec::new()).into_span();
+    /// drop(span); // ends it
+    /// ```
+    pub fn into_span(self) -> LensSpan {
+        let SpanGuard { span, _attached } = self;
+        drop(_attached);
+        span
+    }
+}
+
+/// Records `Err` of a `#[trace_fn(err)]` function on its span.
+#[doc(hidden)]
+#[inline]
+pub fn record_result<T, E: Display>(guard: &Option<SpanGuard>, result: &Result<T, E>) {
+    if let (Some(g), Err(e)) = (guard, result) {
+        g.record_error(e);
+    }
+}

@@ -1,0 +1,197 @@
+//! # Lens for Rust
+//!
+//! OpenTelemetry instrumentation for distributed ML training, RL
+//! post-training and inference: the Rust member of the `nemo-lens` family
+//! (same span groups, `NEMO_LENS_*` variables and attribute names).
+//!
+//! * **Nothing when off.** A site whose [span group](SpanGroup) is disabled
+//!   costs one relaxed atomic load and a branch: no allocation, no clock
+//!   read, and its attribute expressions are not evaluated.
+//! * **Checked at compile time.** `#[trace_fn(group = "stpe")]` does not
+//!   compile; consumer groups are named by path, so rustc checks them too.
+//! * **Optional.** With `default-features = false` this crate is API +
+//!   macros, with no OpenTelemetry SDK in the dependency tree; spans go to
+//!   whatever global provider the application installs (none: no-op).
+//!
+//! ```
+//! use lens::{managed_span, span_cm, trace_fn};
+//!
+//! #[trace_fn(group = "step", name = "train.step", fields(iteration = it))]
+//! fn train_step(it: u64) -> f64 {
+//!     let _fb = managed_span!("forward_backward", "forward_backward", microbatches = 4);
+//!     0.5
+//! }
+//!
+//! lens::set_enabled_span_groups(&lens::SpanGroupSet::resolve("per_step", &[]).unwrap());
+//! let _eval = span_cm!("eval.pass", samples = 128);
+//! let loss = train_step(1);
+//! # let _ = loss;
+//! # lens::set_enabled_span_groups(&lens::SpanGroupSet::none());
+//! ```
+//!
+//! Span groups are switched on from configuration ([`LensConfig`], the
+//! `NEMO_LENS_SPAN_GROUPS` variable) or at run time with
+//! [`set_enabled_span_groups`].
+
+extern crate self as lens;
+
+/// Instruments a function, method or `async fn` with a span whose group
+/// gates it.
+///
+/// Options (each at most once):
+///
+/// | option | meaning |
+/// |---|---|
+/// | `group = "step"` | a base group (checked at compile time) — required |
+/// | `group = megatron::MICROBATCH` | a consumer group, by path |
+/// | `name = "train.step"` | span name (default: the function's name) |
+/// | `fields(k = expr, "a.b" = expr, c.d = expr, e)` | attributes, evaluated only when the group is on |
+/// | `args(a, b)` | record these scalar parameters (none are recorded by default) |
+/// | `err` | an `Err` return sets ERROR status and adds an `exception` event with its `Display` |
+///
+/// ```
+/// use lens::trace_fn;
+///
+/// #[trace_fn(group = "checkpoint", name = "ckpt.save", args(step), err)]
+/// fn save(step: u64, path: &str) -> Result<(), std::io::Error> {
+///     let _ = path;
+///     Ok(())
+/// }
+///
+/// struct Trainer { lr: f64 }
+/// impl Trainer {
+///     #[trace_fn(group = "optimizer", fields(lr = self.lr))]
+///     fn update(&mut self) {}
+///
+///     #[trace_fn(group = lens::megatron::MICROBATCH)]
+///     async fn microbatch(&self, i: usize) -> usize { i }
+/// }
+/// save(10, "/tmp/x").unwrap();
+/// ```
+///
+/// A synchronous function expands to (roughly):
+///
+/// ```text
+/// fn save(step: u64, path: &str) -> Result<(), io::Error> {
+///     let __lens_guard = if CHECKPOINT.is_enabled() {          // one relaxed load
+///         Some(start_span("ckpt.save", vec![KeyValue("step", step)]))
+///     } else { None };
+///     let __lens_ret = (move || -> Result<(), io::Error> { /* body */ })();
+///     record_result(&__lens_guard, &__lens_ret);               // only with `err`
+///     __lens_ret
+/// }
+/// ```
+///
+/// An `async fn` creates the span on first poll and wraps its body in a
+/// future that attaches the span's context on every poll (never across an
+/// `.await`), so the span covers the whole future.
+#[doc(inline)]
+pub use lens_macros::trace_fn;
+
+/// Opens a span if its group is enabled; evaluates to `Option<SpanGuard>`
+/// (`None` when the group is off, without evaluating any attribute).
+///
+/// `managed_span!(group, name, key = value, ...)`: the group is a base group
+/// literal or a consumer group path; the name any expression convertible to
+/// `Cow<'static, str>` (a literal costs nothing).
+///
+/// ```
+/// use lens::managed_span;
+/// for i in 0..3u64 {
+///     let step = managed_span!("step", "train.step", iteration = i, "nv.dl.rank" = 0);
+///     if let Some(s) = &step {
+///         s.set_attribute("loss", 0.1 * i as f64);
+///     }
+/// }
+/// ```
+///
+/// Expands to:
+///
+/// ```text
+/// if STEP.is_enabled() { Some(start_span("train.step", vec![...])) } else { None }
+/// ```
+#[doc(inline)]
+pub use lens_macros::managed_span;
+
+/// Opens an always-on span (not gated by any group); evaluates to a
+/// [`SpanGuard`].
+///
+/// ```
+/// let _g = lens::span_cm!("eval.pass", samples = 256, split = "val");
+/// ```
+#[doc(inline)]
+pub use lens_macros::span_cm;
+
+/// Declares a consumer span-group family that extends the base family: a
+/// module holding one static [`SpanGroup`] per group and a `FAMILY` static.
+///
+/// Presets may name base groups, base presets, this family's groups and its
+/// other presets; `all` is implicit. At most 64 groups; names are lowercase;
+/// duplicates and unknown names are compile errors.
+///
+/// ```
+/// lens::define_span_group! {
+///     /// Spans of my serving stack.
+///     pub serving {
+///         groups: [request, batch, kv_cache],
+///         presets: {
+///             default: [default, request],
+///             per_step: [per_step, request, batch],
+///         },
+///     }
+/// }
+///
+/// #[lens::trace_fn(group = serving::BATCH)]
+/// fn run_batch() {}
+///
+/// let set = lens::SpanGroupSet::resolve("default", &[&serving::FAMILY]).unwrap();
+/// assert!(set.contains(&serving::REQUEST) && set.contains(&lens::groups::JOB));
+/// ```
+#[doc(inline)]
+pub use lens_macros::define_span_group;
+
+pub use lens_runtime::attr::{is_redacted_key, AttributeValue, REDACTED, REDACTED_KEYS};
+pub use lens_runtime::config::{ConfigError, ExporterKind, LensConfig};
+pub use lens_runtime::future::{Instrument, Instrumented, IntoInstrumentSpan};
+pub use lens_runtime::groups::{
+    is_span_group_enabled, register_family, set_enabled_span_groups, SpanGroup, SpanGroupError,
+    SpanGroupFamily, SpanGroupSet,
+};
+pub use lens_runtime::span::{LensSpan, SpanGuard, SpanStatus};
+#[cfg(feature = "sdk")]
+pub use lens_runtime::span::{clear_tracer_provider, set_tracer_provider};
+
+/// The eight base groups and the base family.
+pub mod groups {
+    pub use lens_runtime::groups::base::*;
+}
+
+/// Opens a span that is not attached to the current context, e.g. to
+/// instrument a future with [`Instrument::instrument`]. Always on.
+///
+/// ```
+/// use lens::Instrument;
+/// async fn generate() -> usize { 3 }
+/// let fut = generate().instrument(lens::detached_span("rollout.generate"));
+/// # drop(fut);
+/// ```
+pub fn detached_span(name: impl Into<std::borrow::Cow<'static, str>>) -> LensSpan {
+    lens_runtime::span::start_detached(name, Vec::new())
+}
+
+/// The OpenTelemetry API crate lens is built on (use it instead of adding
+/// your own `opentelemetry` dependency, so versions always match).
+pub use opentelemetry as otel;
+
+/// The OpenTelemetry SDK crate lens is built on.
+#[cfg(feature = "sdk")]
+pub use opentelemetry_sdk as otel_sdk;
+
+mod families;
+pub use families::{megatron, nemo_gym, nemo_rl};
+
+/// Items used by the code the macros generate. Not public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use lens_runtime::__private::*;
+}
