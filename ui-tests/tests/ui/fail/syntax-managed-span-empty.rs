@@ -1,0 +1,4 @@
+// managed_span! with no arguments.
+fn main() {
+    let _g = lens::managed_span!();
+}
