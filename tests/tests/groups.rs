@@ -1,0 +1,130 @@
+//! Span-group spec resolution across families.
+
+use lens::groups::{CHECKPOINT, EVALUATE, FORWARD_BACKWARD, JOB, OPTIMIZER, STEP};
+use lens::{megatron, nemo_gym, nemo_rl, SpanGroupSet};
+
+#[test]
+fn base_presets() {
+    let d = SpanGroupSet::resolve("default", &[]).unwrap();
+    assert_eq!(d.names(), ["job", "checkpoint", "evaluate"]);
+    let p = SpanGroupSet::resolve("per_step", &[]).unwrap();
+    assert_eq!(p.names().len(), 8);
+    let a = SpanGroupSet::resolve("ALL", &[]).unwrap();
+    assert_eq!(a.names(), p.names());
+    assert!(SpanGroupSet::resolve("", &[]).unwrap().names().is_empty());
+    assert!(SpanGroupSet::resolve(" , ,", &[]).unwrap().names().is_empty());
+}
+
+#[test]
+fn unknown_name_lists_every_valid_name() {
+    let e = SpanGroupSet::resolve("default,bogus", &[&megatron::FAMILY]).unwrap_err();
+    assert_eq!(e.name(), "bogus");
+    for n in ["job", "step", "microbatch", "default", "per_step", "all"] {
+        assert!(e.valid_names().contains(&n), "{n} missing");
+    }
+    assert!(e.to_string().contains("`bogus`"));
+}
+
+#[test]
+fn megatron_presets() {
+    let fam = &[&megatron::FAMILY];
+    let d = SpanGroupSet::resolve("default", fam).unwrap();
+    assert!(d.contains(&JOB) && d.contains(&CHECKPOINT) && d.contains(&EVALUATE));
+    assert!(d.contains(&megatron::INFERENCE));
+    assert!(!d.contains(&STEP) && !d.contains(&megatron::LAYER));
+    let p = SpanGroupSet::resolve("per_step", fam).unwrap();
+    for g in [&STEP, &FORWARD_BACKWARD, &OPTIMIZER, &megatron::COMMUNICATION, &megatron::DATA_LOADING, &megatron::INFERENCE] {
+        assert!(p.contains(g), "{}", g.name());
+    }
+    assert!(!p.contains(&megatron::LAYER) && !p.contains(&megatron::MICROBATCH));
+    let a = SpanGroupSet::resolve("all", fam).unwrap();
+    assert_eq!(a.names().len(), 8 + 6);
+}
+
+#[test]
+fn several_families_at_once() {
+    // an RL trainer driving a Megatron backend
+    let fams = &[&nemo_rl::FAMILY, &megatron::FAMILY];
+    let s = SpanGroupSet::resolve("default, layer, generation", fams).unwrap();
+    assert!(s.contains(&megatron::LAYER) && s.contains(&nemo_rl::GENERATION));
+    // `default` expands in every family that defines it
+    assert!(s.contains(&megatron::INFERENCE));
+    assert!(s.contains(&nemo_rl::ROLLOUT) && s.contains(&nemo_rl::POLICY_UPDATE));
+    assert!(!s.contains(&nemo_rl::LOGPROB));
+    let all = SpanGroupSet::resolve("all", fams).unwrap();
+    assert_eq!(all.names().len(), 8 + 8 + 6);
+}
+
+#[test]
+fn rl_and_gym_presets() {
+    let p = SpanGroupSet::resolve("per_step", &[&nemo_rl::FAMILY]).unwrap();
+    for g in [&nemo_rl::ROLLOUT, &nemo_rl::GENERATION, &nemo_rl::REWARD, &nemo_rl::ADVANTAGE, &nemo_rl::POLICY_UPDATE, &STEP] {
+        assert!(p.contains(g), "{}", g.name());
+    }
+    assert!(!p.contains(&nemo_rl::LOGPROB));
+    let g = SpanGroupSet::resolve("default", &[&nemo_gym::FAMILY]).unwrap();
+    assert!(g.contains(&nemo_gym::SERVER) && g.contains(&nemo_gym::ROLLOUT_COLLECTION));
+    assert!(!g.contains(&nemo_gym::VERIFY));
+    let g = SpanGroupSet::resolve("per_step", &[&nemo_gym::FAMILY]).unwrap();
+    assert!(g.contains(&nemo_gym::VERIFY) && !g.contains(&nemo_gym::AGGREGATE_METRICS));
+}
+
+#[test]
+fn each_family_has_its_own_word_and_bits_are_distinct() {
+    for fam in [&lens::groups::FAMILY, &megatron::FAMILY, &nemo_rl::FAMILY, &nemo_gym::FAMILY] {
+        let masks: Vec<u64> = fam.groups().iter().map(|g| g.__mask()).collect();
+        for (i, m) in masks.iter().enumerate() {
+            assert_eq!(m.count_ones(), 1);
+            assert!(!masks[..i].contains(m));
+        }
+    }
+}
+
+#[test]
+fn macro_base_table_matches_the_runtime() {
+    let names: Vec<&str> = lens::groups::FAMILY.groups().iter().map(|g| g.name()).collect();
+    assert_eq!(
+        names,
+        ["job", "checkpoint", "evaluate", "model_init", "load_checkpoint", "step", "forward_backward", "optimizer"]
+    );
+    // every base name is accepted by the macros as a literal and maps to the
+    // runtime group of the same name
+    lens::set_enabled_span_groups(&SpanGroupSet::resolve("all", &[]).unwrap());
+    let sites = [
+        lens::managed_span!("job", "x").is_some(),
+        lens::managed_span!("checkpoint", "x").is_some(),
+        lens::managed_span!("evaluate", "x").is_some(),
+        lens::managed_span!("model_init", "x").is_some(),
+        lens::managed_span!("load_checkpoint", "x").is_some(),
+        lens::managed_span!("step", "x").is_some(),
+        lens::managed_span!("forward_backward", "x").is_some(),
+        lens::managed_span!("optimizer", "x").is_some(),
+    ];
+    assert!(sites.iter().all(|s| *s));
+    for (i, g) in lens::groups::FAMILY.groups().iter().enumerate() {
+        let one = SpanGroupSet::resolve(g.name(), &[]).unwrap();
+        lens::set_enabled_span_groups(&one);
+        let on = [
+            lens::managed_span!("job", "x").is_some(),
+            lens::managed_span!("checkpoint", "x").is_some(),
+            lens::managed_span!("evaluate", "x").is_some(),
+            lens::managed_span!("model_init", "x").is_some(),
+            lens::managed_span!("load_checkpoint", "x").is_some(),
+            lens::managed_span!("step", "x").is_some(),
+            lens::managed_span!("forward_backward", "x").is_some(),
+            lens::managed_span!("optimizer", "x").is_some(),
+        ];
+        for (j, o) in on.iter().enumerate() {
+            assert_eq!(*o, i == j, "literal {j} vs group {}", g.name());
+        }
+    }
+    lens::set_enabled_span_groups(&SpanGroupSet::none());
+}
+
+#[test]
+fn macro_redaction_table_matches_the_runtime() {
+    assert_eq!(
+        lens::REDACTED_KEYS,
+        ["prompt", "input_text", "output_text", "text", "password", "token", "secret", "key"]
+    );
+}
