@@ -5,7 +5,6 @@ use crate::tables::is_redacted_key;
 use crate::validate::{FamilyPlan, TraceFnPlan};
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned, ToTokens};
-use syn::spanned::Spanned;
 use syn::{Ident, ItemFn, LitStr, ReturnType};
 
 /// Builds the attribute `Vec`; value expressions are evaluated only here,
@@ -17,8 +16,11 @@ pub(crate) fn attributes(fields: &[Field], args: &[Ident]) -> TokenStream {
     }
     let pushes = fields
         .iter()
-        .map(|f| push(&f.key, f.key_span, f.value.to_token_stream(), f.value.span()))
-        .chain(args.iter().map(|a| push(&a.to_string(), a.span(), a.to_token_stream(), a.span())));
+        .map(|f| push(&f.key, f.key_span, f.value.to_token_stream()))
+        .chain(
+            args.iter()
+                .map(|a| push(&a.to_string(), a.span(), a.to_token_stream())),
+        );
     quote! {{
         let mut __lens_attrs = ::lens::__private::Vec::with_capacity(#n);
         #(#pushes)*
@@ -26,16 +28,34 @@ pub(crate) fn attributes(fields: &[Field], args: &[Ident]) -> TokenStream {
     }}
 }
 
-fn push(key: &str, key_span: proc_macro2::Span, value: TokenStream, value_span: proc_macro2::Span) -> TokenStream {
+fn push(key: &str, key_span: proc_macro2::Span, value: TokenStream) -> TokenStream {
     let key_lit = LitStr::new(key, key_span);
+    let (first, last) = first_last_span(&value);
     let f = if is_redacted_key(key) {
-        quote_spanned!(value_span=> ::lens::__private::push_redacted)
+        quote_spanned!(first=> ::lens::__private::push_redacted)
     } else {
-        quote_spanned!(value_span=> ::lens::__private::push)
+        quote_spanned!(first=> ::lens::__private::push)
     };
-    quote_spanned! {value_span=>
-        #f(&mut __lens_attrs, #key_lit, &(#value));
+    // `&(value)` with `&` on the value's first token and the parentheses on
+    // its last one: rustc's span of this argument is then exactly the user's
+    // expression, so an `AttributeValue` error underlines all of it.
+    let and = quote_spanned!(first=> &);
+    let mut paren = proc_macro2::Group::new(proc_macro2::Delimiter::Parenthesis, value);
+    paren.set_span(last);
+    quote_spanned! {first=>
+        #f(&mut __lens_attrs, #key_lit, #and #paren);
     }
+}
+
+/// The spans of the first and last token of `tokens` (call site if empty).
+fn first_last_span(tokens: &TokenStream) -> (proc_macro2::Span, proc_macro2::Span) {
+    let mut iter = tokens.clone().into_iter();
+    let first = iter
+        .next()
+        .map(|t| t.span())
+        .unwrap_or_else(proc_macro2::Span::call_site);
+    let last = iter.last().map(|t| t.span()).unwrap_or(first);
+    (first, last)
 }
 
 fn contains_impl_trait(ty: &TokenStream) -> bool {
@@ -47,9 +67,15 @@ fn contains_impl_trait(ty: &TokenStream) -> bool {
 }
 
 pub(crate) fn trace_fn(args: &TraceFnArgs, plan: TraceFnPlan, func: ItemFn) -> TokenStream {
-    let ItemFn { attrs, vis, sig, block } = func;
-    let (outer, inner): (Vec<_>, Vec<_>) =
-        attrs.into_iter().partition(|a| matches!(a.style, syn::AttrStyle::Outer));
+    let ItemFn {
+        attrs,
+        vis,
+        sig,
+        block,
+    } = func;
+    let (outer, inner): (Vec<_>, Vec<_>) = attrs
+        .into_iter()
+        .partition(|a| matches!(a.style, syn::AttrStyle::Outer));
     let group = plan.group;
     let name = plan.name;
     let attrs_vec = attributes(&args.fields, &args.args);
@@ -60,21 +86,36 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, plan: TraceFnPlan, func: ItemFn) -> T
             (!contains_impl_trait(&t)).then_some(t)
         }
     };
+    // Where rustc should point for errors about the return type (the
+    // written type, else the function's name) and about `err`.
+    let ret_span = match &sig.output {
+        ReturnType::Default => sig.ident.span(),
+        ReturnType::Type(_, ty) => first_last_span(&ty.to_token_stream()).0,
+    };
+    let err_span = args
+        .err
+        .as_ref()
+        .map_or_else(proc_macro2::Span::call_site, |e| e.span());
     let enabled = quote!(::lens::__private::SpanGroup::is_enabled(&#group));
     let body = if sig.asyncness.is_some() {
         let fake_return = ret_ty.map(|t| {
-            quote! {
-                #[allow(unknown_lints, unreachable_code, clippy::diverging_sub_expression, clippy::let_unit_value, clippy::unreachable, clippy::empty_loop, clippy::let_with_type_underscore)]
+            // a return edge of the declared type, so the async block's
+            // output is inferred from the signature (and a wrong tail
+            // expression is reported in the body, against `-> T`)
+            quote_spanned! {ret_span=>
+                #[allow(unknown_lints, unreachable_code, clippy::diverging_sub_expression, clippy::let_unit_value, clippy::unreachable, clippy::empty_loop, clippy::let_with_type_underscore, clippy::needless_return)]
                 if false {
                     let __lens_fake_return: #t = loop {};
                     return __lens_fake_return;
                 }
             }
         });
-        let wrap = if args.err.is_some() {
-            quote!(::lens::__private::instrument_result)
+        let call = if args.err.is_some() {
+            // a non-`Result` output or an error type without `Display` is
+            // reported on `err`
+            quote_spanned!(err_span=> ::lens::__private::instrument_result(async move { #fake_return #block }, __lens_span).await)
         } else {
-            quote!(::lens::__private::instrument)
+            quote!(::lens::__private::instrument(async move { #fake_return #block }, __lens_span).await)
         };
         quote! {
             let __lens_span = if #enabled {
@@ -82,10 +123,13 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, plan: TraceFnPlan, func: ItemFn) -> T
             } else {
                 ::core::option::Option::None
             };
-            #wrap(async move { #fake_return #block }, __lens_span).await
+            #call
         }
     } else if args.err.is_some() {
         let annot = ret_ty.map(|t| quote!(-> #t));
+        // a non-`Result` return type or an error type without `Display` is
+        // reported on `err`
+        let record = quote_spanned!(err_span=> ::lens::__private::record_result(&__lens_guard, &__lens_ret););
         quote! {
             let __lens_guard = if #enabled {
                 ::core::option::Option::Some(::lens::__private::start_span(#name, #attrs_vec))
@@ -94,7 +138,7 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, plan: TraceFnPlan, func: ItemFn) -> T
             };
             #[allow(clippy::redundant_closure_call)]
             let __lens_ret = (move || #annot #block)();
-            ::lens::__private::record_result(&__lens_guard, &__lens_ret);
+            #record
             __lens_ret
         }
     } else {
@@ -135,7 +179,13 @@ pub(crate) fn span_cm(args: SpanMacroArgs) -> TokenStream {
 }
 
 pub(crate) fn family(def: FamilyDef, plan: FamilyPlan) -> TokenStream {
-    let FamilyDef { attrs, vis, name, groups, .. } = def;
+    let FamilyDef {
+        attrs,
+        vis,
+        name,
+        groups,
+        ..
+    } = def;
     let fam = name.to_string();
     let statics = groups.iter().enumerate().map(|(bit, (gattrs, g))| {
         let gname = g.to_string();
@@ -151,13 +201,26 @@ pub(crate) fn family(def: FamilyDef, plan: FamilyPlan) -> TokenStream {
                 ::lens::__private::SpanGroup::__new(#gname, #fam, &__LENS_WORD, #bit);
         }
     });
-    let ids = groups.iter().map(|(_, g)| Ident::new(&g.to_string().to_ascii_uppercase(), g.span()));
-    let presets = plan.presets.iter().map(|(p, base, own)| {
-        quote!(::lens::__private::Preset::__new(#p, #base, #own))
-    });
-    let group_list = groups.iter().map(|(_, g)| format!("`{g}`")).collect::<Vec<_>>().join(", ");
-    let preset_list = plan.presets.iter().map(|(p, _, _)| format!("`{p}`")).collect::<Vec<_>>().join(", ");
-    let family_doc = format!("The `{fam}` family: base groups plus {group_list}; presets {preset_list}.");
+    let ids = groups
+        .iter()
+        .map(|(_, g)| Ident::new(&g.to_string().to_ascii_uppercase(), g.span()));
+    let presets = plan
+        .presets
+        .iter()
+        .map(|(p, base, own)| quote!(::lens::__private::Preset::__new(#p, #base, #own)));
+    let group_list = groups
+        .iter()
+        .map(|(_, g)| format!("`{g}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let preset_list = plan
+        .presets
+        .iter()
+        .map(|(p, _, _)| format!("`{p}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let family_doc =
+        format!("The `{fam}` family: base groups plus {group_list}; presets {preset_list}.");
     quote! {
         #(#attrs)*
         #vis mod #name {

@@ -49,9 +49,11 @@ pub fn trace_fn(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// `lens::managed_span!`.
 #[proc_macro]
 pub fn managed_span(input: TokenStream) -> TokenStream {
-    let parsed = (|s: syn::parse::ParseStream<'_>| parse::SpanMacroArgs::parse(s, true)).parse(input);
+    let parsed =
+        (|s: syn::parse::ParseStream<'_>| parse::SpanMacroArgs::parse(s, true)).parse(input);
     let result = parsed.and_then(|args| {
-        let group = validate::group_tokens(args.group.as_ref().expect("managed_span parses a group"))?;
+        let group =
+            validate::group_tokens(args.group.as_ref().expect("managed_span parses a group"))?;
         Ok(expand::managed_span(args, group))
     });
     match result {
@@ -66,12 +68,14 @@ pub fn managed_span(input: TokenStream) -> TokenStream {
 /// Opens an always-on span: `SpanGuard`. See `lens::span_cm!`.
 #[proc_macro]
 pub fn span_cm(input: TokenStream) -> TokenStream {
-    let parsed = (|s: syn::parse::ParseStream<'_>| parse::SpanMacroArgs::parse(s, false)).parse(input);
+    let parsed =
+        (|s: syn::parse::ParseStream<'_>| parse::SpanMacroArgs::parse(s, false)).parse(input);
     match parsed {
         Ok(args) => expand::span_cm(args).into(),
         Err(e) => {
             let err = e.to_compile_error();
-            quote!({ #err; ::lens::__private::start_span("", ::lens::__private::Vec::new()) }).into()
+            quote!({ #err; ::lens::__private::start_span("", ::lens::__private::Vec::new()) })
+                .into()
         }
     }
 }

@@ -5,7 +5,9 @@ use proc_macro2::Span;
 use syn::ext::IdentExt;
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
-use syn::{braced, bracketed, parenthesized, Attribute, Expr, Ident, LitStr, Path, Token, Visibility};
+use syn::{
+    braced, bracketed, parenthesized, Attribute, Expr, Ident, LitStr, Path, Token, Visibility,
+};
 
 /// How a site names its group.
 pub(crate) enum GroupRef {
@@ -20,7 +22,12 @@ impl Parse for GroupRef {
         let lookahead = input.lookahead1();
         if lookahead.peek(LitStr) {
             Ok(GroupRef::Lit(input.parse()?))
-        } else if lookahead.peek(Ident) || lookahead.peek(Token![::]) || lookahead.peek(Token![crate]) || lookahead.peek(Token![self]) || lookahead.peek(Token![super]) {
+        } else if lookahead.peek(Ident)
+            || lookahead.peek(Token![::])
+            || lookahead.peek(Token![crate])
+            || lookahead.peek(Token![self])
+            || lookahead.peek(Token![super])
+        {
             Ok(GroupRef::Path(Box::new(input.parse()?)))
         } else {
             Err(syn::Error::new(
@@ -40,10 +47,14 @@ pub(crate) struct Field {
 
 impl Parse for Field {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let start = input.fork();
         let (key, key_span, shorthand) = if input.peek(LitStr) {
             let lit: LitStr = input.parse()?;
             if lit.value().is_empty() {
-                return Err(syn::Error::new(lit.span(), "attribute key must not be empty"));
+                return Err(syn::Error::new(
+                    lit.span(),
+                    "attribute key must not be empty",
+                ));
             }
             (lit.value(), lit.span(), None)
         } else if input.peek(Ident::peek_any) {
@@ -72,9 +83,25 @@ impl Parse for Field {
         } else if let Some(ident) = shorthand {
             syn::parse_quote_spanned!(ident.span()=> #ident)
         } else {
-            return Err(syn::Error::new(input.span(), format!("expected `=` and a value after attribute key `{key}`")));
+            // underline the whole dotted key (`a.b.c`), not the end of input
+            let key_tokens: proc_macro2::TokenStream = start
+                .cursor()
+                .token_stream()
+                .into_iter()
+                .take_while(
+                    |t| !matches!(t, proc_macro2::TokenTree::Punct(p) if p.as_char() == ','),
+                )
+                .collect();
+            return Err(syn::Error::new_spanned(
+                key_tokens,
+                format!("expected `=` and a value after attribute key `{key}`; only a plain identifier can stand alone (`x` means `x = x`)"),
+            ));
         };
-        Ok(Field { key, key_span, value })
+        Ok(Field {
+            key,
+            key_span,
+            value,
+        })
     }
 }
 
@@ -116,7 +143,10 @@ impl TraceFnArgs {
             let opt = Ident::parse_any(input)?;
             let name = opt.to_string();
             if seen.contains(&name) {
-                push_err(syn::Error::new(opt.span(), format!("duplicate option `{name}`")), &mut errors);
+                push_err(
+                    syn::Error::new(opt.span(), format!("duplicate option `{name}`")),
+                    &mut errors,
+                );
             }
             seen.push(name.clone());
             match name.as_str() {
@@ -143,20 +173,22 @@ impl TraceFnArgs {
                 "args" => {
                     let content;
                     parenthesized!(content in input);
-                    let idents = Punctuated::<Ident, Token![,]>::parse_terminated_with(&content, Ident::parse_any)?;
+                    let idents = Punctuated::<Ident, Token![,]>::parse_terminated_with(
+                        &content,
+                        Ident::parse_any,
+                    )?;
                     out.args.extend(idents);
                 }
                 "err" => out.err = Some(opt.clone()),
-                "skip" | "skip_all" => push_err(
-                    syn::Error::new(opt.span(), format!("unknown option `{name}`: `#[trace_fn]` records no argument unless listed in `args(...)`, so there is nothing to skip; expected one of: {TRACE_FN_OPTIONS}")),
-                    &mut errors,
-                ),
                 _ => {
-                    push_err(
-                        syn::Error::new(opt.span(), format!("unknown option `{name}`; expected one of: {TRACE_FN_OPTIONS}")),
-                        &mut errors,
-                    );
-                    // skip this option's tokens up to the next comma
+                    let msg = if name == "skip" || name == "skip_all" {
+                        format!("unknown option `{name}`: `#[trace_fn]` records no argument unless listed in `args(...)`, so there is nothing to skip; expected one of: {TRACE_FN_OPTIONS}")
+                    } else {
+                        format!("unknown option `{name}`; expected one of: {TRACE_FN_OPTIONS}")
+                    };
+                    push_err(syn::Error::new(opt.span(), msg), &mut errors);
+                    // skip this option's tokens up to the next comma, so the
+                    // options after it are still checked
                     while !input.is_empty() && !input.peek(Token![,]) {
                         input.parse::<proc_macro2::TokenTree>()?;
                     }
@@ -194,7 +226,11 @@ impl SpanMacroArgs {
         let group = if with_group {
             let g: GroupRef = input.parse()?;
             if input.is_empty() {
-                return Err(syn::Error::new(input.span(), format!("missing span name; {usage}")));
+                let msg = format!("missing span name after the group; {usage}");
+                return Err(match &g {
+                    GroupRef::Lit(l) => syn::Error::new(l.span(), msg),
+                    GroupRef::Path(p) => syn::Error::new_spanned(p, msg),
+                });
             }
             input.parse::<Token![,]>()?;
             Some(g)
@@ -202,7 +238,10 @@ impl SpanMacroArgs {
             None
         };
         if input.is_empty() {
-            return Err(syn::Error::new(input.span(), format!("missing span name; {usage}")));
+            return Err(syn::Error::new(
+                input.span(),
+                format!("missing span name; {usage}"),
+            ));
         }
         let name: Expr = input.parse()?;
         let fields = if input.is_empty() {
@@ -211,7 +250,11 @@ impl SpanMacroArgs {
             input.parse::<Token![,]>()?;
             parse_fields(input)?
         };
-        Ok(SpanMacroArgs { group, name, fields })
+        Ok(SpanMacroArgs {
+            group,
+            name,
+            fields,
+        })
     }
 }
 
@@ -268,25 +311,45 @@ impl Parse for FamilyDef {
                         let list;
                         bracketed!(list in map);
                         let members = Punctuated::<Ident, Token![,]>::parse_terminated(&list)?;
-                        presets.push(PresetDef { name: pname, members: members.into_iter().collect() });
+                        presets.push(PresetDef {
+                            name: pname,
+                            members: members.into_iter().collect(),
+                        });
                         if map.is_empty() {
                             break;
                         }
                         map.parse::<Token![,]>()?;
                     }
                 }
-                "groups" | "presets" => return Err(syn::Error::new(key.span(), format!("duplicate `{key}`"))),
-                _ => return Err(syn::Error::new(key.span(), format!("unknown key `{key}`; expected `groups` or `presets`"))),
+                "groups" | "presets" => {
+                    return Err(syn::Error::new(key.span(), format!("duplicate `{key}`")))
+                }
+                _ => {
+                    return Err(syn::Error::new(
+                        key.span(),
+                        format!("unknown key `{key}`; expected `groups` or `presets`"),
+                    ))
+                }
             }
             if body.is_empty() {
                 break;
             }
             body.parse::<Token![,]>()?;
         }
-        let groups = groups.ok_or_else(|| syn::Error::new(name.span(), "missing `groups: [...]`"))?;
+        let groups =
+            groups.ok_or_else(|| syn::Error::new(name.span(), "missing `groups: [...]`"))?;
         if !input.is_empty() {
-            return Err(syn::Error::new(input.span(), "expected one family per `define_span_group!`"));
+            return Err(syn::Error::new(
+                input.span(),
+                "expected one family per `define_span_group!`",
+            ));
         }
-        Ok(FamilyDef { attrs, vis, name, groups, presets })
+        Ok(FamilyDef {
+            attrs,
+            vis,
+            name,
+            groups,
+            presets,
+        })
     }
 }

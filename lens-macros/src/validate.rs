@@ -54,11 +54,17 @@ pub(crate) struct TraceFnPlan {
 pub(crate) fn trace_fn(args: &TraceFnArgs, func: &ItemFn) -> syn::Result<TraceFnPlan> {
     let mut errors = None;
     if let Some(c) = &func.sig.constness {
-        push(&mut errors, syn::Error::new(c.span, "`#[trace_fn]` cannot instrument a `const fn`: spans are created at run time"));
+        push(
+            &mut errors,
+            syn::Error::new(
+                c.span,
+                "`#[trace_fn]` cannot instrument a `const fn`: spans are created at run time",
+            ),
+        );
     }
     let group = match &args.group {
         None => {
-            push(&mut errors, syn::Error::new(Span::call_site(), format!("missing `group`: write `#[trace_fn(group = \"step\")]`; valid base groups are: {}, or a consumer group path such as `megatron::MICROBATCH`", base_group_list())));
+            push(&mut errors, syn::Error::new(Span::call_site(), format!("missing `group`: name a base group, e.g. `#[trace_fn(group = \"step\")]` (valid base groups are: {}), or a consumer group by path, e.g. `group = lens::megatron::MICROBATCH`", base_group_list())));
             None
         }
         Some(g) => match group_tokens(g) {
@@ -85,21 +91,85 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, func: &ItemFn) -> syn::Result<TraceFn
         if a == "self" {
             push(&mut errors, syn::Error::new(a.span(), "`self` cannot be recorded as an attribute; record a scalar field instead, e.g. `fields(id = self.id)`"));
         } else if !params.iter().any(|p| a == p) {
-            let list = if params.is_empty() { "none".to_owned() } else { params.join(", ") };
+            let list = if params.is_empty() {
+                "none".to_owned()
+            } else {
+                params.join(", ")
+            };
             push(&mut errors, syn::Error::new(a.span(), format!("`args` names `{a}`, which is not a parameter of `{}`; parameters that can be recorded: {list}", func.sig.ident)));
         }
     }
-    if let (Some(err), syn::ReturnType::Default) = (&args.err, &func.sig.output) {
-        push(&mut errors, syn::Error::new(err.span(), format!("`err` records the `Err` of a returned `Result`, but `{}` returns `()`", func.sig.ident)));
+    if let Some(err) = &args.err {
+        let returns = match &func.sig.output {
+            syn::ReturnType::Default => Some("()".to_owned()),
+            syn::ReturnType::Type(_, ty) => clearly_not_result(ty).then(|| type_to_string(ty)),
+        };
+        if let Some(returns) = returns {
+            push(&mut errors, syn::Error::new(err.span(), format!("`err` records the `Err` of a returned `Result`, but `{}` returns `{returns}`; remove `err`", func.sig.ident)));
+        }
     }
     if let Some(e) = errors {
         return Err(e);
     }
-    let name = args
-        .name
-        .clone()
-        .unwrap_or_else(|| syn::LitStr::new(&func.sig.ident.unraw().to_string(), func.sig.ident.span()));
-    Ok(TraceFnPlan { group: group.unwrap_or_default(), name })
+    let name = args.name.clone().unwrap_or_else(|| {
+        syn::LitStr::new(&func.sig.ident.unraw().to_string(), func.sig.ident.span())
+    });
+    Ok(TraceFnPlan {
+        group: group.unwrap_or_default(),
+        name,
+    })
+}
+
+/// `ty` as written, without the spaces of `TokenStream`'s `Display`.
+fn type_to_string(ty: &syn::Type) -> String {
+    let mut s = ty.to_token_stream().to_string();
+    for (from, to) in [
+        (" <", "<"),
+        ("< ", "<"),
+        (" >", ">"),
+        (" ,", ","),
+        (" ::", "::"),
+        (":: ", "::"),
+        ("& ", "&"),
+        ("( ", "("),
+        (" )", ")"),
+        ("[ ", "["),
+        (" ]", "]"),
+        (" ;", ";"),
+    ] {
+        s = s.replace(from, to);
+    }
+    s
+}
+
+/// Whether `ty` is certainly not a `Result` (a primitive, a tuple, a
+/// reference, an array or a common std type). Other paths may be aliases of
+/// `Result` and are left to rustc, whose error then points at `err`.
+fn clearly_not_result(ty: &syn::Type) -> bool {
+    const NOT_RESULT: &[&str] = &[
+        "bool", "char", "str", "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32",
+        "u64", "u128", "usize", "f32", "f64", "String", "Option", "Vec", "Box", "HashMap",
+        "BTreeMap", "HashSet", "BTreeSet",
+    ];
+    match ty {
+        syn::Type::Paren(p) => clearly_not_result(&p.elem),
+        syn::Type::Group(g) => clearly_not_result(&g.elem),
+        syn::Type::Tuple(_)
+        | syn::Type::Reference(_)
+        | syn::Type::Array(_)
+        | syn::Type::Slice(_)
+        | syn::Type::Never(_)
+        | syn::Type::Ptr(_)
+        | syn::Type::BareFn(_) => true,
+        syn::Type::Path(p) => {
+            p.qself.is_none()
+                && p.path
+                    .segments
+                    .last()
+                    .is_some_and(|s| NOT_RESULT.iter().any(|n| s.ident == n))
+        }
+        _ => false,
+    }
 }
 
 /// The error for `#[trace_fn]` on something that is not a function with a body.
@@ -113,17 +183,41 @@ pub(crate) fn not_a_fn(item: &TokenStream) -> syn::Error {
         }
     }
     let head: TokenStream = match syn::parse2::<syn::Item>(item.clone()) {
-        Ok(syn::Item::Struct(s)) => { let (struct_token, ident) = (&s.struct_token, &s.ident); quote!(#struct_token #ident) },
-        Ok(syn::Item::Enum(e)) => { let (enum_token, ident) = (&e.enum_token, &e.ident); quote!(#enum_token #ident) },
-        Ok(syn::Item::Const(c)) => { let (const_token, ident) = (&c.const_token, &c.ident); quote!(#const_token #ident) },
-        Ok(syn::Item::Static(s)) => { let (static_token, ident) = (&s.static_token, &s.ident); quote!(#static_token #ident) },
+        Ok(syn::Item::Struct(s)) => {
+            let (struct_token, ident) = (&s.struct_token, &s.ident);
+            quote!(#struct_token #ident)
+        }
+        Ok(syn::Item::Enum(e)) => {
+            let (enum_token, ident) = (&e.enum_token, &e.ident);
+            quote!(#enum_token #ident)
+        }
+        Ok(syn::Item::Const(c)) => {
+            let (const_token, ident) = (&c.const_token, &c.ident);
+            quote!(#const_token #ident)
+        }
+        Ok(syn::Item::Static(s)) => {
+            let (static_token, ident) = (&s.static_token, &s.ident);
+            quote!(#static_token #ident)
+        }
         Ok(syn::Item::Impl(i)) => i.impl_token.to_token_stream(),
-        Ok(syn::Item::Mod(m)) => { let (mod_token, ident) = (&m.mod_token, &m.ident); quote!(#mod_token #ident) },
-        Ok(syn::Item::Trait(t)) => { let (trait_token, ident) = (&t.trait_token, &t.ident); quote!(#trait_token #ident) },
-        Ok(syn::Item::Type(t)) => { let (type_token, ident) = (&t.type_token, &t.ident); quote!(#type_token #ident) },
+        Ok(syn::Item::Mod(m)) => {
+            let (mod_token, ident) = (&m.mod_token, &m.ident);
+            quote!(#mod_token #ident)
+        }
+        Ok(syn::Item::Trait(t)) => {
+            let (trait_token, ident) = (&t.trait_token, &t.ident);
+            quote!(#trait_token #ident)
+        }
+        Ok(syn::Item::Type(t)) => {
+            let (type_token, ident) = (&t.type_token, &t.ident);
+            quote!(#type_token #ident)
+        }
         _ => item.clone().into_iter().take(2).collect(),
     };
-    syn::Error::new_spanned(head, "`#[trace_fn]` can only be applied to functions and methods")
+    syn::Error::new_spanned(
+        head,
+        "`#[trace_fn]` can only be applied to functions and methods",
+    )
 }
 
 /// A checked family: masks per preset over (base word, own word).
@@ -135,19 +229,54 @@ pub(crate) fn family(def: &FamilyDef) -> syn::Result<FamilyPlan> {
     let mut errors = None;
     let fam = def.name.to_string();
     if fam == "base" {
-        push(&mut errors, syn::Error::new(def.name.span(), "`base` is the built-in family; choose another name"));
+        push(
+            &mut errors,
+            syn::Error::new(
+                def.name.span(),
+                "`base` is the built-in family; choose another name",
+            ),
+        );
     }
     let mut own: Vec<String> = Vec::new();
     for (i, (_, g)) in def.groups.iter().enumerate() {
         let name = g.unraw().to_string();
         if name != name.to_ascii_lowercase() {
-            push(&mut errors, syn::Error::new(g.span(), format!("span group names are lowercase snake_case: write `{}`", name.to_ascii_lowercase())));
+            push(
+                &mut errors,
+                syn::Error::new(
+                    g.span(),
+                    format!(
+                        "span group names are lowercase snake_case: write `{}`",
+                        name.to_ascii_lowercase()
+                    ),
+                ),
+            );
         } else if own.contains(&name) {
-            push(&mut errors, syn::Error::new(g.span(), format!("duplicate span group `{name}` in family `{fam}`")));
+            push(
+                &mut errors,
+                syn::Error::new(
+                    g.span(),
+                    format!("duplicate span group `{name}` in family `{fam}`"),
+                ),
+            );
         } else if BASE_GROUPS.contains(&name.as_str()) {
-            push(&mut errors, syn::Error::new(g.span(), format!("`{name}` is already a base group, which every family includes; remove it")));
+            push(
+                &mut errors,
+                syn::Error::new(
+                    g.span(),
+                    format!(
+                        "`{name}` is already a base group, which every family includes; remove it"
+                    ),
+                ),
+            );
         } else if BASE_PRESETS.iter().any(|(p, _)| *p == name) {
-            push(&mut errors, syn::Error::new(g.span(), format!("`{name}` is a preset name and cannot also be a group")));
+            push(
+                &mut errors,
+                syn::Error::new(
+                    g.span(),
+                    format!("`{name}` is a preset name and cannot also be a group"),
+                ),
+            );
         }
         if i == 64 {
             push(&mut errors, syn::Error::new(g.span(), format!("family `{fam}` declares more than 64 span groups; a family is one 64-bit word: split it into two families")));
@@ -160,9 +289,18 @@ pub(crate) fn family(def: &FamilyDef) -> syn::Result<FamilyPlan> {
         if n == "all" {
             push(&mut errors, syn::Error::new(p.name.span(), "preset `all` is implicit (every group of the family and the base family); remove it"));
         } else if seen.contains(&n) {
-            push(&mut errors, syn::Error::new(p.name.span(), format!("duplicate preset `{n}`")));
+            push(
+                &mut errors,
+                syn::Error::new(p.name.span(), format!("duplicate preset `{n}`")),
+            );
         } else if own.contains(&n) {
-            push(&mut errors, syn::Error::new(p.name.span(), format!("`{n}` is a group of this family and cannot also be a preset")));
+            push(
+                &mut errors,
+                syn::Error::new(
+                    p.name.span(),
+                    format!("`{n}` is a group of this family and cannot also be a preset"),
+                ),
+            );
         }
         seen.push(n);
     }
@@ -170,46 +308,72 @@ pub(crate) fn family(def: &FamilyDef) -> syn::Result<FamilyPlan> {
         return Err(e);
     }
     // Resolve presets (they may name base groups, base presets, own groups and
-    // own presets, in any order; cycles are errors).
-    let mut resolved: Vec<Option<(u64, u64)>> = vec![None; def.presets.len()];
+    // own presets, in any order; cycles are errors, reported once each).
+    let mut state = vec![Resolve::Todo; def.presets.len()];
     let mut errors = None;
     for i in 0..def.presets.len() {
-        if let Err(e) = resolve_preset(def, &own, i, &mut resolved, &mut Vec::new()) {
-            push(&mut errors, e);
-        }
+        resolve_preset(def, &own, i, &mut state, &mut Vec::new(), &mut errors);
     }
     if let Some(e) = errors {
         return Err(e);
     }
+    let resolved: Vec<(u64, u64)> = state
+        .iter()
+        .map(|r| match r {
+            Resolve::Done(b, o) => (*b, *o),
+            _ => (0, 0),
+        })
+        .collect();
     let mut presets: Vec<(String, u64, u64)> = def
         .presets
         .iter()
         .zip(&resolved)
-        .map(|(p, r)| {
-            let (b, o) = r.unwrap_or_default();
-            (p.name.to_string(), b, o)
-        })
+        .map(|(p, (b, o))| (p.name.to_string(), *b, *o))
         .collect();
-    let all_own = if own.len() >= 64 { u64::MAX } else { (1u64 << own.len()) - 1 };
+    let all_own = if own.len() >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << own.len()) - 1
+    };
     presets.push(("all".to_owned(), 0xff, all_own));
     Ok(FamilyPlan { presets })
 }
 
+/// Where the resolution of one preset stands.
+#[derive(Clone, Copy)]
+enum Resolve {
+    Todo,
+    InProgress,
+    Done(u64, u64),
+    /// An error was already reported for it.
+    Failed,
+}
+
+/// Resolves preset `i` into `state[i]`; `stack` holds the presets being
+/// resolved (to name the cycle). Returns `None` on error (already reported).
 fn resolve_preset(
     def: &FamilyDef,
     own: &[String],
     i: usize,
-    resolved: &mut Vec<Option<(u64, u64)>>,
+    state: &mut Vec<Resolve>,
     stack: &mut Vec<usize>,
-) -> syn::Result<(u64, u64)> {
-    if let Some(r) = resolved[i] {
-        return Ok(r);
+    errors: &mut Option<syn::Error>,
+) -> Option<(u64, u64)> {
+    match state[i] {
+        Resolve::Done(b, o) => return Some((b, o)),
+        Resolve::Failed | Resolve::InProgress => return None,
+        Resolve::Todo => {}
     }
-    if stack.contains(&i) {
-        return Err(syn::Error::new(def.presets[i].name.span(), format!("preset `{}` includes itself", def.presets[i].name)));
-    }
+    state[i] = Resolve::InProgress;
     stack.push(i);
+    let this = &def.presets[i].name;
+    let all_own = if own.len() >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << own.len()) - 1
+    };
     let (mut base, mut mine) = (0u64, 0u64);
+    let mut failed = false;
     for m in &def.presets[i].members {
         let n = m.unraw().to_string();
         let self_preset = def.presets.iter().position(|p| p.name == n);
@@ -218,15 +382,46 @@ fn resolve_preset(
         } else if let Some(bit) = BASE_GROUPS.iter().position(|g| *g == n) {
             base |= 1 << bit;
         } else if let Some(j) = self_preset.filter(|j| *j != i) {
-            let (b, o) = resolve_preset(def, own, j, resolved, stack)?;
-            base |= b;
-            mine |= o;
+            if let Resolve::InProgress = state[j] {
+                // `m` closes a cycle: name it on this token, once
+                let from = stack.iter().position(|k| *k == j).unwrap_or(0);
+                let path: Vec<String> = stack[from..]
+                    .iter()
+                    .map(|k| format!("`{}`", def.presets[*k].name))
+                    .chain(std::iter::once(format!("`{n}`")))
+                    .collect();
+                push(
+                    errors,
+                    syn::Error::new(
+                        m.span(),
+                        format!(
+                            "preset cycle: {}; a preset cannot include itself",
+                            path.join(" includes ")
+                        ),
+                    ),
+                );
+                failed = true;
+            } else {
+                match resolve_preset(def, own, j, state, stack, errors) {
+                    Some((b, o)) => {
+                        base |= b;
+                        mine |= o;
+                    }
+                    None => failed = true,
+                }
+            }
         } else if let Some((_, mask)) = BASE_PRESETS.iter().find(|(p, _)| *p == n) {
             // a preset naming itself (`default: [default, x]`) means the base preset
             base |= mask;
             if n == "all" {
-                mine |= if own.len() >= 64 { u64::MAX } else { (1u64 << own.len()) - 1 };
+                mine |= all_own;
             }
+        } else if self_preset == Some(i) {
+            push(
+                errors,
+                syn::Error::new(m.span(), format!("preset `{this}` includes itself")),
+            );
+            failed = true;
         } else {
             let mut valid: Vec<String> = own.to_vec();
             valid.extend(BASE_GROUPS.iter().map(|s| s.to_string()));
@@ -234,12 +429,27 @@ fn resolve_preset(
             valid.extend(BASE_PRESETS.iter().map(|(p, _)| p.to_string()));
             valid.sort();
             valid.dedup();
-            return Err(syn::Error::new(m.span(), format!("preset `{}` names unknown group or preset `{n}`; valid names are: {}", def.presets[i].name, valid.join(", "))));
+            push(
+                errors,
+                syn::Error::new(
+                    m.span(),
+                    format!(
+                        "preset `{this}` names unknown group or preset `{n}`; valid names are: {}",
+                        valid.join(", ")
+                    ),
+                ),
+            );
+            failed = true;
         }
     }
     stack.pop();
-    resolved[i] = Some((base, mine));
-    Ok((base, mine))
+    if failed {
+        state[i] = Resolve::Failed;
+        None
+    } else {
+        state[i] = Resolve::Done(base, mine);
+        Some((base, mine))
+    }
 }
 
 use syn::ext::IdentExt as _;

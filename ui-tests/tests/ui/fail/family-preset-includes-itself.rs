@@ -1,0 +1,12 @@
+// A preset of the family cannot list itself (only a base preset name may be
+// reused, as in `default: [default, request]`).
+lens::define_span_group! {
+    pub serving {
+        groups: [request, batch],
+        presets: {
+            fast: [request, fast],
+        },
+    }
+}
+
+fn main() {}
