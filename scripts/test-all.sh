@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The whole test suite: formatting, lints, every test of the workspace (unit,
+# behaviour, integration, UI, doc tests), benches once in test mode, and the
+# no-SDK consumer crate. README.md and .ci/run call exactly this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy (all targets, warnings are errors)"
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "cargo test --workspace (unit, behaviour, integration, UI; benches run once in test mode)"
+cargo test --workspace --all-targets
+
+step "doc tests"
+cargo test --workspace --doc
+
+step "lens without default features: no OpenTelemetry SDK in the tree"
+tree=$(cargo tree --manifest-path tests/no-sdk/Cargo.toml -e normal)
+if grep -q opentelemetry_sdk <<<"$tree"; then
+  echo "opentelemetry_sdk is in the dependency tree of a default-features = false build:" >&2
+  echo "$tree" >&2
+  exit 1
+fi
+echo "ok: no opentelemetry_sdk"
+cargo clippy --manifest-path tests/no-sdk/Cargo.toml --all-targets -- -D warnings
+cargo test --manifest-path tests/no-sdk/Cargo.toml
+
+step "all tests passed"
