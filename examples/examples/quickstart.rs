@@ -10,9 +10,9 @@
 
 use lens::otel_sdk::error::OTelSdkResult;
 use lens::otel_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
-use std::sync::{Arc, Mutex};
 use lens::{managed_span, span_cm, trace_fn, LensConfig};
 use std::error::Error;
+use std::sync::{Arc, Mutex};
 
 /// Keeps finished spans so the example can print them as a tree.
 #[derive(Debug, Clone, Default)]
@@ -106,12 +106,29 @@ fn main() -> Result<(), Box<dyn Error>> {
 }
 
 fn print_tree(spans: &[SpanData], parent: lens::otel::trace::SpanId, depth: usize) {
-    let mut children: Vec<&SpanData> = spans.iter().filter(|s| s.parent_span_id == parent).collect();
+    let mut children: Vec<&SpanData> = spans
+        .iter()
+        .filter(|s| s.parent_span_id == parent)
+        .collect();
     children.sort_by_key(|s| s.start_time);
     for s in children {
-        let us = s.end_time.duration_since(s.start_time).unwrap_or_default().as_micros();
-        let attrs: Vec<String> = s.attributes.iter().map(|kv| format!("{}={}", kv.key, kv.value)).collect();
-        println!("{:indent$}{} ({us} µs) {}", "", s.name, attrs.join(" "), indent = depth * 2);
+        let us = s
+            .end_time
+            .duration_since(s.start_time)
+            .unwrap_or_default()
+            .as_micros();
+        let attrs: Vec<String> = s
+            .attributes
+            .iter()
+            .map(|kv| format!("{}={}", kv.key, kv.value))
+            .collect();
+        println!(
+            "{:indent$}{} ({us} µs) {}",
+            "",
+            s.name,
+            attrs.join(" "),
+            indent = depth * 2
+        );
         print_tree(spans, s.span_context.span_id(), depth + 1);
     }
 }

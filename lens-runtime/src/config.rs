@@ -9,7 +9,8 @@ use std::str::FromStr;
 pub const ENV_PREFIX: &str = "NEMO_LENS_";
 
 /// Built-in export strategy names.
-pub const BUILTIN_STRATEGIES: &[&str] = &["all_ranks", "single_rank", "sampled", "first_rank_per_node"];
+pub const BUILTIN_STRATEGIES: &[&str] =
+    &["all_ranks", "single_rank", "sampled", "first_rank_per_node"];
 
 const BOOL_CHOICES: &str = "1, 0, true, false, yes, no, on, off (any case)";
 
@@ -100,7 +101,10 @@ impl fmt::Display for ConfigError {
                 variable,
                 value,
                 expected,
-            } => write!(f, "invalid value {value:?} for {variable}; expected {expected}"),
+            } => write!(
+                f,
+                "invalid value {value:?} for {variable}; expected {expected}"
+            ),
             ConfigError::UnknownSpanGroup {
                 variable,
                 value,
@@ -374,7 +378,11 @@ impl LensConfig {
         check_rank("export_rank", self.export_rank)?;
         check_strategy("export_strategy", &self.export_strategy)?;
         if self.service_name.trim().is_empty() {
-            return Err(invalid("service_name", &self.service_name, "a non-empty name"));
+            return Err(invalid(
+                "service_name",
+                &self.service_name,
+                "a non-empty name",
+            ));
         }
         Ok(())
     }
@@ -424,7 +432,11 @@ fn check_rank(variable: &str, rank: i64) -> Result<(), ConfigError> {
     if rank >= -1 {
         Ok(())
     } else {
-        Err(invalid(variable, &rank.to_string(), "an integer rank >= -1 (-1 = last rank)"))
+        Err(invalid(
+            variable,
+            &rank.to_string(),
+            "an integer rank >= -1 (-1 = last rank)",
+        ))
     }
 }
 
@@ -435,7 +447,10 @@ fn check_strategy(variable: &str, name: &str) -> Result<(), ConfigError> {
         Err(invalid(
             variable,
             name,
-            &format!("one of: {} (or a registered custom strategy)", BUILTIN_STRATEGIES.join(", ")),
+            &format!(
+                "one of: {} (or a registered custom strategy)",
+                BUILTIN_STRATEGIES.join(", ")
+            ),
         ))
     }
 }

@@ -132,7 +132,10 @@ impl SpanGroupFamily {
         groups: &'static [&'static SpanGroup],
         presets: &'static [Preset],
     ) -> Self {
-        assert!(groups.len() <= 64, "a span group family holds at most 64 groups");
+        assert!(
+            groups.len() <= 64,
+            "a span group family holds at most 64 groups"
+        );
         SpanGroupFamily {
             name,
             word,

@@ -29,7 +29,11 @@ pub mod __private {
 
     /// Pushes `key = value` unless the value is `None`.
     #[inline]
-    pub fn push<V: AttributeValue + ?Sized>(attrs: &mut Vec<KeyValue>, key: &'static str, value: &V) {
+    pub fn push<V: AttributeValue + ?Sized>(
+        attrs: &mut Vec<KeyValue>,
+        key: &'static str,
+        value: &V,
+    ) {
         if let Some(v) = value.to_value() {
             attrs.push(KeyValue::new(Key::from_static_str(key), v));
         }

@@ -157,9 +157,9 @@ pub use lens_runtime::groups::{
     is_span_group_enabled, register_family, set_enabled_span_groups, SpanGroup, SpanGroupError,
     SpanGroupFamily, SpanGroupSet,
 };
-pub use lens_runtime::span::{LensSpan, SpanGuard, SpanStatus};
 #[cfg(feature = "sdk")]
 pub use lens_runtime::span::{clear_tracer_provider, set_tracer_provider};
+pub use lens_runtime::span::{LensSpan, SpanGuard, SpanStatus};
 
 /// The eight base groups and the base family.
 pub mod groups {

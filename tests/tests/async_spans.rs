@@ -40,7 +40,10 @@ async fn run() {
     assert_eq!(rl_step(3).await, 13);
     assert!(reward(500).await.is_err());
     // nothing leaked into the caller's context
-    assert!(!lens::otel::Context::current().span().span_context().is_valid());
+    assert!(!lens::otel::Context::current()
+        .span()
+        .span_context()
+        .is_valid());
 }
 
 fn check(f: &common::Fixture) {
@@ -53,7 +56,12 @@ fn check(f: &common::Fixture) {
     // the span covers the whole future, sleeps included
     let dur = step.end_time.duration_since(step.start_time).unwrap();
     assert!(dur >= Duration::from_millis(35), "span lasted only {dur:?}");
-    let failed = f.spans().into_iter().rev().find(|s| s.name == "reward").unwrap();
+    let failed = f
+        .spans()
+        .into_iter()
+        .rev()
+        .find(|s| s.name == "reward")
+        .unwrap();
     assert_eq!(failed.status, Status::error("reward overflow 500"));
 }
 
@@ -129,9 +137,7 @@ fn future_combinator_with_gated_and_detached_spans() {
         .await;
         assert_eq!(out, 7);
         // disabled group: the future still runs, nothing is recorded
-        let out = async { 8 }
-            .instrument(managed_span!("job", "never"))
-            .await;
+        let out = async { 8 }.instrument(managed_span!("job", "never")).await;
         assert_eq!(out, 8);
         async {}.instrument(lens::detached_span("detached")).await;
     });

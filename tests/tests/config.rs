@@ -72,7 +72,10 @@ fn every_variable_is_read() {
     assert_eq!(c.user.as_deref(), Some("alice"));
     assert_eq!(c.wandb_entity.as_deref(), Some("team"));
     assert_eq!(c.wandb_project.as_deref(), Some("proj"));
-    assert!(c.resolve_span_groups().unwrap().contains(&lens::groups::STEP));
+    assert!(c
+        .resolve_span_groups()
+        .unwrap()
+        .contains(&lens::groups::STEP));
 }
 
 #[test]
@@ -88,7 +91,11 @@ fn booleans_accept_every_documented_spelling() {
         ("OFF", false),
         (" true ", true),
     ] {
-        assert_eq!(from(&[("NEMO_LENS_ENABLED", v)]).unwrap().enabled, want, "{v}");
+        assert_eq!(
+            from(&[("NEMO_LENS_ENABLED", v)]).unwrap().enabled,
+            want,
+            "{v}"
+        );
     }
 }
 
@@ -118,30 +125,62 @@ fn bad_boolean_names_variable_value_and_choices() {
 #[test]
 fn bad_numbers_and_ranges() {
     let e = err(&[("NEMO_LENS_EXPORT_RANK", "last")]);
-    assert!(e.contains("NEMO_LENS_EXPORT_RANK") && e.contains("\"last\"") && e.contains(">= -1"), "{e}");
+    assert!(
+        e.contains("NEMO_LENS_EXPORT_RANK") && e.contains("\"last\"") && e.contains(">= -1"),
+        "{e}"
+    );
     let e = err(&[("NEMO_LENS_EXPORT_RANK", "-2")]);
-    assert!(e.contains("NEMO_LENS_EXPORT_RANK") && e.contains("-2"), "{e}");
+    assert!(
+        e.contains("NEMO_LENS_EXPORT_RANK") && e.contains("-2"),
+        "{e}"
+    );
     for bad in ["1.5", "-0.1", "NaN", "half"] {
         let e = err(&[("NEMO_LENS_EXPORT_SAMPLE_RATE", bad)]);
-        assert!(e.contains("NEMO_LENS_EXPORT_SAMPLE_RATE") && e.contains("[0, 1]"), "{e}");
+        assert!(
+            e.contains("NEMO_LENS_EXPORT_SAMPLE_RATE") && e.contains("[0, 1]"),
+            "{e}"
+        );
     }
-    assert_eq!(from(&[("NEMO_LENS_EXPORT_SAMPLE_RATE", "0")]).unwrap().export_sample_rate, 0.0);
-    assert_eq!(from(&[("NEMO_LENS_EXPORT_SAMPLE_RATE", "1")]).unwrap().export_sample_rate, 1.0);
+    assert_eq!(
+        from(&[("NEMO_LENS_EXPORT_SAMPLE_RATE", "0")])
+            .unwrap()
+            .export_sample_rate,
+        0.0
+    );
+    assert_eq!(
+        from(&[("NEMO_LENS_EXPORT_SAMPLE_RATE", "1")])
+            .unwrap()
+            .export_sample_rate,
+        1.0
+    );
 }
 
 #[test]
 fn bad_exporter_and_strategy() {
     let e = err(&[("NEMO_LENS_EXPORTER", "jaeger")]);
-    assert!(e.contains("NEMO_LENS_EXPORTER") && e.contains("\"jaeger\"") && e.contains("otlp, console, file"), "{e}");
+    assert!(
+        e.contains("NEMO_LENS_EXPORTER")
+            && e.contains("\"jaeger\"")
+            && e.contains("otlp, console, file"),
+        "{e}"
+    );
     let e = err(&[("NEMO_LENS_EXPORT_STRATEGY", "every_rank")]);
-    assert!(e.contains("NEMO_LENS_EXPORT_STRATEGY") && e.contains("all_ranks, single_rank, sampled, first_rank_per_node"), "{e}");
+    assert!(
+        e.contains("NEMO_LENS_EXPORT_STRATEGY")
+            && e.contains("all_ranks, single_rank, sampled, first_rank_per_node"),
+        "{e}"
+    );
 }
 
 #[test]
 fn unknown_span_group_is_caught_in_the_config() {
     let e = from(&[("NEMO_LENS_SPAN_GROUPS", "default,stpe")]).unwrap_err();
     match &e {
-        ConfigError::UnknownSpanGroup { variable, value, source } => {
+        ConfigError::UnknownSpanGroup {
+            variable,
+            value,
+            source,
+        } => {
             assert_eq!(variable, "NEMO_LENS_SPAN_GROUPS");
             assert_eq!(value, "default,stpe");
             assert_eq!(source.name(), "stpe");
@@ -150,11 +189,24 @@ fn unknown_span_group_is_caught_in_the_config() {
         other => panic!("unexpected {other:?}"),
     }
     let msg = e.to_string();
-    assert!(msg.contains("NEMO_LENS_SPAN_GROUPS") && msg.contains("stpe") && msg.contains("forward_backward"), "{msg}");
+    assert!(
+        msg.contains("NEMO_LENS_SPAN_GROUPS")
+            && msg.contains("stpe")
+            && msg.contains("forward_backward"),
+        "{msg}"
+    );
     // megatron groups are unknown to the base family, known with it
     assert!(from(&[("NEMO_LENS_SPAN_GROUPS", "microbatch")]).is_err());
-    let c = from_with(&["NEMO_LENS_"], &[&lens::megatron::FAMILY], &[("NEMO_LENS_SPAN_GROUPS", "microbatch")]).unwrap();
-    assert!(c.resolve_span_groups().unwrap().contains(&lens::megatron::MICROBATCH));
+    let c = from_with(
+        &["NEMO_LENS_"],
+        &[&lens::megatron::FAMILY],
+        &[("NEMO_LENS_SPAN_GROUPS", "microbatch")],
+    )
+    .unwrap();
+    assert!(c
+        .resolve_span_groups()
+        .unwrap()
+        .contains(&lens::megatron::MICROBATCH));
 }
 
 #[test]
@@ -173,7 +225,10 @@ fn prefix_with_fallback() {
     .unwrap();
     assert!(c.enabled, "own prefix wins");
     assert_eq!(c.export_rank, 0, "falls back to NEMO_LENS_");
-    assert!(c.resolve_span_groups().unwrap().contains(&lens::megatron::COMMUNICATION));
+    assert!(c
+        .resolve_span_groups()
+        .unwrap()
+        .contains(&lens::megatron::COMMUNICATION));
     // errors name the variable that was actually read
     let e = from_with(&prefixes, &[], &[("MEGATRON_OTEL_LOGS_ENABLED", "perhaps")])
         .unwrap_err()
@@ -186,18 +241,34 @@ fn validate_checks_programmatic_configs() {
     let mut c = LensConfig::default();
     c.validate().unwrap();
     c.export_sample_rate = f64::NAN;
-    assert!(c.validate().unwrap_err().to_string().contains("export_sample_rate"));
+    assert!(c
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .contains("export_sample_rate"));
     c.export_sample_rate = 0.5;
     c.export_rank = -5;
-    assert!(c.validate().unwrap_err().to_string().contains("export_rank"));
+    assert!(c
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .contains("export_rank"));
     c.export_rank = 0;
     c.span_groups = "all,nope".into();
     let e = c.validate().unwrap_err().to_string();
     assert!(e.contains("span_groups") && e.contains("nope"), "{e}");
     c.span_groups = "all".into();
     c.export_strategy = "bogus".into();
-    assert!(c.validate().unwrap_err().to_string().contains("export_strategy"));
+    assert!(c
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .contains("export_strategy"));
     c.export_strategy = "sampled".into();
     c.service_name = " ".into();
-    assert!(c.validate().unwrap_err().to_string().contains("service_name"));
+    assert!(c
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .contains("service_name"));
 }

@@ -12,7 +12,10 @@ fn base_presets() {
     let a = SpanGroupSet::resolve("ALL", &[]).unwrap();
     assert_eq!(a.names(), p.names());
     assert!(SpanGroupSet::resolve("", &[]).unwrap().names().is_empty());
-    assert!(SpanGroupSet::resolve(" , ,", &[]).unwrap().names().is_empty());
+    assert!(SpanGroupSet::resolve(" , ,", &[])
+        .unwrap()
+        .names()
+        .is_empty());
 }
 
 #[test]
@@ -33,7 +36,14 @@ fn megatron_presets() {
     assert!(d.contains(&megatron::INFERENCE));
     assert!(!d.contains(&STEP) && !d.contains(&megatron::LAYER));
     let p = SpanGroupSet::resolve("per_step", fam).unwrap();
-    for g in [&STEP, &FORWARD_BACKWARD, &OPTIMIZER, &megatron::COMMUNICATION, &megatron::DATA_LOADING, &megatron::INFERENCE] {
+    for g in [
+        &STEP,
+        &FORWARD_BACKWARD,
+        &OPTIMIZER,
+        &megatron::COMMUNICATION,
+        &megatron::DATA_LOADING,
+        &megatron::INFERENCE,
+    ] {
         assert!(p.contains(g), "{}", g.name());
     }
     assert!(!p.contains(&megatron::LAYER) && !p.contains(&megatron::MICROBATCH));
@@ -58,7 +68,14 @@ fn several_families_at_once() {
 #[test]
 fn rl_and_gym_presets() {
     let p = SpanGroupSet::resolve("per_step", &[&nemo_rl::FAMILY]).unwrap();
-    for g in [&nemo_rl::ROLLOUT, &nemo_rl::GENERATION, &nemo_rl::REWARD, &nemo_rl::ADVANTAGE, &nemo_rl::POLICY_UPDATE, &STEP] {
+    for g in [
+        &nemo_rl::ROLLOUT,
+        &nemo_rl::GENERATION,
+        &nemo_rl::REWARD,
+        &nemo_rl::ADVANTAGE,
+        &nemo_rl::POLICY_UPDATE,
+        &STEP,
+    ] {
         assert!(p.contains(g), "{}", g.name());
     }
     assert!(!p.contains(&nemo_rl::LOGPROB));
@@ -71,7 +88,12 @@ fn rl_and_gym_presets() {
 
 #[test]
 fn each_family_has_its_own_word_and_bits_are_distinct() {
-    for fam in [&lens::groups::FAMILY, &megatron::FAMILY, &nemo_rl::FAMILY, &nemo_gym::FAMILY] {
+    for fam in [
+        &lens::groups::FAMILY,
+        &megatron::FAMILY,
+        &nemo_rl::FAMILY,
+        &nemo_gym::FAMILY,
+    ] {
         let masks: Vec<u64> = fam.groups().iter().map(|g| g.__mask()).collect();
         for (i, m) in masks.iter().enumerate() {
             assert_eq!(m.count_ones(), 1);
@@ -82,10 +104,23 @@ fn each_family_has_its_own_word_and_bits_are_distinct() {
 
 #[test]
 fn macro_base_table_matches_the_runtime() {
-    let names: Vec<&str> = lens::groups::FAMILY.groups().iter().map(|g| g.name()).collect();
+    let names: Vec<&str> = lens::groups::FAMILY
+        .groups()
+        .iter()
+        .map(|g| g.name())
+        .collect();
     assert_eq!(
         names,
-        ["job", "checkpoint", "evaluate", "model_init", "load_checkpoint", "step", "forward_backward", "optimizer"]
+        [
+            "job",
+            "checkpoint",
+            "evaluate",
+            "model_init",
+            "load_checkpoint",
+            "step",
+            "forward_backward",
+            "optimizer"
+        ]
     );
     // every base name is accepted by the macros as a literal and maps to the
     // runtime group of the same name
@@ -123,8 +158,51 @@ fn macro_base_table_matches_the_runtime() {
 
 #[test]
 fn macro_redaction_table_matches_the_runtime() {
+    use lens::otel::trace::TraceContextExt;
     assert_eq!(
         lens::REDACTED_KEYS,
-        ["prompt", "input_text", "output_text", "text", "password", "token", "secret", "key"]
+        [
+            "prompt",
+            "input_text",
+            "output_text",
+            "text",
+            "password",
+            "token",
+            "secret",
+            "key"
+        ]
     );
+    // literal keys are decided by the macro at compile time: each of the
+    // runtime's keys must be redacted by it too, and a near-miss must not.
+    let exporter = lens::otel_sdk::trace::InMemorySpanExporter::default();
+    let provider = lens::otel_sdk::trace::SdkTracerProvider::builder()
+        .with_simple_exporter(exporter.clone())
+        .build();
+    lens::set_tracer_provider(&provider);
+    {
+        let g = lens::span_cm!(
+            "r",
+            prompt = "v",
+            input_text = "v",
+            output_text = "v",
+            text = "v",
+            password = "v",
+            token = "v",
+            secret = "v",
+            key = "v",
+            keys = "v"
+        );
+        assert!(g.context().span().is_recording());
+    }
+    let span = &exporter.get_finished_spans().unwrap()[0];
+    for kv in &span.attributes {
+        let want = if kv.key.as_str() == "keys" {
+            "v"
+        } else {
+            "[REDACTED]"
+        };
+        assert_eq!(kv.value.as_str(), want, "{}", kv.key);
+    }
+    assert_eq!(span.attributes.len(), 9);
+    lens::clear_tracer_provider();
 }

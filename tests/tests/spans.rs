@@ -68,7 +68,11 @@ fn disabled_groups_record_nothing_and_evaluate_nothing() {
         gated_step();
         assert!(managed_span!("checkpoint", "ckpt", z = counted(3)).is_none());
     }
-    assert_eq!(EVALUATED.load(Ordering::SeqCst), 0, "attribute expressions ran");
+    assert_eq!(
+        EVALUATED.load(Ordering::SeqCst),
+        0,
+        "attribute expressions ran"
+    );
     assert!(f.spans().is_empty());
     // span_cm! is always on
     drop(span_cm!("always"));
@@ -117,10 +121,22 @@ fn redaction_literal_and_runtime_keys() {
     }
     let s = f.span("redact");
     let redacted = Some(Value::from("[REDACTED]"));
-    for k in ["prompt", "password", "gen_ai.prompt", "text", "key", "output_text", "api.secret"] {
+    for k in [
+        "prompt",
+        "password",
+        "gen_ai.prompt",
+        "text",
+        "key",
+        "output_text",
+        "api.secret",
+    ] {
         assert_eq!(attr(&s, k), redacted, "{k} not redacted");
     }
-    assert_eq!(attr(&s, "token"), Some(Value::I64(42)), "non-string values are kept");
+    assert_eq!(
+        attr(&s, "token"),
+        Some(Value::I64(42)),
+        "non-string values are kept"
+    );
     assert_eq!(attr(&s, "tokens"), Some(Value::from("kept")));
     assert_eq!(attr(&s, "output_tokens"), Some(Value::I64(12)));
     let ev = &s.events.events[0];
@@ -163,7 +179,10 @@ fn value_types_and_none_skipped() {
     assert_eq!(attr(&s, "a"), Some(Value::Array(vec![0.5, 1.5].into())));
     assert_eq!(attr(&s, "some"), Some(Value::I64(5)));
     assert_eq!(attr(&s, "none"), None);
-    assert_eq!(attr(&s, "bools"), Some(Value::Array(vec![true, false].into())));
+    assert_eq!(
+        attr(&s, "bools"),
+        Some(Value::Array(vec![true, false].into()))
+    );
     assert!(attr(&s, "sl").is_some());
 }
 
@@ -185,7 +204,11 @@ fn save(fail: bool) -> Result<u32, DiskFull> {
 
 #[trace_fn(group = "checkpoint", name = "save_q", err)]
 fn save_question(fail: bool) -> Result<u32, String> {
-    let v: u32 = if fail { "x".parse().map_err(|_| "bad number".to_owned())? } else { 2 };
+    let v: u32 = if fail {
+        "x".parse().map_err(|_| "bad number".to_owned())?
+    } else {
+        2
+    };
     Ok(v)
 }
 
@@ -229,7 +252,10 @@ fn panic_unwinding_through_a_guard_marks_error_with_message() {
     assert_eq!(inner.status, Status::error("loss is NaN"));
     assert_child(&inner, &outer);
     // context restored after the unwind
-    assert!(!lens::otel::Context::current().span().span_context().is_valid());
+    assert!(!lens::otel::Context::current()
+        .span()
+        .span_context()
+        .is_valid());
 }
 
 #[test]

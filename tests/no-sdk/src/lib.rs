@@ -13,5 +13,7 @@ pub fn step(it: u64) -> Result<u64, String> {
 /// An async rollout, gated by a consumer group.
 #[trace_fn(group = lens::nemo_rl::ROLLOUT)]
 pub async fn rollout(n: u32) -> u32 {
-    async move { n * 2 }.instrument(managed_span!("job", "inner")).await
+    async move { n * 2 }
+        .instrument(managed_span!("job", "inner"))
+        .await
 }

@@ -18,7 +18,9 @@ fn block_on<F: Future>(f: F) -> F::Output {
 
 #[test]
 fn sites_run_as_no_ops_without_the_sdk() {
-    lens::set_enabled_span_groups(&lens::SpanGroupSet::resolve("all", &[&lens::nemo_rl::FAMILY]).unwrap());
+    lens::set_enabled_span_groups(
+        &lens::SpanGroupSet::resolve("all", &[&lens::nemo_rl::FAMILY]).unwrap(),
+    );
     assert_eq!(lens_no_sdk_check::step(1), Ok(2));
     assert_eq!(block_on(lens_no_sdk_check::rollout(4)), 8);
     let g = lens::span_cm!("x");
