@@ -136,8 +136,17 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, plan: TraceFnPlan, func: ItemFn) -> T
             } else {
                 ::core::option::Option::None
             };
-            #[allow(clippy::redundant_closure_call)]
-            let __lens_ret = (move || #annot #block)();
+            // The body runs in a closure so that `return` and `?` still come
+            // back here; it is called through an `FnOnce` bound so that it
+            // may return borrows of what it captured (`&mut self` methods
+            // returning `Result<&mut T, E>`).
+            let __lens_ret = {
+                #[inline(always)]
+                fn __lens_call_once<__LensR, __LensF: ::core::ops::FnOnce() -> __LensR>(f: __LensF) -> __LensR {
+                    f()
+                }
+                __lens_call_once(move || #annot #block)
+            };
             #record
             __lens_ret
         }
