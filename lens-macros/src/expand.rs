@@ -5,6 +5,7 @@ use crate::tables::is_redacted_key;
 use crate::validate::{FamilyPlan, TraceFnPlan};
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned, ToTokens};
+use syn::ext::IdentExt;
 use syn::{Ident, ItemFn, LitStr, ReturnType};
 
 /// Builds the attribute `Vec`; value expressions are evaluated only here,
@@ -187,6 +188,30 @@ pub(crate) fn span_cm(args: SpanMacroArgs) -> TokenStream {
     quote!(::lens::__private::start_span(#name, #attrs_vec))
 }
 
+/// The module of a family that failed validation: its first 64 distinct
+/// groups and only the `all` preset, so that code using it compiles and the
+/// only errors shown are the macro's own.
+pub(crate) fn family_fallback(mut def: FamilyDef) -> TokenStream {
+    let mut seen = Vec::new();
+    def.groups.retain(|(_, g)| {
+        let id = g.unraw().to_string().to_ascii_uppercase();
+        let keep = seen.len() < 64 && !seen.contains(&id);
+        if keep {
+            seen.push(id);
+        }
+        keep
+    });
+    let all_own = if seen.len() >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << seen.len()) - 1
+    };
+    let plan = FamilyPlan {
+        presets: vec![("all".to_owned(), 0xff, all_own)],
+    };
+    family(def, plan)
+}
+
 pub(crate) fn family(def: FamilyDef, plan: FamilyPlan) -> TokenStream {
     let FamilyDef {
         attrs,
@@ -195,9 +220,9 @@ pub(crate) fn family(def: FamilyDef, plan: FamilyPlan) -> TokenStream {
         groups,
         ..
     } = def;
-    let fam = name.to_string();
+    let fam = name.unraw().to_string();
     let statics = groups.iter().enumerate().map(|(bit, (gattrs, g))| {
-        let gname = g.to_string();
+        let gname = g.unraw().to_string();
         let id = Ident::new(&gname.to_ascii_uppercase(), g.span());
         let bit = bit as u32;
         let doc = format!("Span group `{gname}` of the `{fam}` family.");
@@ -212,14 +237,14 @@ pub(crate) fn family(def: FamilyDef, plan: FamilyPlan) -> TokenStream {
     });
     let ids = groups
         .iter()
-        .map(|(_, g)| Ident::new(&g.to_string().to_ascii_uppercase(), g.span()));
+        .map(|(_, g)| Ident::new(&g.unraw().to_string().to_ascii_uppercase(), g.span()));
     let presets = plan
         .presets
         .iter()
         .map(|(p, base, own)| quote!(::lens::__private::Preset::__new(#p, #base, #own)));
     let group_list = groups
         .iter()
-        .map(|(_, g)| format!("`{g}`"))
+        .map(|(_, g)| format!("`{}`", g.unraw()))
         .collect::<Vec<_>>()
         .join(", ");
     let preset_list = plan

@@ -90,6 +90,11 @@ pub fn define_span_group(input: TokenStream) -> TokenStream {
     };
     match validate::family(&def) {
         Ok(plan) => expand::family(def, plan).into(),
-        Err(e) => e.to_compile_error().into(),
+        Err(e) => {
+            // still declare the module, so uses of its groups add no errors
+            let err = e.to_compile_error();
+            let fallback = expand::family_fallback(def);
+            quote!(#err #fallback).into()
+        }
     }
 }

@@ -220,6 +220,23 @@ pub(crate) fn not_a_fn(item: &TokenStream) -> syn::Error {
     )
 }
 
+/// `KvCache` -> `kv_cache`, `HTTPServer` -> `http_server`, `Step` -> `step`.
+fn snake_case(name: &str) -> String {
+    let chars: Vec<char> = name.chars().collect();
+    let mut out = String::new();
+    for (i, c) in chars.iter().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 && chars[i - 1] != '_' {
+            let prev_lower = chars[i - 1].is_ascii_lowercase() || chars[i - 1].is_ascii_digit();
+            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_ascii_lowercase());
+            if prev_lower || (chars[i - 1].is_ascii_uppercase() && next_lower) {
+                out.push('_');
+            }
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out
+}
+
 /// A checked family: masks per preset over (base word, own word).
 pub(crate) struct FamilyPlan {
     pub(crate) presets: Vec<(String, u64, u64)>,
@@ -247,7 +264,7 @@ pub(crate) fn family(def: &FamilyDef) -> syn::Result<FamilyPlan> {
                     g.span(),
                     format!(
                         "span group names are lowercase snake_case: write `{}`",
-                        name.to_ascii_lowercase()
+                        snake_case(&name)
                     ),
                 ),
             );
@@ -453,3 +470,32 @@ fn resolve_preset(
 }
 
 use syn::ext::IdentExt as _;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snake_case_suggestions() {
+        assert_eq!(snake_case("KvCache"), "kv_cache");
+        assert_eq!(snake_case("HTTPServer"), "http_server");
+        assert_eq!(snake_case("Step"), "step");
+        assert_eq!(snake_case("data_Loading"), "data_loading");
+        assert_eq!(snake_case("layer2Norm"), "layer2_norm");
+    }
+
+    #[test]
+    fn result_detection_leaves_aliases_to_rustc() {
+        let not = |s: &str| clearly_not_result(&syn::parse_str(s).unwrap());
+        assert!(not("u64") && not("()") && not("&str") && not("Option<u8>") && not("[u8; 4]"));
+        assert!(!not("Result<u8, E>") && !not("io::Result<()>") && !not("Fallible") && !not("T"));
+        assert_eq!(
+            type_to_string(&syn::parse_str("Option < Vec < u8 > >").unwrap()),
+            "Option<Vec<u8>>"
+        );
+        assert_eq!(
+            type_to_string(&syn::parse_str("&'a str").unwrap()),
+            "&'a str"
+        );
+    }
+}

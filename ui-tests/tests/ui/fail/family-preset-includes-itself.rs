@@ -9,4 +9,10 @@ lens::define_span_group! {
     }
 }
 
-fn main() {}
+#[lens::trace_fn(group = serving::REQUEST)]
+fn handle() {}
+
+fn main() {
+    handle();
+    let _ = &serving::FAMILY;
+}

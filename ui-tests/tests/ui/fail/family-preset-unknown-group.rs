@@ -8,4 +8,10 @@ lens::define_span_group! {
     }
 }
 
-fn main() {}
+#[lens::trace_fn(group = serving::BATCH)]
+fn handle() {}
+
+fn main() {
+    handle();
+    let _ = &serving::FAMILY;
+}

@@ -71,4 +71,10 @@ lens::define_span_group! {
     }
 }
 
-fn main() {}
+#[lens::trace_fn(group = huge::G63)]
+fn handle() {}
+
+fn main() {
+    handle();
+    let _ = &huge::FAMILY;
+}

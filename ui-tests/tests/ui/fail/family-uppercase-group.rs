@@ -1,0 +1,10 @@
+// Group names are lowercase snake_case.
+lens::define_span_group! {
+    pub serving {
+        groups: [request, KvCache],
+    }
+}
+
+fn main() {
+    let _ = &serving::REQUEST;
+}
