@@ -1,0 +1,255 @@
+//! Driver for `scripts/callgrind.sh`: runs one instrumentation variant N
+//! times so callgrind can count instructions per call
+//! (`Ir(2N) - Ir(N)` over N cancels start-up and shutdown).
+//!
+//! ```text
+//! callgrind_disabled <mode> <iterations>
+//! ```
+//!
+//! Every variant wraps the same `#[inline(never)]` body and is called from
+//! the same loop; disabled modes compare the site's gate, enabled modes the
+//! work on the calling thread. With no mode (as under `cargo test --benches`
+//! or `cargo bench`) it runs every mode briefly as a smoke test.
+
+use lens::otel::trace::{Span as _, TraceContextExt as _, Tracer as _};
+use lens::otel::{Context, KeyValue};
+use lens::otel_sdk::trace::SdkTracer;
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+#[path = "common/mod.rs"]
+mod common;
+
+/// The work every variant wraps.
+#[inline(always)]
+fn body(x: u64) -> u64 {
+    black_box(x).wrapping_mul(3)
+}
+
+/// No instrumentation.
+#[inline(never)]
+fn bare(x: u64) -> u64 {
+    body(x)
+}
+
+/// `#[trace_fn]`, no attributes.
+#[lens::trace_fn(group = "step")]
+#[inline(never)]
+fn lens_trace_fn(x: u64) -> u64 {
+    body(x)
+}
+
+/// The ideal gate written by hand: a local `static AtomicU64` and a constant
+/// mask, then the same span call `#[trace_fn]` makes (`span_cm!` is
+/// `start_span(name, Vec::new())`, the call behind an enabled `#[trace_fn]`).
+/// `main` stores to it once, so the compiler cannot assume it stays 0.
+static HAND_WORD: AtomicU64 = AtomicU64::new(0);
+const HAND_MASK: u64 = 1 << 5;
+
+#[inline(never)]
+fn bit_test(x: u64) -> u64 {
+    let _guard = if HAND_WORD.load(Ordering::Relaxed) & HAND_MASK != 0 {
+        Some(lens::span_cm!("bit_test"))
+    } else {
+        None
+    };
+    body(x)
+}
+
+/// Prototype of a proposed fix (docs/PERFORMANCE.md): the group handle as a
+/// `const` (a reference to the real base word plus the mask), so the gate is
+/// one load of the word instead of a load of the handle's `word` pointer
+/// first. Same gate on the same word as `#[trace_fn(group = "step")]`.
+const STEP_CONST: lens::SpanGroup = lens::SpanGroup::__new("step", "base", &lens::groups::WORD, 5);
+
+#[inline(never)]
+fn const_group(x: u64) -> u64 {
+    let _guard = if STEP_CONST.is_enabled() {
+        Some(lens::span_cm!("const_group"))
+    } else {
+        None
+    };
+    body(x)
+}
+
+/// Prototype of a proposed fix: a guard whose drop glue is an inlinable
+/// "is it `Some`?" test, the real drop outlined (today `Option<SpanGuard>`
+/// is dropped by an out-of-line `drop_in_place` call even when `None`).
+struct InlineDropGuard(std::mem::ManuallyDrop<Option<lens::SpanGuard>>);
+
+impl Drop for InlineDropGuard {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if self.0.is_some() {
+            drop_guard_slow(&mut self.0);
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn drop_guard_slow(g: &mut std::mem::ManuallyDrop<Option<lens::SpanGuard>>) {
+    // SAFETY: called once, from `InlineDropGuard::drop`.
+    unsafe { std::mem::ManuallyDrop::drop(g) }
+}
+
+/// Both prototypes together: what a disabled `#[trace_fn]` would cost.
+#[inline(never)]
+fn const_group_inline_drop(x: u64) -> u64 {
+    let _guard = InlineDropGuard(std::mem::ManuallyDrop::new(if STEP_CONST.is_enabled() {
+        Some(lens::span_cm!("const_group_inline_drop"))
+    } else {
+        None
+    }));
+    body(x)
+}
+
+/// `tracing`, level TRACE while the subscriber keeps INFO.
+#[tracing::instrument(level = "trace")]
+#[inline(never)]
+fn tracing_instrument(x: u64) -> u64 {
+    body(x)
+}
+
+/// `fastrace`, no reporter and no root span: nothing sampled.
+#[fastrace::trace]
+#[inline(never)]
+fn fastrace_trace(x: u64) -> u64 {
+    body(x)
+}
+
+/// `managed_span!` with one attribute.
+#[inline(never)]
+fn lens_managed_span(i: i64) -> u64 {
+    let _span = lens::managed_span!("step", "train.step", iteration = i);
+    body(i as u64)
+}
+
+/// Raw SDK: builder with the attribute, start, end.
+#[inline(never)]
+fn sdk_start_end(tracer: &SdkTracer, i: i64) -> u64 {
+    let mut span = tracer
+        .span_builder("train.step")
+        .with_attributes(vec![KeyValue::new("iteration", i)])
+        .start(tracer);
+    let r = body(i as u64);
+    span.end();
+    r
+}
+
+/// Raw SDK, `in_span` style: current context for the body, ends on drop.
+#[inline(never)]
+fn sdk_in_span(tracer: &SdkTracer, i: i64) -> u64 {
+    let builder = tracer
+        .span_builder("train.step")
+        .with_attributes(vec![KeyValue::new("iteration", i)]);
+    let span = tracer.build_with_context(builder, &Context::current());
+    let _attached = Context::current_with_span(span).attach();
+    body(i as u64)
+}
+
+/// The modes, in the order the script reports them.
+const MODES: &[&str] = &[
+    "bare",
+    "bit_test",
+    "lens_off",
+    "const_group_off",
+    "proposed_off",
+    "lens_managed_off",
+    "tracing_off",
+    "fastrace_off",
+    "lens_trace_fn_on",
+    "lens_on",
+    "sdk_on",
+    "sdk_cx_on",
+];
+
+/// Enabled modes flush the batch processor every this many spans: valgrind
+/// runs one thread at a time and would otherwise let the queue fill, and a
+/// full queue drops spans on the calling thread. Identical for every
+/// enabled mode; it costs well under one instruction per call.
+const FLUSH_EVERY: u64 = 4096;
+
+fn run(mode: &str, n: u64) -> Result<(), String> {
+    let mut acc = 0u64;
+    macro_rules! disabled {
+        ($f:ident) => {
+            for i in 0..n {
+                acc = acc.wrapping_add($f(black_box(i)));
+            }
+        };
+    }
+    macro_rules! enabled {
+        (|$i:ident, $t:ident| $call:expr) => {{
+            let (provider, exporter) = common::discard_provider();
+            let tracer = common::raw_tracer(&provider);
+            common::lens_on(&provider);
+            let $t: &SdkTracer = &tracer;
+            for k in 0..n {
+                let $i = black_box(k as i64);
+                acc = acc.wrapping_add($call);
+                if k % FLUSH_EVERY == FLUSH_EVERY - 1 {
+                    let _ = provider.force_flush();
+                }
+            }
+            common::lens_off();
+            let dropped = common::dropped_after_flush(&provider, &exporter, n);
+            lens::clear_tracer_provider();
+            let _ = provider.shutdown();
+            eprintln!("{mode}: {n} spans, {dropped} dropped by the batch processor");
+        }};
+    }
+    match mode {
+        "bare" => disabled!(bare),
+        "bit_test" => disabled!(bit_test),
+        "lens_off" => disabled!(lens_trace_fn),
+        "const_group_off" => disabled!(const_group),
+        "proposed_off" => disabled!(const_group_inline_drop),
+        "lens_managed_off" => {
+            for i in 0..n {
+                acc = acc.wrapping_add(lens_managed_span(black_box(i as i64)));
+            }
+        }
+        "tracing_off" => {
+            common::tracing_info_only();
+            disabled!(tracing_instrument)
+        }
+        "fastrace_off" => disabled!(fastrace_trace),
+        "lens_trace_fn_on" => enabled!(|i, _t| lens_trace_fn(i as u64)),
+        "lens_on" => enabled!(|i, _t| lens_managed_span(i)),
+        "sdk_on" => enabled!(|i, t| sdk_start_end(t, i)),
+        "sdk_cx_on" => enabled!(|i, t| sdk_in_span(t, i)),
+        _ => {
+            return Err(format!(
+                "unknown mode `{mode}`; modes: {}",
+                MODES.join(", ")
+            ))
+        }
+    }
+    black_box(acc);
+    Ok(())
+}
+
+fn main() {
+    HAND_WORD.store(black_box(0), Ordering::Relaxed);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some(mode) if !mode.starts_with('-') => {
+            let n = match args.get(1).map(|s| s.replace('_', "").parse::<u64>()) {
+                Some(Ok(n)) => n,
+                None => 1_000_000,
+                Some(Err(e)) => {
+                    eprintln!("bad iteration count: {e}");
+                    std::process::exit(2);
+                }
+            };
+            run(mode, n)
+        }
+        // no mode, or harness flags from `cargo test` / `cargo bench`
+        _ => MODES.iter().try_for_each(|m| run(m, 1000)),
+    };
+    if let Err(e) = result {
+        eprintln!("{e}");
+        std::process::exit(2);
+    }
+}

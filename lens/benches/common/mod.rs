@@ -1,0 +1,106 @@
+//! Shared by the benches: a span exporter that drops everything, the provider
+//! both lens and the raw-SDK variants record into, and the peer set-ups.
+
+#![allow(dead_code)] // each bench uses a different subset
+
+use lens::otel::trace::TracerProvider as _;
+use lens::otel_sdk::error::OTelSdkResult;
+use lens::otel_sdk::trace::{
+    BatchConfigBuilder, BatchSpanProcessor, SdkTracer, SdkTracerProvider, SpanData, SpanExporter,
+};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Batch queue size. Large enough that the exporter thread, which only has
+/// to drop the spans, never lets it fill between two wake-ups (a full queue
+/// drops the span on the *calling* thread and skews the numbers); every run
+/// checks and prints the drop count.
+pub(crate) const MAX_QUEUE_SIZE: usize = 1 << 16;
+/// Spans per export call (the SDK default); the producer wakes the exporter
+/// thread each time this many are queued.
+pub(crate) const MAX_EXPORT_BATCH_SIZE: usize = 512;
+
+/// A [`SpanExporter`] that drops every batch, counting the spans it saw.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct DiscardExporter {
+    received: Arc<AtomicU64>,
+}
+
+impl DiscardExporter {
+    /// Spans exported (and dropped) so far.
+    pub(crate) fn received(&self) -> u64 {
+        self.received.load(Ordering::Relaxed)
+    }
+}
+
+impl SpanExporter for DiscardExporter {
+    fn export(
+        &self,
+        batch: Vec<SpanData>,
+    ) -> impl std::future::Future<Output = OTelSdkResult> + Send {
+        self.received
+            .fetch_add(batch.len() as u64, Ordering::Relaxed);
+        drop(batch);
+        std::future::ready(Ok(()))
+    }
+}
+
+/// A provider with a [`BatchSpanProcessor`] into a [`DiscardExporter`].
+pub(crate) fn discard_provider() -> (SdkTracerProvider, DiscardExporter) {
+    let exporter = DiscardExporter::default();
+    let config = BatchConfigBuilder::default()
+        .with_max_queue_size(MAX_QUEUE_SIZE)
+        .with_max_export_batch_size(MAX_EXPORT_BATCH_SIZE)
+        .with_scheduled_delay(Duration::from_millis(100))
+        .build();
+    let processor = BatchSpanProcessor::builder(exporter.clone())
+        .with_batch_config(config)
+        .build();
+    let provider = SdkTracerProvider::builder()
+        .with_span_processor(processor)
+        .build();
+    (provider, exporter)
+}
+
+/// A raw SDK tracer from `provider`, with the same instrumentation scope
+/// lens uses, so both variants take the same SDK paths.
+pub(crate) fn raw_tracer(provider: &SdkTracerProvider) -> SdkTracer {
+    let scope = lens::otel::InstrumentationScope::builder("lens")
+        .with_version(env!("CARGO_PKG_VERSION"))
+        .build();
+    provider.tracer_with_scope(scope)
+}
+
+/// Installs `provider` for lens and enables every span group.
+pub(crate) fn lens_on(provider: &SdkTracerProvider) {
+    lens::set_tracer_provider(provider);
+    lens::set_enabled_span_groups(&lens::SpanGroupSet::resolve("all", &[]).unwrap());
+}
+
+/// Switches every lens span group off (the provider stays installed).
+pub(crate) fn lens_off() {
+    lens::set_enabled_span_groups(&lens::SpanGroupSet::none());
+}
+
+/// Installs a global `tracing` subscriber that keeps INFO and above, so a
+/// `level = "trace"` span is disabled while a subscriber is live (the usual
+/// production set-up; the same fast path as no subscriber at all).
+pub(crate) fn tracing_info_only() {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    let subscriber =
+        tracing_subscriber::registry().with(tracing_subscriber::filter::LevelFilter::INFO);
+    // A second call (e.g. two benches in one process) keeps the first one.
+    let _ = tracing::subscriber::set_global_default(subscriber);
+}
+
+/// Flushes `provider` and returns how many of `produced` spans the batch
+/// processor dropped (queue full) instead of exporting.
+pub(crate) fn dropped_after_flush(
+    provider: &SdkTracerProvider,
+    exporter: &DiscardExporter,
+    produced: u64,
+) -> u64 {
+    let _ = provider.force_flush();
+    produced.saturating_sub(exporter.received())
+}

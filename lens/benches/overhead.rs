@@ -1,0 +1,180 @@
+//! Per-call overhead of lens instrumentation, side by side with a bare call,
+//! the raw OpenTelemetry SDK, and the disabled paths of `tracing` and
+//! `fastrace`. See docs/PERFORMANCE.md for results and how to run it.
+//!
+//! Every variant wraps the same `#[inline(never)]` body. Enabled variants
+//! record into an `SdkTracerProvider` with a `BatchSpanProcessor` feeding an
+//! exporter that drops everything (queue size in `common::MAX_QUEUE_SIZE`);
+//! the run prints how many spans the processor dropped, which must be 0.
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use lens::otel::trace::{Span as _, TraceContextExt as _, Tracer as _};
+use lens::otel::{Context, KeyValue};
+use lens::otel_sdk::trace::SdkTracer;
+use std::hint::black_box;
+
+#[path = "common/mod.rs"]
+mod common;
+
+/// The work every variant wraps.
+#[inline(always)]
+fn body(x: u64) -> u64 {
+    black_box(x).wrapping_mul(3)
+}
+
+/// (a) no instrumentation.
+#[inline(never)]
+fn bare(x: u64) -> u64 {
+    body(x)
+}
+
+/// (b)/(c) `#[trace_fn]`, no attributes.
+#[lens::trace_fn(group = "step")]
+#[inline(never)]
+fn lens_trace_fn(x: u64) -> u64 {
+    body(x)
+}
+
+/// (d) `managed_span!` with one attribute.
+#[inline(never)]
+fn lens_managed_span(i: i64) -> u64 {
+    let _span = lens::managed_span!("step", "train.step", iteration = i);
+    body(i as u64)
+}
+
+/// (e) raw SDK: builder with the attribute, start, end.
+#[inline(never)]
+fn sdk_start_end(tracer: &SdkTracer, i: i64) -> u64 {
+    let mut span = tracer
+        .span_builder("train.step")
+        .with_attributes(vec![KeyValue::new("iteration", i)])
+        .start(tracer);
+    let r = body(i as u64);
+    span.end();
+    r
+}
+
+/// (f) raw SDK, `in_span` style: the span becomes the current context for
+/// the body (what a lens guard also does), and ends when the context drops.
+#[inline(never)]
+fn sdk_in_span(tracer: &SdkTracer, i: i64) -> u64 {
+    let builder = tracer
+        .span_builder("train.step")
+        .with_attributes(vec![KeyValue::new("iteration", i)]);
+    let span = tracer.build_with_context(builder, &Context::current());
+    let _attached = Context::current_with_span(span).attach();
+    body(i as u64)
+}
+
+/// (g) `tracing`, level TRACE while the subscriber keeps INFO.
+#[tracing::instrument(level = "trace")]
+#[inline(never)]
+fn tracing_instrument(x: u64) -> u64 {
+    body(x)
+}
+
+/// (g) `fastrace`, no reporter and no root span: nothing sampled.
+#[fastrace::trace]
+#[inline(never)]
+fn fastrace_trace(x: u64) -> u64 {
+    body(x)
+}
+
+fn overhead(c: &mut Criterion) {
+    let (provider, exporter) = common::discard_provider();
+    let tracer = common::raw_tracer(&provider);
+    lens::set_tracer_provider(&provider);
+    common::tracing_info_only();
+    // spans started by the enabled variants (a local counter: one add)
+    let mut produced = 0u64;
+
+    let mut g = c.benchmark_group("overhead");
+
+    // --- disabled ---------------------------------------------------------
+    common::lens_off();
+    g.bench_function("a_bare", |b| {
+        let mut i = 0u64;
+        b.iter(|| {
+            i = i.wrapping_add(1);
+            bare(black_box(i))
+        })
+    });
+    g.bench_function("b_lens_trace_fn_off", |b| {
+        let mut i = 0u64;
+        b.iter(|| {
+            i = i.wrapping_add(1);
+            lens_trace_fn(black_box(i))
+        })
+    });
+    g.bench_function("b_lens_managed_span_off", |b| {
+        let mut i = 0i64;
+        b.iter(|| {
+            i = i.wrapping_add(1);
+            lens_managed_span(black_box(i))
+        })
+    });
+    g.bench_function("g_tracing_instrument_off", |b| {
+        let mut i = 0u64;
+        b.iter(|| {
+            i = i.wrapping_add(1);
+            tracing_instrument(black_box(i))
+        })
+    });
+    g.bench_function("g_fastrace_trace_off", |b| {
+        let mut i = 0u64;
+        b.iter(|| {
+            i = i.wrapping_add(1);
+            fastrace_trace(black_box(i))
+        })
+    });
+
+    // --- enabled ----------------------------------------------------------
+    common::lens_on(&provider);
+    g.bench_function("c_lens_trace_fn_on", |b| {
+        let mut i = 0u64;
+        b.iter(|| {
+            i = i.wrapping_add(1);
+            produced += 1;
+            lens_trace_fn(black_box(i))
+        })
+    });
+    g.bench_function("d_lens_managed_span_on_1attr", |b| {
+        let mut i = 0i64;
+        b.iter(|| {
+            i = i.wrapping_add(1);
+            produced += 1;
+            lens_managed_span(black_box(i))
+        })
+    });
+    g.bench_function("e_sdk_start_end_1attr", |b| {
+        let mut i = 0i64;
+        b.iter(|| {
+            i = i.wrapping_add(1);
+            produced += 1;
+            sdk_start_end(&tracer, black_box(i))
+        })
+    });
+    g.bench_function("f_sdk_in_span_1attr", |b| {
+        let mut i = 0i64;
+        b.iter(|| {
+            i = i.wrapping_add(1);
+            produced += 1;
+            sdk_in_span(&tracer, black_box(i))
+        })
+    });
+    g.finish();
+
+    common::lens_off();
+    let dropped = common::dropped_after_flush(&provider, &exporter, produced);
+    eprintln!(
+        "overhead: {produced} spans produced, {dropped} dropped by the batch processor \
+         (max_queue_size = {}, max_export_batch_size = {})",
+        common::MAX_QUEUE_SIZE,
+        common::MAX_EXPORT_BATCH_SIZE
+    );
+    lens::clear_tracer_provider();
+    let _ = provider.shutdown();
+}
+
+criterion_group!(benches, overhead);
+criterion_main!(benches);

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Instructions per call of lens instrumentation, counted with callgrind.
+#
+# Builds the `callgrind_disabled` bench target of the `lens` crate (bench
+# profile: opt-level 3), runs each mode with N1 and N2 iterations under
+# `valgrind --tool=callgrind --separate-threads=yes`, and reports
+#   (Ir(N2) - Ir(N1)) / (N2 - N1)
+# for the main thread only, so start-up, set-up and shutdown cancel and the
+# batch processor's exporter thread is not counted. Instruction counts do not
+# depend on machine load, unlike wall-clock benches.
+#
+# Usage: scripts/callgrind.sh [mode ...]     (default: every mode)
+# Env:   N1, N2      iteration counts (default 1000000 and 2000000)
+#        OUT_DIR     where callgrind files go (default: a temp dir, removed)
+#        NO_CHECK=1  report only; do not fail when a target is missed
+#
+# Targets (exit status 1 when missed, unless NO_CHECK=1):
+#   lens_off  <= bit_test              (a disabled #[trace_fn] costs what a
+#                                       hand-written static AtomicU64 test does)
+#   lens_on   <= sdk_on + 800          (managed_span! with one attribute vs the
+#                                       raw SDK start+end with it in the builder)
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+
+N1=${N1:-1000000}
+N2=${N2:-2000000}
+MODES=("$@")
+if [ ${#MODES[@]} -eq 0 ]; then
+    MODES=(bare bit_test lens_off const_group_off proposed_off lens_managed_off tracing_off fastrace_off
+           lens_trace_fn_on lens_on sdk_on sdk_cx_on)
+fi
+
+command -v valgrind >/dev/null || { echo "valgrind not found" >&2; exit 2; }
+
+echo "building the callgrind_disabled bench target (bench profile)..." >&2
+BIN=$(cargo bench -p lens --bench callgrind_disabled --no-run --message-format=json 2>/dev/null \
+    | grep -o '"executable":"[^"]*callgrind_disabled[^"]*"' | tail -n1 | cut -d'"' -f4)
+if [ -z "$BIN" ] || [ ! -x "$BIN" ]; then
+    echo "could not build or find the callgrind_disabled binary" >&2
+    cargo bench -p lens --bench callgrind_disabled --no-run >&2
+    exit 2
+fi
+echo "binary: $BIN" >&2
+
+if [ -n "${OUT_DIR:-}" ]; then
+    mkdir -p "$OUT_DIR"
+else
+    OUT_DIR=$(mktemp -d)
+    trap 'rm -rf "$OUT_DIR"' EXIT
+fi
+
+# Ir of the main thread for one run.
+main_thread_ir() {
+    local mode=$1 n=$2 out="$OUT_DIR/callgrind.$1.$2"
+    rm -f "$out" "$out"-*
+    valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$out" \
+        "$BIN" "$mode" "$n" >"$out.log" 2>&1 || { cat "$out.log" >&2; return 1; }
+    # Thread 1 is the main thread; its file carries `summary:`/`totals:`.
+    awk '/^(summary|totals):/ { print $2; exit }' "$out-01"
+    # Report spans the batch processor dropped (must be 0 for enabled modes).
+    grep -h 'dropped by the batch processor' "$out.log" | sed 's/^/  /' >&2 || true
+}
+
+declare -A PER_CALL
+printf '%-18s %14s %14s %12s\n' mode "Ir(N1=$N1)" "Ir(N2=$N2)" "instr/call"
+for mode in "${MODES[@]}"; do
+    a=$(main_thread_ir "$mode" "$N1")
+    b=$(main_thread_ir "$mode" "$N2")
+    per=$(awk -v a="$a" -v b="$b" -v n1="$N1" -v n2="$N2" 'BEGIN { printf "%.2f", (b - a) / (n2 - n1) }')
+    PER_CALL[$mode]=$per
+    printf '%-18s %14s %14s %12s\n' "$mode" "$a" "$b" "$per"
+done
+
+echo
+status=0
+check() { # name value op limit
+    local name=$1 value=$2 op=$3 limit=$4 ok
+    ok=$(awk -v v="$value" -v l="$limit" -v op="$op" 'BEGIN { print (op == "<=" ? v <= l + 0.005 : 0) }')
+    if [ "$ok" = 1 ]; then
+        printf 'PASS  %-45s %s %s %s\n' "$name" "$value" "$op" "$limit"
+    else
+        printf 'FAIL  %-45s %s %s %s\n' "$name" "$value" "$op" "$limit"
+        status=1
+    fi
+}
+diff_of() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a - b }'; }
+
+if [ -n "${PER_CALL[bare]:-}" ]; then
+    for m in bit_test lens_off const_group_off proposed_off lens_managed_off tracing_off fastrace_off; do
+        [ -n "${PER_CALL[$m]:-}" ] && printf '      %-45s %s\n' "$m over bare (instr/call)" "$(diff_of "${PER_CALL[$m]}" "${PER_CALL[bare]}")"
+    done
+fi
+if [ -n "${PER_CALL[lens_off]:-}" ] && [ -n "${PER_CALL[bit_test]:-}" ]; then
+    check "lens_off <= bit_test" "${PER_CALL[lens_off]}" "<=" "${PER_CALL[bit_test]}"
+fi
+if [ -n "${PER_CALL[lens_on]:-}" ] && [ -n "${PER_CALL[sdk_on]:-}" ]; then
+    printf '      %-45s %s\n' "lens_on over sdk_on (instr/call)" "$(diff_of "${PER_CALL[lens_on]}" "${PER_CALL[sdk_on]}")"
+    [ -n "${PER_CALL[sdk_cx_on]:-}" ] && printf '      %-45s %s\n' "lens_on over sdk_cx_on (instr/call)" "$(diff_of "${PER_CALL[lens_on]}" "${PER_CALL[sdk_cx_on]}")"
+    check "lens_on <= sdk_on + 800" "${PER_CALL[lens_on]}" "<=" "$(awk -v s="${PER_CALL[sdk_on]}" 'BEGIN { printf "%.2f", s + 800 }')"
+fi
+
+if [ "${NO_CHECK:-0}" = 1 ]; then
+    exit 0
+fi
+exit $status
