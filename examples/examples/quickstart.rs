@@ -8,22 +8,9 @@
 //!
 //! Groups come from `NEMO_LENS_SPAN_GROUPS` (default here: `per_step`).
 
-use lens::otel_sdk::error::OTelSdkResult;
-use lens::otel_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
-use lens::{managed_span, span_cm, trace_fn, LensConfig};
+use lens::{managed_span, span_cm, trace_fn, ExporterKind, LensConfig};
 use std::error::Error;
-use std::sync::{Arc, Mutex};
-
-/// Keeps finished spans so the example can print them as a tree.
-#[derive(Debug, Clone, Default)]
-struct Collect(Arc<Mutex<Vec<SpanData>>>);
-
-impl SpanExporter for Collect {
-    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
-        self.0.lock().unwrap().extend(batch);
-        Ok(())
-    }
-}
+use std::time::Duration;
 
 struct Model {
     weights: Vec<f64>,
@@ -65,18 +52,23 @@ fn evaluate(model: &Model) -> f64 {
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
+    // Configuration comes from NEMO_LENS_* variables; this example turns
+    // telemetry on and writes OTLP JSON lines to a file unless told otherwise.
     let mut config = LensConfig::from_env()?;
-    if std::env::var_os("NEMO_LENS_SPAN_GROUPS").is_none() {
+    let env_set = |k: &str| std::env::var_os(k).is_some();
+    if !env_set("NEMO_LENS_ENABLED") {
+        config.enabled = true;
+    }
+    if !env_set("NEMO_LENS_EXPORTER") {
+        config.exporter = ExporterKind::File;
+    }
+    if !env_set("NEMO_LENS_SPAN_GROUPS") {
         config.span_groups = "per_step".into();
     }
-    config.validate()?;
-
-    let exporter = Collect::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(exporter.clone())
-        .build();
-    lens::set_tracer_provider(&provider);
-    lens::set_enabled_span_groups(&config.resolve_span_groups()?);
+    if !env_set("NEMO_LENS_EXPORT_STRATEGY") {
+        config.export_strategy = "all_ranks".into();
+    }
+    let telemetry = lens::setup_telemetry(config.clone(), 0, 1)?;
 
     {
         let _job = managed_span!("job", "job", "service.name" = config.service_name.as_str());
@@ -93,42 +85,40 @@ fn main() -> Result<(), Box<dyn Error>> {
         println!("eval score: {:.3}", evaluate(&model));
     }
 
-    provider.force_flush()?;
-    let spans = exporter.0.lock().unwrap().clone();
-    println!(
-        "{} spans (groups: {}) went to an in-memory exporter:",
-        spans.len(),
-        config.resolve_span_groups()?.names().join(",")
-    );
-    print_tree(&spans, lens::otel::trace::SpanId::INVALID, 1);
-    provider.shutdown()?;
+    telemetry.shutdown(Duration::from_secs(10))?;
+    match telemetry.file_path() {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)?;
+            let spans: Vec<String> = text
+                .lines()
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .flat_map(|req| span_names(&req))
+                .collect();
+            println!(
+                "spans went to {} ({} OTLP JSON lines, {} spans): {}",
+                path.display(),
+                text.lines().count(),
+                spans.len(),
+                spans.join(", ")
+            );
+        }
+        None => println!(
+            "spans went to the {} exporter (exporting: {})",
+            config.exporter,
+            telemetry.is_exporting()
+        ),
+    }
     Ok(())
 }
 
-fn print_tree(spans: &[SpanData], parent: lens::otel::trace::SpanId, depth: usize) {
-    let mut children: Vec<&SpanData> = spans
-        .iter()
-        .filter(|s| s.parent_span_id == parent)
-        .collect();
-    children.sort_by_key(|s| s.start_time);
-    for s in children {
-        let us = s
-            .end_time
-            .duration_since(s.start_time)
-            .unwrap_or_default()
-            .as_micros();
-        let attrs: Vec<String> = s
-            .attributes
-            .iter()
-            .map(|kv| format!("{}={}", kv.key, kv.value))
-            .collect();
-        println!(
-            "{:indent$}{} ({us} µs) {}",
-            "",
-            s.name,
-            attrs.join(" "),
-            indent = depth * 2
-        );
-        print_tree(spans, s.span_context.span_id(), depth + 1);
+fn span_names(req: &serde_json::Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for rs in req["resourceSpans"].as_array().into_iter().flatten() {
+        for ss in rs["scopeSpans"].as_array().into_iter().flatten() {
+            for s in ss["spans"].as_array().into_iter().flatten() {
+                out.push(s["name"].as_str().unwrap_or("?").to_owned());
+            }
+        }
     }
+    out
 }

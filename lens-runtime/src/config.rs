@@ -193,6 +193,13 @@ pub struct LensConfig {
     pub wandb_entity: Option<String>,
     /// W&B project (`WANDB_PROJECT`).
     pub wandb_project: Option<String>,
+    /// Path of the `file` exporter's OTLP JSON lines (`NEMO_LENS_FILE_PATH`;
+    /// `{rank}` is replaced by the rank). Default:
+    /// `lens-telemetry/<run_id>-rank<rank>.otlp.jsonl` under the working directory.
+    pub file_path: Option<String>,
+    /// Flush telemetry on SIGTERM / SIGINT before the process dies
+    /// (`NEMO_LENS_FLUSH_ON_SIGNAL`, default false).
+    pub flush_on_signal: bool,
     /// Families the span-group spec resolves against (the base family is
     /// always included).
     pub span_group_families: Vec<&'static SpanGroupFamily>,
@@ -216,6 +223,8 @@ impl Default for LensConfig {
             user: None,
             wandb_entity: None,
             wandb_project: None,
+            file_path: None,
+            flush_on_signal: false,
             span_group_families: Vec::new(),
         }
     }
@@ -353,6 +362,8 @@ impl LensConfig {
         }
         env.opt("RUN_ID", &mut c.run_id);
         env.opt("USER_ID", &mut c.user);
+        env.opt("FILE_PATH", &mut c.file_path);
+        env.bool("FLUSH_ON_SIGNAL", &mut c.flush_on_signal)?;
         c.wandb_entity = env.plain("WANDB_ENTITY").map(|v| v.trim().to_owned());
         c.wandb_project = env.plain("WANDB_PROJECT").map(|v| v.trim().to_owned());
         if let Some((var, _)) = env.get("EXPORT_STRATEGY") {

@@ -6,14 +6,45 @@ pub mod attr;
 pub mod config;
 pub mod future;
 pub mod groups;
+pub mod semconv;
 pub mod span;
+pub mod strategy;
+
+#[cfg(feature = "sdk")]
+pub mod export;
+#[cfg(feature = "sdk")]
+pub mod ids;
+#[cfg(feature = "sdk")]
+pub mod resource;
+#[cfg(feature = "sdk")]
+pub mod sampler;
+#[cfg(feature = "sdk")]
+pub mod setup;
+#[cfg(feature = "sdk")]
+mod signal;
+
+/// Installs the W3C TraceContext + Baggage propagator as the global
+/// propagator (the Rust SDK's default global propagator does nothing).
+#[cfg(feature = "sdk")]
+pub(crate) fn propagation_install() {
+    use opentelemetry::propagation::TextMapCompositePropagator;
+    use opentelemetry_sdk::propagation::{BaggagePropagator, TraceContextPropagator};
+    opentelemetry::global::set_text_map_propagator(TextMapCompositePropagator::new(vec![
+        Box::new(TraceContextPropagator::new()),
+        Box::new(BaggagePropagator::new()),
+    ]));
+}
+
+/// The OpenTelemetry SDK crate lens is built on.
+#[cfg(feature = "sdk")]
+pub use opentelemetry_sdk as otel_sdk;
 
 /// The OpenTelemetry API crate lens is built on.
 pub use opentelemetry as otel;
 
-/// Whether `name` is a known export strategy.
+/// Whether `name` is a registered export strategy.
 pub(crate) fn strategy_known(name: &str) -> bool {
-    config::BUILTIN_STRATEGIES.contains(&name)
+    strategy::is_export_strategy_registered(name)
 }
 
 /// Items used by generated code. Not part of the public API.

@@ -135,6 +135,7 @@ pub enum SpanStatus {
 /// ```
 pub struct LensSpan {
     cx: Context,
+    open: Option<open::Registration>,
 }
 
 impl fmt::Debug for LensSpan {
@@ -149,9 +150,7 @@ impl fmt::Debug for LensSpan {
 #[doc(hidden)]
 #[inline(never)]
 pub fn start_detached(name: impl Into<Cow<'static, str>>, attributes: Vec<KeyValue>) -> LensSpan {
-    LensSpan {
-        cx: start_context(name.into(), attributes),
-    }
+    LensSpan::new(start_context(name.into(), attributes))
 }
 
 /// Starts a span, child of the current context, and makes it current until
@@ -159,13 +158,16 @@ pub fn start_detached(name: impl Into<Cow<'static, str>>, attributes: Vec<KeyVal
 #[doc(hidden)]
 #[inline(never)]
 pub fn start_span(name: impl Into<Cow<'static, str>>, attributes: Vec<KeyValue>) -> SpanGuard {
-    LensSpan {
-        cx: start_context(name.into(), attributes),
-    }
-    .enter()
+    LensSpan::new(start_context(name.into(), attributes)).enter()
 }
 
 impl LensSpan {
+    #[inline]
+    fn new(cx: Context) -> Self {
+        let open = open::register(&cx);
+        LensSpan { cx, open }
+    }
+
     /// Makes this span the current one on this thread until the guard drops;
     /// the span ends when the guard drops.
     ///
@@ -281,6 +283,9 @@ impl Drop for LensSpan {
             record_exception(&self.cx, "panic", msg);
         }
         self.cx.span().end();
+        if let Some(reg) = self.open.take() {
+            reg.unregister();
+        }
     }
 }
 
@@ -334,5 +339,98 @@ impl SpanGuard {
 pub fn record_result<T, E: Display>(guard: &Option<SpanGuard>, result: &Result<T, E>) {
     if let (Some(g), Err(e)) = (guard, result) {
         g.record_error(e);
+    }
+}
+
+/// Spans that are still open, per thread, so that telemetry shutdown (or a
+/// SIGTERM flush) can end them: run-wide spans are not lost when a job is
+/// stopped. Tracking is on only while a lens pipeline exports.
+pub(crate) mod open {
+    use crate::semconv;
+    use opentelemetry::trace::TraceContextExt;
+    use opentelemetry::{Context, KeyValue};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex, MutexGuard};
+
+    static TRACKING: AtomicBool = AtomicBool::new(false);
+    static LISTS: Mutex<Vec<Arc<OpenList>>> = Mutex::new(Vec::new());
+
+    #[derive(Debug, Default)]
+    pub(crate) struct OpenList {
+        spans: Mutex<(u64, Vec<(u64, Context)>)>,
+    }
+
+    impl OpenList {
+        fn lock(&self) -> MutexGuard<'_, (u64, Vec<(u64, Context)>)> {
+            self.spans.lock().unwrap_or_else(|e| e.into_inner())
+        }
+    }
+
+    thread_local! {
+        static MINE: Arc<OpenList> = {
+            let list = Arc::new(OpenList::default());
+            LISTS.lock().unwrap_or_else(|e| e.into_inner()).push(list.clone());
+            list
+        };
+    }
+
+    #[derive(Debug)]
+    pub(crate) struct Registration {
+        list: Arc<OpenList>,
+        id: u64,
+    }
+
+    impl Registration {
+        pub(crate) fn unregister(self) {
+            let mut g = self.list.lock();
+            if let Some(pos) = g.1.iter().rposition(|(id, _)| *id == self.id) {
+                g.1.swap_remove(pos);
+            }
+        }
+    }
+
+    #[inline]
+    pub(crate) fn register(cx: &Context) -> Option<Registration> {
+        if !TRACKING.load(Ordering::Relaxed) {
+            return None;
+        }
+        MINE.try_with(|list| {
+            let mut g = list.lock();
+            g.0 += 1;
+            let id = g.0;
+            g.1.push((id, cx.clone()));
+            Registration { list: list.clone(), id }
+        })
+        .ok()
+    }
+
+    pub(crate) fn set_tracking(on: bool) {
+        TRACKING.store(on, Ordering::Relaxed);
+    }
+
+    /// Ends every span still open, innermost (most recently started) first,
+    /// marking each `nemo.span.truncated = true` with an event of the same
+    /// name. Returns how many were ended.
+    pub(crate) fn truncate_all(reason: &str) -> usize {
+        let lists: Vec<Arc<OpenList>> = LISTS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let mut n = 0;
+        for list in lists {
+            let mut spans = std::mem::take(&mut list.lock().1);
+            spans.sort_by(|a, b| b.0.cmp(&a.0));
+            for (_, cx) in spans {
+                let span = cx.span();
+                if !span.is_recording() {
+                    continue;
+                }
+                span.set_attribute(KeyValue::new(semconv::NEMO_SPAN_TRUNCATED, true));
+                span.add_event(
+                    semconv::NEMO_SPAN_TRUNCATED,
+                    vec![KeyValue::new(semconv::NEMO_SPAN_TRUNCATED_REASON, reason.to_owned())],
+                );
+                span.end();
+                n += 1;
+            }
+        }
+        n
     }
 }

@@ -1,0 +1,270 @@
+//! Exporters and the runtime they run on.
+//!
+//! The SDK's batch span processor, periodic metric reader and batch log
+//! processor each run on a thread of their own and drive the exporter with a
+//! plain `block_on`. gRPC (tonic) and async HTTP (reqwest) need a live tokio
+//! reactor, which a plain thread does not have and which a user's runtime
+//! must not lend (a current-thread runtime would deadlock). So lens owns one
+//! small tokio runtime ("lens-export", one worker) and every OTLP export runs
+//! on it: the exporter call is moved to a scoped helper thread that blocks on
+//! the runtime's handle. This works from a synchronous `main`, from inside a
+//! multi-thread runtime and from inside a current-thread runtime.
+
+pub(crate) mod console;
+pub(crate) mod file;
+
+use crate::config::ConfigError;
+use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
+use opentelemetry_sdk::logs::{LogBatch, LogExporter};
+use opentelemetry_sdk::metrics::data::ResourceMetrics;
+use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
+use opentelemetry_sdk::metrics::Temporality;
+use opentelemetry_sdk::trace::{SpanData, SpanExporter};
+use opentelemetry_sdk::Resource;
+use std::fmt;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::runtime::Handle;
+
+/// The tokio runtime OTLP exports run on. Shut down in the background on
+/// drop, so dropping it inside a user's runtime never panics.
+pub(crate) struct ExportRuntime {
+    rt: Option<tokio::runtime::Runtime>,
+}
+
+impl fmt::Debug for ExportRuntime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ExportRuntime")
+    }
+}
+
+impl ExportRuntime {
+    pub(crate) fn new() -> std::io::Result<Self> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("lens-export")
+            .enable_all()
+            .build()?;
+        Ok(ExportRuntime { rt: Some(rt) })
+    }
+
+    pub(crate) fn handle(&self) -> Handle {
+        self.rt.as_ref().map(|r| r.handle().clone()).expect("runtime present until drop")
+    }
+}
+
+impl Drop for ExportRuntime {
+    fn drop(&mut self) {
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// Runs `fut` to completion on `handle` from any thread (also from inside
+/// another tokio runtime) by blocking a scoped helper thread on it.
+fn run_on<F>(handle: &Handle, fut: F) -> OTelSdkResult
+where
+    F: Future<Output = OTelSdkResult> + Send,
+{
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("lens-export-call".into())
+            .spawn_scoped(s, || handle.block_on(fut))
+            .map_err(|e| OTelSdkError::InternalFailure(format!("cannot start export thread: {e}")))?
+            .join()
+            .unwrap_or_else(|_| Err(OTelSdkError::InternalFailure("exporter panicked".into())))
+    })
+}
+
+/// An exporter whose calls run on the lens export runtime.
+#[derive(Debug)]
+pub(crate) struct OnRuntime<E> {
+    inner: E,
+    handle: Handle,
+}
+
+impl<E> OnRuntime<E> {
+    pub(crate) fn new(inner: E, handle: Handle) -> Self {
+        OnRuntime { inner, handle }
+    }
+}
+
+impl<E: SpanExporter> SpanExporter for OnRuntime<E> {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        run_on(&self.handle, self.inner.export(batch))
+    }
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        run_on(&self.handle, async { self.inner.shutdown_with_timeout(timeout) })
+    }
+    fn force_flush(&self) -> OTelSdkResult {
+        run_on(&self.handle, async { self.inner.force_flush() })
+    }
+    fn set_resource(&mut self, resource: &Resource) {
+        self.inner.set_resource(resource);
+    }
+}
+
+impl<E: PushMetricExporter> PushMetricExporter for OnRuntime<E> {
+    async fn export(&self, metrics: &ResourceMetrics) -> OTelSdkResult {
+        run_on(&self.handle, self.inner.export(metrics))
+    }
+    fn force_flush(&self) -> OTelSdkResult {
+        run_on(&self.handle, async { self.inner.force_flush() })
+    }
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        run_on(&self.handle, async { self.inner.shutdown_with_timeout(timeout) })
+    }
+    fn temporality(&self) -> Temporality {
+        self.inner.temporality()
+    }
+}
+
+impl<E: LogExporter> LogExporter for OnRuntime<E> {
+    async fn export(&self, batch: LogBatch<'_>) -> OTelSdkResult {
+        run_on(&self.handle, self.inner.export(batch))
+    }
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        run_on(&self.handle, async { self.inner.shutdown_with_timeout(timeout) })
+    }
+    fn set_resource(&mut self, resource: &Resource) {
+        self.inner.set_resource(resource);
+    }
+}
+
+/// Counts spans handed to the exporter and spans it accepted, so that spans
+/// lost to a full queue or an unreachable collector can be reported.
+#[derive(Debug, Default)]
+pub(crate) struct SpanCounters {
+    pub(crate) ended: AtomicU64,
+    pub(crate) exported: AtomicU64,
+    pub(crate) failed: AtomicU64,
+}
+
+/// Wraps a span exporter to count what it exported and what failed.
+#[derive(Debug)]
+pub(crate) struct Counting<E> {
+    inner: E,
+    counters: Arc<SpanCounters>,
+}
+
+impl<E> Counting<E> {
+    pub(crate) fn new(inner: E, counters: Arc<SpanCounters>) -> Self {
+        Counting { inner, counters }
+    }
+}
+
+impl<E: SpanExporter> SpanExporter for Counting<E> {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        let n = batch.len() as u64;
+        let r = self.inner.export(batch).await;
+        let counter = if r.is_ok() { &self.counters.exported } else { &self.counters.failed };
+        counter.fetch_add(n, Ordering::Relaxed);
+        r
+    }
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.inner.shutdown_with_timeout(timeout)
+    }
+    fn force_flush(&self) -> OTelSdkResult {
+        self.inner.force_flush()
+    }
+    fn set_resource(&mut self, resource: &Resource) {
+        self.inner.set_resource(resource);
+    }
+}
+
+/// An OTLP transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OtlpProtocol {
+    /// `grpc` (the default).
+    Grpc,
+    /// `http/protobuf`.
+    HttpProtobuf,
+    /// `http/json`.
+    HttpJson,
+}
+
+impl OtlpProtocol {
+    /// Accepted spellings.
+    pub const CHOICES: &'static str = "grpc, http/protobuf, http/json";
+
+    fn parse(variable: &str, value: &str) -> Result<Self, ConfigError> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "grpc" => Ok(OtlpProtocol::Grpc),
+            "http/protobuf" => Ok(OtlpProtocol::HttpProtobuf),
+            "http/json" => Ok(OtlpProtocol::HttpJson),
+            _ => Err(ConfigError::InvalidValue {
+                variable: variable.to_owned(),
+                value: value.to_owned(),
+                expected: format!("one of: {}", Self::CHOICES),
+            }),
+        }
+    }
+
+    /// The protocol for one signal (`TRACES`, `METRICS`, `LOGS`):
+    /// `OTEL_EXPORTER_OTLP_<SIGNAL>_PROTOCOL`, else `OTEL_EXPORTER_OTLP_PROTOCOL`,
+    /// else gRPC.
+    ///
+    /// ```
+    /// use lens_runtime::export::OtlpProtocol;
+    /// let p = OtlpProtocol::for_signal("TRACES", |k| (k == "OTEL_EXPORTER_OTLP_PROTOCOL").then(|| "http/json".into())).unwrap();
+    /// assert_eq!(p, OtlpProtocol::HttpJson);
+    /// assert!(OtlpProtocol::for_signal("LOGS", |_| Some("udp".into())).is_err());
+    /// ```
+    pub fn for_signal(signal: &str, lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let specific = format!("OTEL_EXPORTER_OTLP_{signal}_PROTOCOL");
+        for var in [specific.as_str(), "OTEL_EXPORTER_OTLP_PROTOCOL"] {
+            if let Some(v) = lookup(var).filter(|v| !v.trim().is_empty()) {
+                return Self::parse(var, &v);
+            }
+        }
+        Ok(OtlpProtocol::Grpc)
+    }
+}
+
+fn build_err(signal: &str, e: impl fmt::Display) -> String {
+    format!("cannot build the OTLP {signal} exporter: {e}")
+}
+
+/// The OTLP span exporter for `protocol` (endpoint, headers, timeout and
+/// compression come from the standard `OTEL_EXPORTER_OTLP_*` variables).
+pub(crate) fn otlp_spans(protocol: OtlpProtocol, handle: &Handle) -> Result<OnRuntime<opentelemetry_otlp::SpanExporter>, String> {
+    use opentelemetry_otlp::{Protocol, SpanExporter, WithExportConfig};
+    let _enter = handle.enter();
+    let e = match protocol {
+        OtlpProtocol::Grpc => SpanExporter::builder().with_tonic().build(),
+        OtlpProtocol::HttpProtobuf => SpanExporter::builder().with_http().with_protocol(Protocol::HttpBinary).build(),
+        OtlpProtocol::HttpJson => SpanExporter::builder().with_http().with_protocol(Protocol::HttpJson).build(),
+    }
+    .map_err(|e| build_err("trace", e))?;
+    Ok(OnRuntime::new(e, handle.clone()))
+}
+
+/// The OTLP metric exporter for `protocol`.
+pub(crate) fn otlp_metrics(protocol: OtlpProtocol, handle: &Handle) -> Result<OnRuntime<opentelemetry_otlp::MetricExporter>, String> {
+    use opentelemetry_otlp::{MetricExporter, Protocol, WithExportConfig};
+    let _enter = handle.enter();
+    let e = match protocol {
+        OtlpProtocol::Grpc => MetricExporter::builder().with_tonic().build(),
+        OtlpProtocol::HttpProtobuf => MetricExporter::builder().with_http().with_protocol(Protocol::HttpBinary).build(),
+        OtlpProtocol::HttpJson => MetricExporter::builder().with_http().with_protocol(Protocol::HttpJson).build(),
+    }
+    .map_err(|e| build_err("metric", e))?;
+    Ok(OnRuntime::new(e, handle.clone()))
+}
+
+/// The OTLP log exporter for `protocol` (the same protocol variables as
+/// traces and metrics are honoured).
+pub(crate) fn otlp_logs(protocol: OtlpProtocol, handle: &Handle) -> Result<OnRuntime<opentelemetry_otlp::LogExporter>, String> {
+    use opentelemetry_otlp::{LogExporter, Protocol, WithExportConfig};
+    let _enter = handle.enter();
+    let e = match protocol {
+        OtlpProtocol::Grpc => LogExporter::builder().with_tonic().build(),
+        OtlpProtocol::HttpProtobuf => LogExporter::builder().with_http().with_protocol(Protocol::HttpBinary).build(),
+        OtlpProtocol::HttpJson => LogExporter::builder().with_http().with_protocol(Protocol::HttpJson).build(),
+    }
+    .map_err(|e| build_err("log", e))?;
+    Ok(OnRuntime::new(e, handle.clone()))
+}

@@ -1,0 +1,291 @@
+//! Resource attributes: lens's own (rank, run id, …), caller-supplied ones,
+//! `OTEL_RESOURCE_ATTRIBUTES`, and detected ones (host, process, GPUs, SLURM,
+//! Kubernetes).
+//!
+//! Precedence, lowest first: detected < `OTEL_RESOURCE_ATTRIBUTES` < lens's
+//! own < caller-supplied. So a caller always wins over anything detected.
+
+use crate::config::LensConfig;
+use crate::semconv as sc;
+use opentelemetry::{KeyValue, Value};
+use std::path::{Path, PathBuf};
+
+/// The default Kubernetes service-account folder.
+pub const K8S_SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+/// What resource detection reads: environment and files, injectable for
+/// tests.
+pub struct Detect<'a> {
+    /// Reads an environment variable.
+    pub lookup: &'a dyn Fn(&str) -> Option<String>,
+    /// The Kubernetes service-account folder.
+    pub k8s_service_account_dir: PathBuf,
+    /// Whether to ask NVML for the GPU count when `CUDA_VISIBLE_DEVICES` is unset.
+    pub use_nvml: bool,
+}
+
+impl std::fmt::Debug for Detect<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Detect")
+            .field("k8s_service_account_dir", &self.k8s_service_account_dir)
+            .field("use_nvml", &self.use_nvml)
+            .finish()
+    }
+}
+
+fn env_process(var: &str) -> Option<String> {
+    std::env::var_os(var).map(|v| v.to_string_lossy().into_owned())
+}
+
+impl Detect<'static> {
+    /// Detection from the process environment and the real file system.
+    pub fn process() -> Self {
+        Detect {
+            lookup: &env_process,
+            k8s_service_account_dir: PathBuf::from(K8S_SERVICE_ACCOUNT_DIR),
+            use_nvml: true,
+        }
+    }
+}
+
+impl Detect<'_> {
+    fn get(&self, var: &str) -> Option<String> {
+        (self.lookup)(var).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+    }
+
+    fn first(&self, vars: &[&str]) -> Option<String> {
+        vars.iter().find_map(|v| self.get(v))
+    }
+}
+
+/// `run_id` from the config, else `SLURM_JOB_ID`, else 12 random hex digits.
+///
+/// ```
+/// use lens_runtime::resource::resolve_run_id;
+/// let cfg = lens_runtime::config::LensConfig::default();
+/// assert_eq!(resolve_run_id(&cfg, &|v| (v == "SLURM_JOB_ID").then(|| "777".into())), "777");
+/// assert_eq!(resolve_run_id(&cfg, &|_| None).len(), 12);
+/// ```
+pub fn resolve_run_id(config: &LensConfig, lookup: &dyn Fn(&str) -> Option<String>) -> String {
+    if let Some(id) = config.run_id.as_ref().filter(|s| !s.trim().is_empty()) {
+        return id.trim().to_owned();
+    }
+    if let Some(id) = lookup("SLURM_JOB_ID").filter(|s| !s.trim().is_empty()) {
+        return id.trim().to_owned();
+    }
+    use rand::TryRngCore;
+    let mut bytes = [0u8; 6];
+    rand::rngs::OsRng.try_fill_bytes(&mut bytes).unwrap_or_else(|_| {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        let mixed = t ^ u128::from(std::process::id()).rotate_left(48);
+        bytes.copy_from_slice(&mixed.to_le_bytes()[..6]);
+    });
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Lens's own resource attributes for `rank` of `world_size`.
+pub fn lens_attributes(config: &LensConfig, run_id: &str, rank: u32, world_size: u32, detect: &Detect<'_>) -> Vec<KeyValue> {
+    let mut v = vec![
+        KeyValue::new(sc::SERVICE_NAME, config.service_name.clone()),
+        KeyValue::new(sc::SERVICE_VERSION, env!("CARGO_PKG_VERSION")),
+        KeyValue::new(sc::NV_DL_RANK, i64::from(rank)),
+        KeyValue::new(sc::NV_DL_WORLD_SIZE, i64::from(world_size)),
+        KeyValue::new(sc::NEMO_RUN_ID, run_id.to_owned()),
+        KeyValue::new(sc::SERVICE_INSTANCE_ID, format!("{run_id}-rank{rank}")),
+    ];
+    if let Some(local) = detect.get("LOCAL_RANK").and_then(|v| v.parse::<i64>().ok()) {
+        v.push(KeyValue::new(sc::NV_DL_LOCAL_RANK, local));
+    }
+    let opt = [
+        (sc::NEMO_USER_ID, config.user.clone()),
+        (sc::WANDB_ENTITY, config.wandb_entity.clone()),
+        (sc::WANDB_PROJECT, config.wandb_project.clone()),
+        (sc::DEPLOYMENT_ENVIRONMENT, detect.first(&["DEPLOYMENT_ENV", "ENVIRONMENT"])),
+    ];
+    v.extend(opt.into_iter().filter_map(|(k, val)| val.map(|val| KeyValue::new(k, val))));
+    v
+}
+
+/// Attributes from `OTEL_RESOURCE_ATTRIBUTES` (`k=v,k2=v2`, percent-decoded).
+pub fn otel_resource_attributes(detect: &Detect<'_>) -> Vec<KeyValue> {
+    let Some(raw) = detect.get("OTEL_RESOURCE_ATTRIBUTES") else {
+        return Vec::new();
+    };
+    raw.split(',')
+        .filter_map(|pair| {
+            let (k, v) = pair.split_once('=')?;
+            let (k, v) = (k.trim(), v.trim());
+            (!k.is_empty()).then(|| KeyValue::new(percent_decode(k), percent_decode(v)))
+        })
+        .collect()
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let Ok(b) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Host, process, GPU, SLURM and Kubernetes attributes.
+pub fn detected_attributes(detect: &Detect<'_>) -> Vec<KeyValue> {
+    let mut v = Vec::new();
+    if let Some(host) = hostname() {
+        v.push(KeyValue::new(sc::HOST_NAME, host));
+    }
+    v.push(KeyValue::new(sc::PROCESS_PID, i64::from(std::process::id())));
+    if let Some(n) = gpu_count(detect) {
+        v.push(KeyValue::new(sc::HOST_GPU_COUNT, n));
+    }
+    v.extend(slurm(detect));
+    v.extend(kubernetes(detect));
+    v
+}
+
+fn hostname() -> Option<String> {
+    let mut buf = [0u8; 256];
+    // SAFETY: `buf` is writable for its length; gethostname NUL-terminates
+    // on success when the name fits.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return None;
+    }
+    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+    let name = String::from_utf8_lossy(&buf[..end]).into_owned();
+    (!name.is_empty()).then_some(name)
+}
+
+/// GPUs visible to this process: `CUDA_VISIBLE_DEVICES` when set (empty,
+/// `-1` or `NoDevFiles` mean none), else NVML's device count (loaded at run
+/// time; no driver or library: `None`, silently).
+///
+/// ```
+/// use lens_runtime::resource::{gpu_count, Detect};
+/// let d = Detect { lookup: &|v| (v == "CUDA_VISIBLE_DEVICES").then(|| "0,1,3".into()),
+///                  k8s_service_account_dir: "/nonexistent".into(), use_nvml: false };
+/// assert_eq!(gpu_count(&d), Some(3));
+/// ```
+pub fn gpu_count(detect: &Detect<'_>) -> Option<i64> {
+    if let Some(raw) = (detect.lookup)("CUDA_VISIBLE_DEVICES") {
+        let raw = raw.trim();
+        if raw.is_empty() || raw == "-1" || raw.eq_ignore_ascii_case("NoDevFiles") {
+            return Some(0);
+        }
+        let n = raw
+            .split(',')
+            .map(str::trim)
+            .take_while(|d| !d.is_empty() && !d.starts_with('-'))
+            .count();
+        return Some(n as i64);
+    }
+    if detect.use_nvml {
+        return nvml_device_count();
+    }
+    None
+}
+
+/// NVML's device count, or `None` when there is no driver / library / GPU.
+pub fn nvml_device_count() -> Option<i64> {
+    let nvml = nvml_wrapper::Nvml::init().ok()?;
+    nvml.device_count().ok().map(i64::from)
+}
+
+fn slurm(d: &Detect<'_>) -> Vec<KeyValue> {
+    let text = [
+        (sc::SLURM_JOB_ID, &["SLURM_JOB_ID", "SLURM_JOBID"][..]),
+        (sc::SLURM_JOB_NAME, &["SLURM_JOB_NAME"][..]),
+        (sc::SLURM_NODELIST, &["SLURM_JOB_NODELIST", "SLURM_NODELIST"][..]),
+        (sc::SLURM_PARTITION, &["SLURM_JOB_PARTITION"][..]),
+        (sc::SLURM_CLUSTER_NAME, &["SLURM_CLUSTER_NAME"][..]),
+    ];
+    let ints = [
+        (sc::SLURM_NNODES, &["SLURM_JOB_NUM_NODES", "SLURM_NNODES"][..]),
+        (sc::SLURM_NTASKS, &["SLURM_NTASKS"][..]),
+    ];
+    let mut v: Vec<KeyValue> = text
+        .into_iter()
+        .filter_map(|(k, vars)| d.first(vars).map(|val| KeyValue::new(k, val)))
+        .collect();
+    for (k, vars) in ints {
+        if let Some(raw) = d.first(vars) {
+            let value = raw.parse::<i64>().map(Value::I64).unwrap_or_else(|_| Value::from(raw));
+            v.push(KeyValue::new(k, value));
+        }
+    }
+    v
+}
+
+fn read_trimmed(path: &Path) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+}
+
+fn kubernetes(d: &Detect<'_>) -> Vec<KeyValue> {
+    let sa = &d.k8s_service_account_dir;
+    if d.get("KUBERNETES_SERVICE_HOST").is_none() && !sa.is_dir() {
+        return Vec::new();
+    }
+    let namespace = d
+        .first(&["POD_NAMESPACE", "K8S_NAMESPACE", "KUBERNETES_NAMESPACE"])
+        .or_else(|| read_trimmed(&sa.join("namespace")));
+    let pairs = [
+        (sc::K8S_NAMESPACE_NAME, namespace),
+        (sc::K8S_POD_NAME, d.first(&["POD_NAME", "K8S_POD_NAME", "HOSTNAME"])),
+        (sc::K8S_POD_UID, d.first(&["POD_UID", "K8S_POD_UID"])),
+        (sc::K8S_NODE_NAME, d.first(&["NODE_NAME", "K8S_NODE_NAME"])),
+        (sc::K8S_CONTAINER_NAME, d.first(&["CONTAINER_NAME", "K8S_CONTAINER_NAME"])),
+        (sc::K8S_JOB_NAME, d.first(&["JOB_NAME", "K8S_JOB_NAME"])),
+    ];
+    pairs
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| KeyValue::new(k, v)))
+        .collect()
+}
+
+/// Merges attribute lists, later lists overriding earlier ones key by key,
+/// keeping first-seen order.
+pub fn merge(layers: &[Vec<KeyValue>]) -> Vec<KeyValue> {
+    let mut out: Vec<KeyValue> = Vec::new();
+    for layer in layers {
+        for kv in layer {
+            match out.iter_mut().find(|o| o.key == kv.key) {
+                Some(o) => o.value = kv.value.clone(),
+                None => out.push(kv.clone()),
+            }
+        }
+    }
+    out
+}
+
+/// Every resource attribute for this rank, with the documented precedence.
+pub fn resource_attributes(
+    config: &LensConfig,
+    run_id: &str,
+    rank: u32,
+    world_size: u32,
+    caller: &[KeyValue],
+    detect: &Detect<'_>,
+) -> Vec<KeyValue> {
+    merge(&[
+        detected_attributes(detect),
+        otel_resource_attributes(detect),
+        lens_attributes(config, run_id, rank, world_size, detect),
+        caller.to_vec(),
+    ])
+}

@@ -1,0 +1,140 @@
+//! `RankAwareSampler`: keeps or drops every span of a rank by the same md5
+//! rule as the `sampled` strategy, then defers to an inner sampler
+//! (parent-based by default, or `OTEL_TRACES_SAMPLER`).
+
+use crate::config::ConfigError;
+use crate::strategy::rank_is_sampled;
+use opentelemetry::trace::{Link, SpanKind, TraceContextExt, TraceId, TraceState};
+use opentelemetry::{Context, KeyValue};
+use opentelemetry_sdk::trace::{Sampler, SamplingDecision, SamplingResult, ShouldSample};
+
+/// A sampler that drops all spans of ranks the md5 rule does not keep at
+/// `rate` and asks `inner` for the others. Rate ≥ 1 keeps every rank, ≤ 0
+/// drops every rank. The parent's tracestate is kept in every decision.
+///
+/// ```
+/// use lens_runtime::sampler::RankAwareSampler;
+/// use lens_runtime::otel_sdk::trace::{Sampler, SdkTracerProvider};
+/// let s = RankAwareSampler::new(3, 0.5, Sampler::ParentBased(Box::new(Sampler::AlwaysOn)));
+/// let _provider = SdkTracerProvider::builder().with_sampler(s).build();
+/// ```
+#[derive(Debug, Clone)]
+pub struct RankAwareSampler {
+    rank: u32,
+    rate: f64,
+    keep: bool,
+    inner: Sampler,
+}
+
+impl RankAwareSampler {
+    /// A sampler for `rank` at `rate` composed with `inner`.
+    pub fn new(rank: u32, rate: f64, inner: Sampler) -> Self {
+        RankAwareSampler {
+            rank,
+            rate,
+            keep: rank_is_sampled(rank, rate),
+            inner,
+        }
+    }
+
+    /// Whether this rank's spans can be sampled at all.
+    ///
+    /// ```
+    /// use lens_runtime::sampler::RankAwareSampler;
+    /// use lens_runtime::otel_sdk::trace::Sampler;
+    /// assert!(RankAwareSampler::new(0, 1.0, Sampler::AlwaysOn).keeps_rank());
+    /// assert!(!RankAwareSampler::new(0, 0.0, Sampler::AlwaysOn).keeps_rank());
+    /// ```
+    pub fn keeps_rank(&self) -> bool {
+        self.keep
+    }
+
+    /// The rank and rate this sampler was built for.
+    pub fn rank_and_rate(&self) -> (u32, f64) {
+        (self.rank, self.rate)
+    }
+}
+
+impl ShouldSample for RankAwareSampler {
+    fn should_sample(
+        &self,
+        parent_context: Option<&Context>,
+        trace_id: TraceId,
+        name: &str,
+        span_kind: &SpanKind,
+        attributes: &[KeyValue],
+        links: &[Link],
+    ) -> SamplingResult {
+        if !self.keep {
+            return SamplingResult {
+                decision: SamplingDecision::Drop,
+                attributes: Vec::new(),
+                trace_state: parent_trace_state(parent_context),
+            };
+        }
+        let mut r = self
+            .inner
+            .should_sample(parent_context, trace_id, name, span_kind, attributes, links);
+        if parent_context.is_some_and(|c| c.has_active_span()) {
+            r.trace_state = parent_trace_state(parent_context);
+        }
+        r
+    }
+}
+
+fn parent_trace_state(parent: Option<&Context>) -> TraceState {
+    parent
+        .filter(|c| c.has_active_span())
+        .map(|c| c.span().span_context().trace_state().clone())
+        .unwrap_or_default()
+}
+
+/// The sampler named by `OTEL_TRACES_SAMPLER` / `OTEL_TRACES_SAMPLER_ARG`
+/// (`always_on`, `always_off`, `traceidratio`, `parentbased_always_on`,
+/// `parentbased_always_off`, `parentbased_traceidratio`), read through
+/// `lookup`; unset: `parentbased_always_on`. Unknown names and bad ratios are
+/// errors naming the variable.
+///
+/// ```
+/// use lens_runtime::sampler::sampler_from_lookup;
+/// let s = sampler_from_lookup(|k| match k {
+///     "OTEL_TRACES_SAMPLER" => Some("parentbased_traceidratio".into()),
+///     "OTEL_TRACES_SAMPLER_ARG" => Some("0.25".into()),
+///     _ => None,
+/// }).unwrap();
+/// # let _ = s;
+/// assert!(sampler_from_lookup(|k| (k == "OTEL_TRACES_SAMPLER").then(|| "sometimes".into())).is_err());
+/// ```
+pub fn sampler_from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Sampler, ConfigError> {
+    let name = lookup("OTEL_TRACES_SAMPLER").map(|v| v.trim().to_ascii_lowercase());
+    let ratio = || -> Result<f64, ConfigError> {
+        match lookup("OTEL_TRACES_SAMPLER_ARG") {
+            None => Ok(1.0),
+            Some(v) => match v.trim().parse::<f64>() {
+                Ok(r) if (0.0..=1.0).contains(&r) => Ok(r),
+                _ => Err(ConfigError::InvalidValue {
+                    variable: "OTEL_TRACES_SAMPLER_ARG".into(),
+                    value: v,
+                    expected: "a ratio in [0, 1]".into(),
+                }),
+            },
+        }
+    };
+    Ok(match name.as_deref() {
+        None | Some("") | Some("parentbased_always_on") => Sampler::ParentBased(Box::new(Sampler::AlwaysOn)),
+        Some("always_on") => Sampler::AlwaysOn,
+        Some("always_off") => Sampler::AlwaysOff,
+        Some("traceidratio") => Sampler::TraceIdRatioBased(ratio()?),
+        Some("parentbased_always_off") => Sampler::ParentBased(Box::new(Sampler::AlwaysOff)),
+        Some("parentbased_traceidratio") => {
+            Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(ratio()?)))
+        }
+        Some(other) => {
+            return Err(ConfigError::InvalidValue {
+                variable: "OTEL_TRACES_SAMPLER".into(),
+                value: other.to_owned(),
+                expected: "one of: always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio".into(),
+            })
+        }
+    })
+}

@@ -1,0 +1,679 @@
+//! `setup_telemetry`: validates the whole configuration on every rank, then
+//! installs providers only on ranks that export, and returns a handle that
+//! flushes and shuts everything down (also on drop).
+
+use crate::config::{ConfigError, ExporterKind, LensConfig};
+use crate::export::{self, console, file, Counting, ExportRuntime, OtlpProtocol, SpanCounters};
+use crate::groups::{set_enabled_span_groups, SpanGroupSet};
+use crate::ids::ForkSafeIdGenerator;
+use crate::resource::{self, Detect};
+use crate::sampler::{sampler_from_lookup, RankAwareSampler};
+use crate::span::{self, open};
+use crate::strategy::{self, StrategyError, StrategyFn};
+use opentelemetry::KeyValue;
+use opentelemetry_sdk::logs::SdkLoggerProvider;
+use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
+use opentelemetry_sdk::metrics::{MeterProviderBuilder, PeriodicReader, SdkMeterProvider};
+use opentelemetry_sdk::trace::{
+    BatchConfig, BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider, SpanData, SpanExporter, SpanProcessor,
+};
+use opentelemetry_sdk::Resource;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Default span queue: large enough for a per-layer `all` preset burst
+/// (the SDK's 2048 drops spans in ordinary bursts). `OTEL_BSP_MAX_QUEUE_SIZE`
+/// overrides it.
+pub const DEFAULT_MAX_QUEUE_SIZE: usize = 65_536;
+/// Default export batch (`OTEL_BSP_MAX_EXPORT_BATCH_SIZE` overrides).
+pub const DEFAULT_MAX_EXPORT_BATCH_SIZE: usize = 2_048;
+/// Default metric export interval (`OTEL_METRIC_EXPORT_INTERVAL`, ms, overrides).
+pub const DEFAULT_METRIC_EXPORT_INTERVAL: Duration = Duration::from_secs(10);
+/// Time `Drop` gives the shutdown.
+pub const DROP_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
+/// The reason recorded on spans ended by shutdown.
+pub const TRUNCATED_REASON: &str = "still open at telemetry shutdown";
+
+static INSTALLED: AtomicBool = AtomicBool::new(false);
+
+/// Why setup failed. Nothing was installed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum SetupError {
+    /// A configuration value (field or environment variable) is invalid.
+    Config(ConfigError),
+    /// The export strategy is unknown.
+    Strategy(StrategyError),
+    /// An enabled setup already exists in this process.
+    AlreadyInitialized,
+    /// An exporter could not be built (e.g. the output file cannot be opened).
+    Exporter(String),
+}
+
+impl fmt::Display for SetupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SetupError::Config(e) => write!(f, "invalid telemetry configuration: {e}"),
+            SetupError::Strategy(e) => write!(f, "invalid telemetry configuration: {e}"),
+            SetupError::AlreadyInitialized => f.write_str(
+                "telemetry is already set up in this process; shut the first handle down, or call \
+                 `TelemetryBuilder::allow_reinit(true)` (meant for tests) to replace it",
+            ),
+            SetupError::Exporter(e) => write!(f, "cannot start telemetry export: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for SetupError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SetupError::Config(e) => Some(e),
+            SetupError::Strategy(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<ConfigError> for SetupError {
+    fn from(e: ConfigError) -> Self {
+        SetupError::Config(e)
+    }
+}
+
+/// Why a shutdown was not clean.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShutdownError {
+    /// One message per failed step.
+    pub errors: Vec<String>,
+}
+
+impl fmt::Display for ShutdownError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "telemetry shutdown: {}", self.errors.join("; "))
+    }
+}
+
+impl std::error::Error for ShutdownError {}
+
+type ProcessorFactory = Box<dyn FnOnce(Arc<SpanCounters>, BatchConfig) -> BatchSpanProcessor + Send>;
+type ReaderFactory = Box<dyn FnOnce(MeterProviderBuilder, Duration) -> MeterProviderBuilder + Send>;
+
+/// Sets telemetry up with options beyond the configuration.
+///
+/// ```
+/// use lens_runtime::config::LensConfig;
+/// use lens_runtime::setup::TelemetryBuilder;
+/// let handle = TelemetryBuilder::new(LensConfig::default(), 0, 1)
+///     .with_resource_attribute("team", "pretrain")
+///     .install()
+///     .unwrap();
+/// assert!(!handle.is_exporting()); // disabled by default
+/// ```
+#[must_use = "call `.install()`"]
+pub struct TelemetryBuilder {
+    config: LensConfig,
+    rank: u32,
+    world_size: u32,
+    resource_attributes: Vec<KeyValue>,
+    span_processor: Option<ProcessorFactory>,
+    metric_reader: Option<ReaderFactory>,
+    strategy: Option<StrategyFn>,
+    allow_reinit: bool,
+    k8s_dir: Option<PathBuf>,
+}
+
+impl fmt::Debug for TelemetryBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TelemetryBuilder")
+            .field("config", &self.config)
+            .field("rank", &self.rank)
+            .field("world_size", &self.world_size)
+            .field("resource_attributes", &self.resource_attributes)
+            .field("custom_span_exporter", &self.span_processor.is_some())
+            .field("custom_metric_reader", &self.metric_reader.is_some())
+            .field("custom_strategy", &self.strategy.is_some())
+            .field("allow_reinit", &self.allow_reinit)
+            .finish()
+    }
+}
+
+/// Sets telemetry up for `rank` of `world_size` from `config`. See
+/// [`TelemetryBuilder`] for more options.
+///
+/// * disabled: nothing is started, no group is enabled;
+/// * enabled, this rank exports: providers, exporters and the groups of the spec;
+/// * enabled, this rank does not export: nothing is started (no thread, no
+///   socket), no group is enabled.
+///
+/// The whole configuration is validated first, on every rank.
+///
+/// ```
+/// let cfg = lens_runtime::config::LensConfig::default();
+/// let handle = lens_runtime::setup::setup_telemetry(cfg, 0, 1).unwrap();
+/// handle.shutdown(std::time::Duration::from_secs(1)).unwrap();
+/// ```
+pub fn setup_telemetry(config: LensConfig, rank: u32, world_size: u32) -> Result<TelemetryHandle, SetupError> {
+    TelemetryBuilder::new(config, rank, world_size).install()
+}
+
+fn env(var: &str) -> Option<String> {
+    std::env::var_os(var)
+        .map(|v| v.to_string_lossy().into_owned())
+        .filter(|v| !v.trim().is_empty())
+}
+
+fn env_number<T: std::str::FromStr>(var: &str, expected: &str) -> Result<Option<T>, ConfigError> {
+    match env(var) {
+        None => Ok(None),
+        Some(v) => v.trim().parse().map(Some).map_err(|_| ConfigError::InvalidValue {
+            variable: var.to_owned(),
+            value: v,
+            expected: expected.to_owned(),
+        }),
+    }
+}
+
+/// Everything read from standard `OTEL_*` variables, validated up front.
+struct OtelEnv {
+    protocols: [OtlpProtocol; 3],
+    batch: BatchConfig,
+    metric_interval: Duration,
+}
+
+impl OtelEnv {
+    fn read(config: &LensConfig) -> Result<Self, ConfigError> {
+        let protocols = [
+            OtlpProtocol::for_signal("TRACES", env)?,
+            OtlpProtocol::for_signal("METRICS", env)?,
+            OtlpProtocol::for_signal("LOGS", env)?,
+        ];
+        let count = "a positive integer";
+        let millis = "a duration in milliseconds";
+        let queue = env_number::<usize>("OTEL_BSP_MAX_QUEUE_SIZE", count)?.unwrap_or(DEFAULT_MAX_QUEUE_SIZE);
+        let batch_size = env_number::<usize>("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", count)?
+            .unwrap_or(DEFAULT_MAX_EXPORT_BATCH_SIZE)
+            .min(queue);
+        let mut b = BatchConfigBuilder::default()
+            .with_max_queue_size(queue.max(1))
+            .with_max_export_batch_size(batch_size.max(1));
+        if let Some(ms) = env_number::<u64>("OTEL_BSP_SCHEDULE_DELAY", millis)? {
+            b = b.with_scheduled_delay(Duration::from_millis(ms));
+        }
+        let _ = env_number::<u64>("OTEL_BSP_EXPORT_TIMEOUT", millis)?;
+        let metric_interval = env_number::<u64>("OTEL_METRIC_EXPORT_INTERVAL", millis)?
+            .map(Duration::from_millis)
+            .unwrap_or(DEFAULT_METRIC_EXPORT_INTERVAL);
+        for var in ["OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", "OTEL_EXPORTER_OTLP_LOGS_TIMEOUT"] {
+            env_number::<u64>(var, millis)?;
+        }
+        for var in ["OTEL_EXPORTER_OTLP_COMPRESSION", "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION", "OTEL_EXPORTER_OTLP_LOGS_COMPRESSION"] {
+            if let Some(v) = env(var) {
+                if !matches!(v.trim().to_ascii_lowercase().as_str(), "gzip" | "none") {
+                    return Err(ConfigError::InvalidValue { variable: var.into(), value: v, expected: "one of: gzip, none".into() });
+                }
+            }
+        }
+        if config.sampler_enabled {
+            sampler_from_lookup(env)?;
+        }
+        Ok(OtelEnv { protocols, batch: b.build(), metric_interval })
+    }
+}
+
+impl TelemetryBuilder {
+    /// Starts from a configuration for `rank` of `world_size`.
+    pub fn new(config: LensConfig, rank: u32, world_size: u32) -> Self {
+        TelemetryBuilder {
+            config,
+            rank,
+            world_size: world_size.max(1),
+            resource_attributes: Vec::new(),
+            span_processor: None,
+            metric_reader: None,
+            strategy: None,
+            allow_reinit: false,
+            k8s_dir: None,
+        }
+    }
+
+    /// Adds a resource attribute; caller attributes override detected ones.
+    pub fn with_resource_attribute(mut self, key: &'static str, value: impl Into<opentelemetry::Value>) -> Self {
+        self.resource_attributes.push(KeyValue::new(key, value));
+        self
+    }
+
+    /// Exports spans to `exporter` (through a batch processor) instead of the
+    /// configured exporter.
+    ///
+    /// ```
+    /// use lens_runtime::otel_sdk::trace::InMemorySpanExporter;
+    /// let mut cfg = lens_runtime::config::LensConfig::default();
+    /// cfg.enabled = true;
+    /// let exporter = InMemorySpanExporter::default();
+    /// let handle = lens_runtime::setup::TelemetryBuilder::new(cfg, 0, 1)
+    ///     .with_span_exporter(exporter.clone())
+    ///     .allow_reinit(true)
+    ///     .install()
+    ///     .unwrap();
+    /// drop(lens_runtime::span::start_span("x", Vec::new()));
+    /// handle.shutdown(std::time::Duration::from_secs(5)).unwrap();
+    /// assert_eq!(exporter.get_finished_spans().unwrap().len(), 1);
+    /// ```
+    pub fn with_span_exporter<E: SpanExporter + 'static>(mut self, exporter: E) -> Self {
+        self.span_processor = Some(Box::new(move |counters, batch| batch_processor(exporter, counters, batch)));
+        self
+    }
+
+    /// Exports metrics to `exporter` (through a periodic reader at the
+    /// configured interval) instead of the configured exporter.
+    pub fn with_metric_exporter<E: PushMetricExporter>(mut self, exporter: E) -> Self {
+        self.metric_reader = Some(Box::new(move |b, interval| {
+            b.with_reader(PeriodicReader::builder(exporter).with_interval(interval).build())
+        }));
+        self
+    }
+
+    /// Decides export with `decide` instead of the configured strategy name.
+    pub fn with_export_strategy(mut self, decide: impl Fn(&LensConfig, u32, u32) -> bool + Send + Sync + 'static) -> Self {
+        self.strategy = Some(Arc::new(decide));
+        self
+    }
+
+    /// Allows replacing an existing enabled setup (for tests).
+    pub fn allow_reinit(mut self, allow: bool) -> Self {
+        self.allow_reinit = allow;
+        self
+    }
+
+    /// Flushes on SIGTERM / SIGINT before the process dies (also
+    /// `NEMO_LENS_FLUSH_ON_SIGNAL=1`).
+    pub fn flush_on_signal(mut self, on: bool) -> Self {
+        self.config.flush_on_signal = on;
+        self
+    }
+
+    /// Reads Kubernetes service-account files from `dir` (for tests).
+    pub fn with_k8s_service_account_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.k8s_dir = Some(dir.into());
+        self
+    }
+
+    /// Validates everything, then installs what this rank needs.
+    pub fn install(self) -> Result<TelemetryHandle, SetupError> {
+        // 1. validate everything, on every rank, before anything is installed
+        self.config.validate().or_else(|e| match (&e, &self.strategy) {
+            // a custom strategy replaces the named one
+            (ConfigError::InvalidValue { variable, .. }, Some(_)) if variable == "export_strategy" => Ok(()),
+            _ => Err(e),
+        })?;
+        let groups = self.config.resolve_span_groups()?;
+        let otel_env = OtelEnv::read(&self.config)?;
+        let decide: StrategyFn = match &self.strategy {
+            Some(f) => f.clone(),
+            None => {
+                strategy::should_export(&self.config, 0, 1).map_err(SetupError::Strategy)?;
+                Arc::new(|c, r, w| strategy::should_export(c, r, w).unwrap_or(false))
+            }
+        };
+        crate::propagation_install();
+        set_enabled_span_groups(&SpanGroupSet::none());
+        if !self.config.enabled {
+            return Ok(TelemetryHandle::inactive(false));
+        }
+        if INSTALLED.swap(true, Ordering::AcqRel) && !self.allow_reinit {
+            return Err(SetupError::AlreadyInitialized);
+        }
+        if !decide(&self.config, self.rank, self.world_size) {
+            let h = TelemetryHandle::inactive(true);
+            h.holds_install.store(true, Ordering::Relaxed);
+            return Ok(h);
+        }
+        match self.install_exporting(groups, otel_env) {
+            Ok(h) => Ok(h),
+            Err(e) => {
+                INSTALLED.store(false, Ordering::Release);
+                Err(e)
+            }
+        }
+    }
+
+    fn install_exporting(self, groups: SpanGroupSet, otel_env: OtelEnv) -> Result<TelemetryHandle, SetupError> {
+        let cfg = &self.config;
+        let detect = Detect {
+            lookup: &env,
+            k8s_service_account_dir: self.k8s_dir.clone().unwrap_or_else(|| resource::K8S_SERVICE_ACCOUNT_DIR.into()),
+            use_nvml: true,
+        };
+        let run_id = resource::resolve_run_id(cfg, &env);
+        let attrs = resource::resource_attributes(cfg, &run_id, self.rank, self.world_size, &self.resource_attributes, &detect);
+        let res = Resource::builder_empty().with_attributes(attrs).build();
+
+        let needs_otlp = cfg.exporter == ExporterKind::Otlp
+            && ((cfg.traces_enabled && self.span_processor.is_none())
+                || (cfg.metrics_enabled && self.metric_reader.is_none())
+                || cfg.logs_enabled);
+        let runtime = if needs_otlp {
+            Some(ExportRuntime::new().map_err(|e| SetupError::Exporter(format!("cannot start the export runtime: {e}")))?)
+        } else {
+            None
+        };
+        let file_path = (cfg.exporter == ExporterKind::File).then(|| file_path(cfg, &run_id, self.rank));
+        let sink = match &file_path {
+            Some(p) => Some(file::Sink::file(p).map_err(|e| SetupError::Exporter(format!("cannot open {}: {e}", p.display())))?),
+            None => None,
+        };
+        let counters = Arc::new(SpanCounters::default());
+
+        let tracer_provider = if cfg.traces_enabled {
+            let processor = match self.span_processor {
+                Some(f) => f(counters.clone(), otel_env.batch),
+                None => match cfg.exporter {
+                    ExporterKind::File => batch_processor(file::JsonLines::new(sink.clone().expect("sink"), false), counters.clone(), otel_env.batch),
+                    ExporterKind::Console => batch_processor(console::console(), counters.clone(), otel_env.batch),
+                    ExporterKind::Otlp => {
+                        let h = runtime.as_ref().expect("runtime").handle();
+                        let e = export::otlp_spans(otel_env.protocols[0], &h).map_err(SetupError::Exporter)?;
+                        batch_processor(e, counters.clone(), otel_env.batch)
+                    }
+                },
+            };
+            let mut b = SdkTracerProvider::builder()
+                .with_resource(res.clone())
+                .with_id_generator(ForkSafeIdGenerator::new())
+                .with_span_processor(CountEnded { inner: processor, counters: counters.clone() });
+            if cfg.sampler_enabled {
+                let inner = sampler_from_lookup(env)?;
+                b = b.with_sampler(RankAwareSampler::new(self.rank, cfg.export_sample_rate, inner));
+            } else if env("OTEL_TRACES_SAMPLER").is_some() {
+                b = b.with_sampler(sampler_from_lookup(env)?);
+            }
+            Some(b.build())
+        } else {
+            None
+        };
+
+        let meter_provider = if cfg.metrics_enabled {
+            let mut b = SdkMeterProvider::builder().with_resource(res.clone());
+            b = match self.metric_reader {
+                Some(f) => f(b, otel_env.metric_interval),
+                None => match cfg.exporter {
+                    ExporterKind::File => b.with_reader(
+                        PeriodicReader::builder(file::JsonLines::new(sink.clone().expect("sink"), false))
+                            .with_interval(otel_env.metric_interval)
+                            .build(),
+                    ),
+                    ExporterKind::Console => b.with_reader(PeriodicReader::builder(console::console()).with_interval(otel_env.metric_interval).build()),
+                    ExporterKind::Otlp => {
+                        let h = runtime.as_ref().expect("runtime").handle();
+                        let e = export::otlp_metrics(otel_env.protocols[1], &h).map_err(SetupError::Exporter)?;
+                        b.with_reader(PeriodicReader::builder(e).with_interval(otel_env.metric_interval).build())
+                    }
+                },
+            };
+            Some(b.build())
+        } else {
+            None
+        };
+
+        let logger_provider = if cfg.logs_enabled {
+            let b = SdkLoggerProvider::builder().with_resource(res.clone());
+            let b = match cfg.exporter {
+                ExporterKind::File => b.with_batch_exporter(file::JsonLines::new(sink.clone().expect("sink"), false)),
+                ExporterKind::Console => b.with_batch_exporter(console::console()),
+                ExporterKind::Otlp => {
+                    let h = runtime.as_ref().expect("runtime").handle();
+                    b.with_batch_exporter(export::otlp_logs(otel_env.protocols[2], &h).map_err(SetupError::Exporter)?)
+                }
+            };
+            Some(b.build())
+        } else {
+            None
+        };
+
+        // install: from here on nothing fails
+        if let Some(tp) = &tracer_provider {
+            span::set_tracer_provider(tp);
+            open::set_tracking(true);
+        }
+        if let Some(mp) = &meter_provider {
+            opentelemetry::global::set_meter_provider(mp.clone());
+        }
+        set_enabled_span_groups(&groups);
+        let inner = Arc::new(Mutex::new(Some(Installed {
+            tracer_provider,
+            meter_provider,
+            logger_provider,
+            counters,
+            _runtime: runtime,
+        })));
+        if cfg.flush_on_signal {
+            crate::signal::install(Arc::downgrade(&inner));
+        }
+        Ok(TelemetryHandle {
+            inner,
+            enabled: true,
+            exporting: true,
+            file_path,
+            holds_install: AtomicBool::new(true),
+        })
+    }
+}
+
+fn file_path(cfg: &LensConfig, run_id: &str, rank: u32) -> PathBuf {
+    match &cfg.file_path {
+        Some(p) => PathBuf::from(p.replace("{rank}", &rank.to_string())),
+        None => Path::new("lens-telemetry").join(format!("{run_id}-rank{rank}.otlp.jsonl")),
+    }
+}
+
+fn batch_processor<E: SpanExporter + 'static>(exporter: E, counters: Arc<SpanCounters>, batch: BatchConfig) -> BatchSpanProcessor {
+    BatchSpanProcessor::builder(Counting::new(exporter, counters)).with_batch_config(batch).build()
+}
+
+/// Counts spans that ended (offered to the batch processor).
+#[derive(Debug)]
+struct CountEnded<P> {
+    inner: P,
+    counters: Arc<SpanCounters>,
+}
+
+impl<P: SpanProcessor> SpanProcessor for CountEnded<P> {
+    fn on_start(&self, span: &mut opentelemetry_sdk::trace::Span, cx: &opentelemetry::Context) {
+        self.inner.on_start(span, cx);
+    }
+    fn on_end(&self, span: SpanData) {
+        self.counters.ended.fetch_add(1, Ordering::Relaxed);
+        self.inner.on_end(span);
+    }
+    fn force_flush(&self) -> opentelemetry_sdk::error::OTelSdkResult {
+        self.inner.force_flush()
+    }
+    fn shutdown_with_timeout(&self, timeout: Duration) -> opentelemetry_sdk::error::OTelSdkResult {
+        self.inner.shutdown_with_timeout(timeout)
+    }
+    fn set_resource(&mut self, resource: &Resource) {
+        self.inner.set_resource(resource);
+    }
+}
+
+pub(crate) struct Installed {
+    tracer_provider: Option<SdkTracerProvider>,
+    meter_provider: Option<SdkMeterProvider>,
+    logger_provider: Option<SdkLoggerProvider>,
+    counters: Arc<SpanCounters>,
+    _runtime: Option<ExportRuntime>,
+}
+
+impl Installed {
+    /// Flushes every signal (used by the signal hook and `force_flush`).
+    pub(crate) fn flush(&self) -> Vec<String> {
+        let mut errors = Vec::new();
+        if let Some(tp) = &self.tracer_provider {
+            if let Err(e) = tp.force_flush() {
+                errors.push(format!("traces: {e}"));
+            }
+        }
+        if let Some(mp) = &self.meter_provider {
+            if let Err(e) = mp.force_flush() {
+                errors.push(format!("metrics: {e}"));
+            }
+        }
+        if let Some(lp) = &self.logger_provider {
+            if let Err(e) = lp.force_flush() {
+                errors.push(format!("logs: {e}"));
+            }
+        }
+        errors
+    }
+}
+
+pub(crate) type Shared = Arc<Mutex<Option<Installed>>>;
+
+/// The result of setup: owns the providers of an exporting rank. Shutdown is
+/// idempotent and also runs on drop, flushing traces, metrics and logs.
+#[must_use = "dropping the handle shuts telemetry down; keep it for the whole job"]
+pub struct TelemetryHandle {
+    inner: Shared,
+    enabled: bool,
+    exporting: bool,
+    file_path: Option<PathBuf>,
+    holds_install: AtomicBool,
+}
+
+impl fmt::Debug for TelemetryHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TelemetryHandle")
+            .field("enabled", &self.enabled)
+            .field("exporting", &self.exporting)
+            .field("file_path", &self.file_path)
+            .finish()
+    }
+}
+
+impl TelemetryHandle {
+    fn inactive(enabled: bool) -> Self {
+        TelemetryHandle {
+            inner: Arc::new(Mutex::new(None)),
+            enabled,
+            exporting: false,
+            file_path: None,
+            holds_install: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether this rank exports telemetry.
+    pub fn is_exporting(&self) -> bool {
+        self.exporting
+    }
+
+    /// Whether telemetry is enabled in the configuration.
+    pub fn is_enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// The OTLP JSON lines file, with the `file` exporter.
+    pub fn file_path(&self) -> Option<&Path> {
+        self.file_path.as_deref()
+    }
+
+    /// A tracer of the installed provider (a no-op tracer when not exporting).
+    pub fn tracer(&self) -> opentelemetry::global::BoxedTracer {
+        opentelemetry::global::tracer(span::SCOPE_NAME)
+    }
+
+    /// A meter of the installed provider (a no-op meter when not exporting).
+    pub fn meter(&self) -> opentelemetry::metrics::Meter {
+        opentelemetry::global::meter(span::SCOPE_NAME)
+    }
+
+    /// The logger provider, when logs are enabled on an exporting rank.
+    pub fn logger_provider(&self) -> Option<SdkLoggerProvider> {
+        self.lock().as_ref().and_then(|i| i.logger_provider.clone())
+    }
+
+    /// Spans that ended but were not exported (queue full, exporter failing)
+    /// so far.
+    pub fn dropped_spans(&self) -> u64 {
+        self.lock().as_ref().map_or(0, |i| {
+            let c = &i.counters;
+            c.ended.load(Ordering::Relaxed).saturating_sub(c.exported.load(Ordering::Relaxed))
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Installed>> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Exports everything recorded so far, without shutting down.
+    pub fn force_flush(&self) -> Result<(), ShutdownError> {
+        let errors = self.lock().as_ref().map(Installed::flush).unwrap_or_default();
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(ShutdownError { errors })
+        }
+    }
+
+    /// Ends spans that are still open (innermost first, marked
+    /// `nemo.span.truncated`), flushes and shuts down traces, metrics and
+    /// logs, and reports spans that could not be exported. Idempotent.
+    pub fn shutdown(&self, timeout: Duration) -> Result<(), ShutdownError> {
+        let taken = self.lock().take();
+        if self.holds_install.swap(false, Ordering::AcqRel) {
+            INSTALLED.store(false, Ordering::Release);
+        }
+        let Some(installed) = taken else {
+            return Ok(());
+        };
+        let mut errors = Vec::new();
+        set_enabled_span_groups(&SpanGroupSet::none());
+        open::truncate_all(TRUNCATED_REASON);
+        open::set_tracking(false);
+        span::clear_tracer_provider();
+        opentelemetry::global::set_tracer_provider(opentelemetry::trace::noop::NoopTracerProvider::new());
+        opentelemetry::global::set_meter_provider(opentelemetry::metrics::noop::NoopMeterProvider::new());
+        if let Some(tp) = &installed.tracer_provider {
+            if let Err(e) = tp.shutdown_with_timeout(timeout) {
+                errors.push(format!("traces: {e}"));
+            }
+        }
+        if let Some(mp) = &installed.meter_provider {
+            if let Err(e) = mp.shutdown_with_timeout(timeout) {
+                errors.push(format!("metrics: {e}"));
+            }
+        }
+        if let Some(lp) = &installed.logger_provider {
+            if let Err(e) = lp.shutdown_with_timeout(timeout) {
+                errors.push(format!("logs: {e}"));
+            }
+        }
+        let c = &installed.counters;
+        let (ended, exported) = (c.ended.load(Ordering::Relaxed), c.exported.load(Ordering::Relaxed));
+        if ended > exported {
+            let msg = format!(
+                "{} of {ended} spans were not exported (queue full or exporter unreachable; raise OTEL_BSP_MAX_QUEUE_SIZE or check the collector)",
+                ended - exported
+            );
+            errors.push(msg);
+        }
+        drop(installed);
+        for e in &errors {
+            eprintln!("lens: shutdown: {e}");
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(ShutdownError { errors })
+        }
+    }
+}
+
+impl Drop for TelemetryHandle {
+    fn drop(&mut self) {
+        // errors were already reported on stderr by `shutdown`
+        let _ = self.shutdown(DROP_SHUTDOWN_TIMEOUT);
+    }
+}
