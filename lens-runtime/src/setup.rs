@@ -249,10 +249,10 @@ impl TelemetryBuilder {
     /// configured exporter.
     ///
     /// ```
-    /// use lens_runtime::otel_sdk::trace::InMemorySpanExporter;
+    /// use lens_runtime::otel_sdk::trace::InMemorySpanExporterBuilder;
     /// let mut cfg = lens_runtime::config::LensConfig::default();
     /// cfg.enabled = true;
-    /// let exporter = InMemorySpanExporter::default();
+    /// let exporter = InMemorySpanExporterBuilder::new().keep_records_on_shutdown().build();
     /// let handle = lens_runtime::setup::TelemetryBuilder::new(cfg, 0, 1)
     ///     .with_span_exporter(exporter.clone())
     ///     .allow_reinit(true)

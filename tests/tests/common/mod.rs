@@ -75,3 +75,35 @@ pub fn assert_child(child: &SpanData, parent: &SpanData) {
         parent.span_context.trace_id()
     );
 }
+
+/// A span exporter that keeps spans and the resource it was given (the
+/// SDK's in-memory exporter forgets both on shutdown).
+#[derive(Debug, Clone, Default)]
+pub struct Capture {
+    pub spans: std::sync::Arc<Mutex<Vec<SpanData>>>,
+    pub resource: std::sync::Arc<Mutex<Option<lens::otel_sdk::Resource>>>,
+}
+
+impl lens::otel_sdk::trace::SpanExporter for Capture {
+    async fn export(&self, batch: Vec<SpanData>) -> lens::otel_sdk::error::OTelSdkResult {
+        self.spans.lock().unwrap().extend(batch);
+        Ok(())
+    }
+    fn set_resource(&mut self, resource: &lens::otel_sdk::Resource) {
+        *self.resource.lock().unwrap() = Some(resource.clone());
+    }
+}
+
+impl Capture {
+    pub fn finished(&self) -> Vec<SpanData> {
+        self.spans.lock().unwrap().clone()
+    }
+
+    pub fn resource_attr(&self, key: &str) -> Option<String> {
+        let r = self.resource.lock().unwrap();
+        r.as_ref()?
+            .iter()
+            .find(|(k, _)| k.as_str() == key)
+            .map(|(_, v)| v.to_string())
+    }
+}

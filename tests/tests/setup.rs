@@ -1,0 +1,237 @@
+//! `setup_telemetry` and the handle, in-process.
+
+mod common;
+
+use common::Capture;
+
+use lens::otel::trace::Status;
+use lens::{managed_span, span_cm, ExporterKind, LensConfig, SetupError, TelemetryBuilder};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+static LOCK: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn enabled(spec: &str) -> LensConfig {
+    let mut c = LensConfig::default();
+    c.enabled = true;
+    c.span_groups = spec.into();
+    c.export_strategy = "all_ranks".into();
+    c
+}
+
+fn threads() -> usize {
+    std::fs::read_dir("/proc/self/task").unwrap().count()
+}
+
+fn sockets() -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter(|p| p.to_string_lossy().starts_with("socket:"))
+        .count()
+}
+
+#[test]
+fn disabled_and_non_exporting_ranks_start_nothing() {
+    let _s = serial();
+    let (t0, s0) = (threads(), sockets());
+    // disabled
+    let h = lens::setup_telemetry(LensConfig::default(), 0, 8).unwrap();
+    assert!(!h.is_exporting() && !h.is_enabled());
+    assert!(managed_span!("job", "x").is_none(), "no group may be enabled");
+    // enabled, but single_rank exports from the last rank only
+    let mut cfg = enabled("all");
+    cfg.export_strategy = "single_rank".into();
+    let h2 = lens::setup_telemetry(cfg, 0, 8).unwrap();
+    assert!(h2.is_enabled() && !h2.is_exporting());
+    assert!(managed_span!("job", "x").is_none(), "no group may be enabled");
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(threads(), t0, "a non-exporting setup started threads");
+    assert_eq!(sockets(), s0, "a non-exporting setup opened sockets");
+    drop((h, h2));
+    // the probe can fail: an exporting OTLP rank does start threads
+    let h3 = TelemetryBuilder::new(enabled("all"), 7, 8).install().unwrap();
+    assert!(h3.is_exporting());
+    assert!(threads() > t0, "the thread probe saw nothing");
+    h3.shutdown(Duration::from_secs(1)).ok();
+}
+
+#[test]
+fn second_enabled_setup_is_an_error_unless_reinit() {
+    let _s = serial();
+    let exporter = Capture::default();
+    let h = TelemetryBuilder::new(enabled("default"), 0, 1)
+        .with_span_exporter(exporter.clone())
+        .install()
+        .unwrap();
+    let err = lens::setup_telemetry(enabled("default"), 0, 1).unwrap_err();
+    assert!(matches!(err, SetupError::AlreadyInitialized));
+    assert!(err.to_string().contains("allow_reinit"), "{err}");
+    let h2 = TelemetryBuilder::new(enabled("default"), 0, 1)
+        .with_span_exporter(exporter)
+        .allow_reinit(true)
+        .install()
+        .unwrap();
+    drop(h2);
+    drop(h);
+    // after shutdown a fresh setup works again
+    let h = lens::setup_telemetry(enabled("default"), 0, 1).unwrap();
+    h.shutdown(Duration::from_secs(1)).ok();
+}
+
+#[test]
+fn bad_config_fails_before_anything_is_installed_on_every_rank() {
+    let _s = serial();
+    for rank in [0, 3] {
+        let mut c = enabled("default,stpe");
+        c.export_strategy = "single_rank".into();
+        let e = lens::setup_telemetry(c, rank, 4).unwrap_err();
+        assert!(e.to_string().contains("stpe"), "{e}");
+        let mut c = enabled("default");
+        c.export_strategy = "nope".into();
+        let e = lens::setup_telemetry(c, rank, 4).unwrap_err();
+        assert!(e.to_string().contains("export_strategy"), "{e}");
+        // disabled configs are validated too
+        let mut c = LensConfig::default();
+        c.export_sample_rate = 2.0;
+        assert!(lens::setup_telemetry(c, rank, 4).is_err());
+    }
+    // nothing is left installed
+    let h = lens::setup_telemetry(enabled("default"), 0, 1).unwrap();
+    h.shutdown(Duration::from_secs(1)).ok();
+}
+
+#[test]
+fn shutdown_truncates_open_spans_innermost_first_and_is_idempotent() {
+    let _s = serial();
+    let exporter = Capture::default();
+    let h = TelemetryBuilder::new(enabled("all"), 0, 1)
+        .with_span_exporter(exporter.clone())
+        .install()
+        .unwrap();
+    let job = span_cm!("job");
+    let step = managed_span!("step", "step");
+    let done = span_cm!("done");
+    drop(done);
+    h.shutdown(Duration::from_secs(5)).unwrap();
+    h.shutdown(Duration::from_secs(5)).unwrap(); // idempotent
+    drop(step);
+    drop(job);
+    let spans = exporter.finished();
+    let names: Vec<&str> = spans.iter().map(|s| s.name.as_ref()).collect();
+    assert_eq!(names, ["done", "step", "job"], "innermost first, each exactly once");
+    for s in &spans[1..] {
+        assert!(s
+            .attributes
+            .iter()
+            .any(|kv| kv.key.as_str() == "nemo.span.truncated" && kv.value == lens::otel::Value::Bool(true)));
+        let ev = s.events.iter().find(|e| e.name == "nemo.span.truncated").unwrap();
+        assert!(ev.attributes.iter().any(|kv| kv.key.as_str() == "nemo.span.truncated.reason"
+            && kv.value.as_str() == "still open at telemetry shutdown"));
+        assert_eq!(s.status, Status::Unset);
+    }
+    assert!(!spans[0].attributes.iter().any(|kv| kv.key.as_str() == "nemo.span.truncated"));
+    // after shutdown, sites are off again
+    assert!(managed_span!("step", "late").is_none());
+}
+
+#[test]
+fn drop_flushes_and_custom_strategy_decides() {
+    let _s = serial();
+    let exporter = Capture::default();
+    {
+        let _h = TelemetryBuilder::new(enabled("step"), 2, 4)
+            .with_span_exporter(exporter.clone())
+            .with_export_strategy(|_, rank, _| rank == 2)
+            .install()
+            .unwrap();
+        drop(managed_span!("step", "s"));
+    }
+    assert_eq!(exporter.finished().len(), 1, "drop must flush");
+    let h = TelemetryBuilder::new(enabled("step"), 1, 4)
+        .with_span_exporter(exporter.clone())
+        .with_export_strategy(|_, rank, _| rank == 2)
+        .install()
+        .unwrap();
+    assert!(!h.is_exporting());
+}
+
+#[test]
+fn resource_attributes_with_caller_precedence() {
+    let _s = serial();
+    let exporter = Capture::default();
+    let mut cfg = enabled("all");
+    cfg.run_id = Some("run7".into());
+    cfg.user = Some("alice".into());
+    cfg.wandb_project = Some("proj".into());
+    let h = TelemetryBuilder::new(cfg, 3, 8)
+        .with_span_exporter(exporter.clone())
+        .with_resource_attribute("host.name", "caller-host")
+        .with_resource_attribute("team", "pretrain")
+        .install()
+        .unwrap();
+    drop(span_cm!("r"));
+    h.shutdown(Duration::from_secs(5)).unwrap();
+    assert_eq!(exporter.finished().len(), 1);
+    let get = |k: &str| exporter.resource_attr(k);
+    assert_eq!(get("nv.dl.rank").as_deref(), Some("3"));
+    assert_eq!(get("nv.dl.world_size").as_deref(), Some("8"));
+    assert_eq!(get("nemo.run.id").as_deref(), Some("run7"));
+    assert_eq!(get("service.instance.id").as_deref(), Some("run7-rank3"));
+    assert_eq!(get("nemo.user.id").as_deref(), Some("alice"));
+    assert_eq!(get("wandb.project").as_deref(), Some("proj"));
+    assert_eq!(get("service.name").as_deref(), Some("nemo"));
+    assert_eq!(get("host.name").as_deref(), Some("caller-host"), "caller beats detected");
+    assert_eq!(get("team").as_deref(), Some("pretrain"));
+    assert_eq!(get("process.pid"), Some(std::process::id().to_string()));
+}
+
+#[test]
+fn file_exporter_writes_otlp_json_lines() {
+    let _s = serial();
+    let dir = std::env::temp_dir().join(format!("lens-file-{}", std::process::id()));
+    let mut cfg = enabled("all");
+    cfg.exporter = ExporterKind::File;
+    cfg.file_path = Some(dir.join("rank{rank}.jsonl").to_string_lossy().into_owned());
+    let h = TelemetryBuilder::new(cfg, 5, 8).install().unwrap();
+    assert_eq!(h.file_path().unwrap(), dir.join("rank5.jsonl"));
+    {
+        let _g = span_cm!("file.parent", prompt = "secret words");
+        drop(span_cm!("file.child", n = 3));
+    }
+    h.shutdown(Duration::from_secs(5)).unwrap();
+    let text = std::fs::read_to_string(dir.join("rank5.jsonl")).unwrap();
+    let mut names = Vec::new();
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("each line is JSON");
+        for rs in v["resourceSpans"].as_array().unwrap() {
+            for ss in rs["scopeSpans"].as_array().unwrap() {
+                for s in ss["spans"].as_array().unwrap() {
+                    names.push(s["name"].as_str().unwrap().to_owned());
+                    // OTLP/JSON: ids are hex strings
+                    assert_eq!(s["traceId"].as_str().unwrap().len(), 32);
+                    assert_eq!(s["spanId"].as_str().unwrap().len(), 16);
+                }
+            }
+        }
+    }
+    assert!(!text.contains("secret words"));
+    assert_eq!(names, ["file.child", "file.parent"]);
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn unknown_protocol_is_a_config_error() {
+    let _s = serial();
+    // SAFETY: tests in this binary are serialised by `serial()`; no other
+    // thread reads the environment concurrently here.
+    unsafe { std::env::set_var("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL", "carrier-pigeon") };
+    let e = lens::setup_telemetry(enabled("all"), 0, 1).unwrap_err();
+    unsafe { std::env::remove_var("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL") };
+    let msg = e.to_string();
+    assert!(msg.contains("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL") && msg.contains("carrier-pigeon") && msg.contains("http/protobuf"), "{msg}");
+}
