@@ -53,8 +53,15 @@ pub fn managed_span(input: TokenStream) -> TokenStream {
         (|s: syn::parse::ParseStream<'_>| parse::SpanMacroArgs::parse(s, true)).parse(input);
     let result = parsed.and_then(|args| {
         let group =
-            validate::group_tokens(args.group.as_ref().expect("managed_span parses a group"))?;
-        Ok(expand::managed_span(args, group))
+            validate::group_tokens(args.group.as_ref().expect("managed_span parses a group"));
+        match (group, validate::span_macro(&args)) {
+            (Ok(group), Ok(())) => Ok(expand::managed_span(args, group)),
+            (Err(mut e), Err(more)) => {
+                e.combine(more);
+                Err(e)
+            }
+            (Err(e), Ok(())) | (Ok(_), Err(e)) => Err(e),
+        }
     });
     match result {
         Ok(t) => t.into(),
@@ -70,7 +77,7 @@ pub fn managed_span(input: TokenStream) -> TokenStream {
 pub fn span_cm(input: TokenStream) -> TokenStream {
     let parsed =
         (|s: syn::parse::ParseStream<'_>| parse::SpanMacroArgs::parse(s, false)).parse(input);
-    match parsed {
+    match parsed.and_then(|args| validate::span_macro(&args).map(|()| args)) {
         Ok(args) => expand::span_cm(args).into(),
         Err(e) => {
             let err = e.to_compile_error();

@@ -42,6 +42,8 @@ impl Parse for GroupRef {
 pub(crate) struct Field {
     pub(crate) key: String,
     pub(crate) key_span: Span,
+    /// The key as written (`a.b.c`), for errors that underline all of it.
+    pub(crate) key_tokens: proc_macro2::TokenStream,
     pub(crate) value: Expr,
 }
 
@@ -77,21 +79,19 @@ impl Parse for Field {
                 "expected an attribute `key = value` (key: an identifier, dotted identifiers, or a string literal)",
             ));
         };
+        let key_tokens = tokens_between(start.cursor(), input.cursor());
         let value = if input.peek(Token![=]) {
-            input.parse::<Token![=]>()?;
+            let eq = input.parse::<Token![=]>()?;
+            if input.is_empty() || input.peek(Token![,]) {
+                return Err(syn::Error::new(
+                    eq.span,
+                    format!("expected a value after `{key} =`"),
+                ));
+            }
             input.parse()?
         } else if let Some(ident) = shorthand {
             syn::parse_quote_spanned!(ident.span()=> #ident)
         } else {
-            // underline the whole dotted key (`a.b.c`), not the end of input
-            let key_tokens: proc_macro2::TokenStream = start
-                .cursor()
-                .token_stream()
-                .into_iter()
-                .take_while(
-                    |t| !matches!(t, proc_macro2::TokenTree::Punct(p) if p.as_char() == ','),
-                )
-                .collect();
             return Err(syn::Error::new_spanned(
                 key_tokens,
                 format!("expected `=` and a value after attribute key `{key}`; only a plain identifier can stand alone (`x` means `x = x`)"),
@@ -100,9 +100,29 @@ impl Parse for Field {
         Ok(Field {
             key,
             key_span,
+            key_tokens,
             value,
         })
     }
+}
+
+/// The tokens from `start` up to (not including) `end`.
+fn tokens_between(
+    start: syn::buffer::Cursor<'_>,
+    end: syn::buffer::Cursor<'_>,
+) -> proc_macro2::TokenStream {
+    let mut out = proc_macro2::TokenStream::new();
+    let mut cursor = start;
+    while cursor != end {
+        match cursor.token_tree() {
+            Some((tt, next)) => {
+                out.extend([tt]);
+                cursor = next;
+            }
+            None => break,
+        }
+    }
+    out
 }
 
 fn parse_fields(input: ParseStream<'_>) -> syn::Result<Vec<Field>> {
@@ -125,73 +145,25 @@ pub(crate) struct TraceFnArgs {
     pub(crate) fields: Vec<Field>,
     pub(crate) args: Vec<Ident>,
     pub(crate) err: Option<Ident>,
+    /// Whether `args(...)` came before `fields(...)` (to report a key given
+    /// by both on the later one).
+    pub(crate) args_first: bool,
 }
 
 const TRACE_FN_OPTIONS: &str = "group, name, fields, args, err";
 
 impl TraceFnArgs {
-    /// Parses the options, collecting every error (not only the first).
+    /// Parses the options, collecting every error (not only the first): after
+    /// a malformed option, parsing resumes at the next top-level comma.
     pub(crate) fn parse_all(input: ParseStream<'_>) -> syn::Result<Self> {
         let mut out = TraceFnArgs::default();
         let mut seen: Vec<String> = Vec::new();
         let mut errors: Option<syn::Error> = None;
-        let push_err = |e: syn::Error, errors: &mut Option<syn::Error>| match errors {
-            Some(all) => all.combine(e),
-            None => *errors = Some(e),
-        };
         while !input.is_empty() {
-            let opt = Ident::parse_any(input)?;
-            let name = opt.to_string();
-            if seen.contains(&name) {
-                push_err(
-                    syn::Error::new(opt.span(), format!("duplicate option `{name}`")),
-                    &mut errors,
-                );
-            }
-            seen.push(name.clone());
-            match name.as_str() {
-                "group" => {
-                    input.parse::<Token![=]>()?;
-                    out.group = Some(input.parse()?);
-                }
-                "name" => {
-                    input.parse::<Token![=]>()?;
-                    let expr: Expr = input.parse()?;
-                    match expr {
-                        Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) => out.name = Some(s),
-                        other => push_err(
-                            syn::Error::new_spanned(other, "`name` must be a string literal, e.g. `name = \"train.step\"`; use `managed_span!` for a name computed at run time"),
-                            &mut errors,
-                        ),
-                    }
-                }
-                "fields" => {
-                    let content;
-                    parenthesized!(content in input);
-                    out.fields.extend(parse_fields(&content)?);
-                }
-                "args" => {
-                    let content;
-                    parenthesized!(content in input);
-                    let idents = Punctuated::<Ident, Token![,]>::parse_terminated_with(
-                        &content,
-                        Ident::parse_any,
-                    )?;
-                    out.args.extend(idents);
-                }
-                "err" => out.err = Some(opt.clone()),
-                _ => {
-                    let msg = if name == "skip" || name == "skip_all" {
-                        format!("unknown option `{name}`: `#[trace_fn]` records no argument unless listed in `args(...)`, so there is nothing to skip; expected one of: {TRACE_FN_OPTIONS}")
-                    } else {
-                        format!("unknown option `{name}`; expected one of: {TRACE_FN_OPTIONS}")
-                    };
-                    push_err(syn::Error::new(opt.span(), msg), &mut errors);
-                    // skip this option's tokens up to the next comma, so the
-                    // options after it are still checked
-                    while !input.is_empty() && !input.peek(Token![,]) {
-                        input.parse::<proc_macro2::TokenTree>()?;
-                    }
+            if let Err(e) = out.parse_option(input, &mut seen, &mut errors) {
+                push_err(&mut errors, e);
+                while !input.is_empty() && !input.peek(Token![,]) {
+                    input.parse::<proc_macro2::TokenTree>()?;
                 }
             }
             if input.is_empty() {
@@ -204,6 +176,123 @@ impl TraceFnArgs {
             None => Ok(out),
         }
     }
+
+    /// One option. Errors that do not derail parsing go to `errors`; the
+    /// returned error means "skip to the next comma".
+    fn parse_option(
+        &mut self,
+        input: ParseStream<'_>,
+        seen: &mut Vec<String>,
+        errors: &mut Option<syn::Error>,
+    ) -> syn::Result<()> {
+        if !input.peek(Ident::peek_any) {
+            return Err(input.error(format!("expected an option; one of: {TRACE_FN_OPTIONS}")));
+        }
+        let opt = Ident::parse_any(input)?;
+        let name = opt.to_string();
+        if seen.contains(&name) {
+            push_err(
+                errors,
+                syn::Error::new(opt.span(), format!("duplicate option `{name}`")),
+            );
+        }
+        seen.push(name.clone());
+        match name.as_str() {
+            "group" => {
+                expect_eq(input, &opt, "group = \"step\"")?;
+                self.group = Some(input.parse()?);
+            }
+            "name" => {
+                expect_eq(input, &opt, "name = \"train.step\"")?;
+                match input.parse::<Expr>()? {
+                    Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) if s.value().is_empty() => {
+                        push_err(errors, syn::Error::new(s.span(), "span name must not be empty"));
+                    }
+                    Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) => self.name = Some(s),
+                    other => push_err(
+                        errors,
+                        syn::Error::new_spanned(
+                            other,
+                            "`name` must be a string literal, e.g. `name = \"train.step\"`; use `managed_span!` for a name computed at run time",
+                        ),
+                    ),
+                }
+            }
+            "fields" => {
+                let content = expect_list(
+                    input,
+                    &opt,
+                    "fields(iteration = i, \"nv.dl.rank\" = rank, loss)",
+                )?;
+                self.fields.extend(parse_fields(&content)?);
+            }
+            "args" => {
+                let content = expect_list(input, &opt, "args(step, lr)")?;
+                let idents =
+                    Punctuated::<Ident, Token![,]>::parse_terminated_with(&content, |s| {
+                        if s.peek(Ident::peek_any) {
+                            Ident::parse_any(s)
+                        } else {
+                            Err(s.error("expected the name of a parameter to record"))
+                        }
+                    })?;
+                self.args_first = self.fields.is_empty();
+                self.args.extend(idents);
+            }
+            "err" => {
+                if !input.is_empty() && !input.peek(Token![,]) {
+                    return Err(input.error("`err` takes no value: write `err`"));
+                }
+                self.err = Some(opt.clone());
+            }
+            _ => {
+                let msg = if name == "skip" || name == "skip_all" {
+                    format!("unknown option `{name}`: `#[trace_fn]` records no argument unless listed in `args(...)`, so there is nothing to skip; expected one of: {TRACE_FN_OPTIONS}")
+                } else {
+                    format!("unknown option `{name}`; expected one of: {TRACE_FN_OPTIONS}")
+                };
+                return Err(syn::Error::new(opt.span(), msg));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn push_err(errors: &mut Option<syn::Error>, e: syn::Error) {
+    match errors {
+        Some(all) => all.combine(e),
+        None => *errors = Some(e),
+    }
+}
+
+/// `opt = ...`: an error on `opt` when the `=` is missing.
+fn expect_eq(input: ParseStream<'_>, opt: &Ident, example: &str) -> syn::Result<()> {
+    if input.peek(Token![=]) {
+        input.parse::<Token![=]>()?;
+        Ok(())
+    } else {
+        Err(syn::Error::new(
+            opt.span(),
+            format!("`{opt}` needs a value, e.g. `{example}`"),
+        ))
+    }
+}
+
+/// `opt(...)`: an error on `opt` when the parentheses are missing.
+fn expect_list<'a>(
+    input: ParseStream<'a>,
+    opt: &Ident,
+    example: &str,
+) -> syn::Result<syn::parse::ParseBuffer<'a>> {
+    if !input.peek(syn::token::Paren) {
+        return Err(syn::Error::new(
+            opt.span(),
+            format!("`{opt}` takes a list in parentheses, e.g. `{example}`"),
+        ));
+    }
+    let content;
+    parenthesized!(content in input);
+    Ok(content)
 }
 
 /// `managed_span!(group, name, fields...)` and `span_cm!(name, fields...)`.

@@ -1,11 +1,11 @@
 //! Pass 2: meaning. Checks group names, `args`, the item's kind and
 //! `define_span_group!` families; every error sits on its own token.
 
-use crate::parse::{FamilyDef, GroupRef, TraceFnArgs};
+use crate::parse::{FamilyDef, Field, GroupRef, SpanMacroArgs, TraceFnArgs};
 use crate::tables::{base_group_list, BASE_GROUPS, BASE_PRESETS};
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
-use syn::{FnArg, Ident, ItemFn, Pat};
+use syn::{Expr, FnArg, Ident, ItemFn, Pat};
 
 /// Adds `e` to the errors collected so far.
 pub(crate) fn push(errors: &mut Option<syn::Error>, e: syn::Error) {
@@ -43,6 +43,51 @@ pub(crate) fn group_tokens(group: &GroupRef) -> syn::Result<TokenStream> {
         }
         GroupRef::Path(path) => Ok(path.to_token_stream()),
     }
+}
+
+/// Each attribute key at most once (a second value would silently replace
+/// the first): the error sits on the repeated key.
+fn attribute_keys(fields: &[Field], args: &[Ident], args_first: bool) -> syn::Result<()> {
+    let mut errors = None;
+    let mut seen: Vec<String> = Vec::new();
+    let fields = fields.iter().map(|f| (f.key.clone(), f.key_tokens.clone()));
+    let args = args
+        .iter()
+        .map(|a| (a.unraw().to_string(), a.to_token_stream()));
+    let keys: Vec<_> = if args_first {
+        args.chain(fields).collect()
+    } else {
+        fields.chain(args).collect()
+    };
+    for (key, tokens) in keys {
+        if seen.contains(&key) {
+            push(
+                &mut errors,
+                syn::Error::new_spanned(tokens, format!("duplicate attribute key `{key}`")),
+            );
+        } else {
+            seen.push(key);
+        }
+    }
+    errors.map_or(Ok(()), Err)
+}
+
+/// `managed_span!` / `span_cm!`: keys once each, and a literal name not empty.
+pub(crate) fn span_macro(args: &SpanMacroArgs) -> syn::Result<()> {
+    let mut errors = attribute_keys(&args.fields, &[], false).err();
+    if let Expr::Lit(syn::ExprLit {
+        lit: syn::Lit::Str(s),
+        ..
+    }) = &args.name
+    {
+        if s.value().is_empty() {
+            push(
+                &mut errors,
+                syn::Error::new(s.span(), "span name must not be empty"),
+            );
+        }
+    }
+    errors.map_or(Ok(()), Err)
 }
 
 /// A checked `#[trace_fn]`.
@@ -87,6 +132,9 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, func: &ItemFn) -> syn::Result<TraceFn
             FnArg::Receiver(_) => None,
         })
         .collect();
+    if let Err(e) = attribute_keys(&args.fields, &args.args, args.args_first) {
+        push(&mut errors, e);
+    }
     for a in &args.args {
         if a == "self" {
             push(&mut errors, syn::Error::new(a.span(), "`self` cannot be recorded as an attribute; record a scalar field instead, e.g. `fields(id = self.id)`"));

@@ -1,0 +1,4 @@
+// A key followed by `=` needs a value.
+fn main() {
+    let _g = lens::span_cm!("eval.pass", samples = );
+}
