@@ -1,1 +1,415 @@
-//! Integration tests live in `tests/`.
+//! Test support for lens's integration tests: a real OTLP collector (`rotel`,
+//! from its PyPI wheel) on free loopback ports, and a parser for what it
+//! prints about every span, metric point and log record it receives.
+
+#![allow(missing_docs, unreachable_pub)]
+
+use std::io::{BufRead, BufReader};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The `rotel-agent` binary: `$ROTEL_AGENT`, else the one inside the
+/// installed `rotel` wheel, else `rotel-agent` on `PATH`.
+pub fn rotel_binary() -> PathBuf {
+    if let Some(p) = std::env::var_os("ROTEL_AGENT") {
+        return p.into();
+    }
+    let out = Command::new("python3")
+        .args(["-c", "import rotel, os; print(os.path.join(os.path.dirname(rotel.__file__), 'rotel-agent'))"])
+        .output();
+    if let Ok(out) = out {
+        let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        if out.status.success() && p.is_file() {
+            return p;
+        }
+    }
+    PathBuf::from("rotel-agent")
+}
+
+/// A free TCP port on 127.0.0.1.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A running rotel collector that prints everything it receives.
+#[derive(Debug)]
+pub struct Rotel {
+    pub grpc_port: u16,
+    pub http_port: u16,
+    child: Option<Child>,
+    output: Arc<Mutex<String>>,
+    dir: PathBuf,
+}
+
+impl Rotel {
+    /// Starts a collector on two free ports and waits until both accept.
+    pub fn start() -> Rotel {
+        let dir = std::env::temp_dir().join(format!("lens-rotel-{}-{}", std::process::id(), free_port()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut r = Rotel {
+            grpc_port: free_port(),
+            http_port: free_port(),
+            child: None,
+            output: Arc::new(Mutex::new(String::new())),
+            dir,
+        };
+        r.spawn();
+        r
+    }
+
+    fn spawn(&mut self) {
+        let mut child = Command::new(rotel_binary())
+            .args(["start", "--exporter", "blackhole"])
+            .args(["--debug-log", "traces", "--debug-log", "metrics", "--debug-log", "logs"])
+            .args(["--debug-log-verbosity", "detailed"])
+            .arg("--otlp-grpc-endpoint")
+            .arg(format!("127.0.0.1:{}", self.grpc_port))
+            .arg("--otlp-http-endpoint")
+            .arg(format!("127.0.0.1:{}", self.http_port))
+            .arg("--pid-file")
+            .arg(self.dir.join("rotel.pid"))
+            .arg("--log-file")
+            .arg(self.dir.join("rotel.log"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {:?} (install with `pip install rotel==0.0.1a15`): {e}", rotel_binary()));
+        for stream in [child.stdout.take().map(|s| Box::new(s) as Box<dyn std::io::Read + Send>), child.stderr.take().map(|s| Box::new(s) as Box<dyn std::io::Read + Send>)].into_iter().flatten() {
+            let out = self.output.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                    let mut o = out.lock().unwrap();
+                    o.push_str(&line);
+                    o.push('\n');
+                }
+            });
+        }
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        for port in [self.grpc_port, self.http_port] {
+            while TcpStream::connect(("127.0.0.1", port)).is_err() {
+                assert!(Instant::now() < deadline, "rotel did not listen on {port}:\n{}", self.output());
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+
+    /// `http://127.0.0.1:<grpc port>`
+    pub fn grpc_endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.grpc_port)
+    }
+
+    /// `http://127.0.0.1:<http port>`
+    pub fn http_endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.http_port)
+    }
+
+    /// Stops the collector (the ports become unreachable).
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Starts it again on the same ports.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.spawn();
+    }
+
+    /// Everything printed so far.
+    pub fn output(&self) -> String {
+        self.output.lock().unwrap().clone()
+    }
+
+    /// Everything received so far, parsed.
+    pub fn received(&self) -> Received {
+        Received::parse(&self.output())
+    }
+
+    /// Waits until `done` holds for what was received (or panics after `timeout`).
+    pub fn wait_for(&self, timeout: Duration, what: &str, done: impl Fn(&Received) -> bool) -> Received {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let r = self.received();
+            if done(&r) {
+                return r;
+            }
+            if Instant::now() > deadline {
+                panic!("timed out waiting for {what}; collector printed:\n{}", self.output());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Rotel {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// `(key, value)` with rotel's value form, e.g. `("nv.dl.rank", "Int(3)")`.
+pub type Attrs = Vec<(String, String)>;
+
+/// The value of `key`, unwrapped from `Str(..)`, `Int(..)`, `Double(..)`, `Bool(..)`.
+pub fn get<'a>(attrs: &'a Attrs, key: &str) -> Option<&'a str> {
+    let raw = attrs.iter().find(|(k, _)| k == key)?.1.as_str();
+    Some(
+        raw.find('(')
+            .filter(|_| raw.ends_with(')'))
+            .map_or(raw, |i| &raw[i + 1..raw.len() - 1]),
+    )
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Event {
+    pub name: String,
+    pub attributes: Attrs,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Span {
+    pub resource: Attrs,
+    pub scope: String,
+    pub trace_id: String,
+    pub parent_id: String,
+    pub span_id: String,
+    pub name: String,
+    pub status_code: String,
+    pub status_message: String,
+    pub attributes: Attrs,
+    pub events: Vec<Event>,
+    /// Fields of each link (`Trace ID`, `ID`, ...), as printed.
+    pub links: Vec<Attrs>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Point {
+    pub attributes: Attrs,
+    /// `Value` of a number point, `Count`/`Sum` of a histogram point.
+    pub fields: Attrs,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Metric {
+    pub resource: Attrs,
+    pub scope: String,
+    pub name: String,
+    pub unit: String,
+    pub data_type: String,
+    pub is_monotonic: Option<bool>,
+    pub points: Vec<Point>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Log {
+    pub resource: Attrs,
+    pub scope: String,
+    /// Every `Key: value` field printed for the record (Body, SeverityText,
+    /// Trace ID, Span ID, ...).
+    pub fields: Attrs,
+    pub attributes: Attrs,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Received {
+    pub spans: Vec<Span>,
+    pub metrics: Vec<Metric>,
+    pub logs: Vec<Log>,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Target {
+    None,
+    Resource,
+    SpanAttrs,
+    EventFields,
+    EventAttrs,
+    Link,
+    Descriptor,
+    PointAttrs,
+    LogAttrs,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Spans,
+    Metrics,
+    Logs,
+}
+
+fn split_field(s: &str) -> Option<(String, String)> {
+    let (k, v) = s.split_once(':')?;
+    Some((k.trim().to_owned(), v.trim().to_owned()))
+}
+
+impl Received {
+    pub fn parse(text: &str) -> Received {
+        let mut r = Received::default();
+        let mut kind = Kind::Spans;
+        let mut resource: Attrs = Vec::new();
+        let mut scope = String::new();
+        let mut target = Target::None;
+        for raw in text.lines() {
+            let line = raw.trim();
+            if line.is_empty() {
+                continue;
+            }
+            if let Some(rest) = line.strip_prefix("-> ") {
+                let Some((k, v)) = split_field(rest) else { continue };
+                match target {
+                    Target::Resource => resource.push((k, v)),
+                    Target::SpanAttrs => {
+                        if let Some(s) = r.spans.last_mut() {
+                            s.attributes.push((k, v))
+                        }
+                    }
+                    Target::EventFields | Target::EventAttrs => {
+                        let deep = raw.len() - raw.trim_start().len() > 6;
+                        if let Some(e) = r.spans.last_mut().and_then(|s| s.events.last_mut()) {
+                            if k == "Attributes" {
+                                target = Target::EventAttrs;
+                            } else if deep && target == Target::EventAttrs {
+                                e.attributes.push((k, v));
+                            } else if k == "Name" {
+                                e.name = v;
+                                target = Target::EventFields;
+                            }
+                        }
+                    }
+                    Target::Link => {
+                        if let Some(l) = r.spans.last_mut().and_then(|s| s.links.last_mut()) {
+                            l.push((k, v));
+                        }
+                    }
+                    Target::Descriptor => {
+                        if let Some(m) = r.metrics.last_mut() {
+                            match k.as_str() {
+                                "Name" => m.name = v,
+                                "Unit" => m.unit = v,
+                                "DataType" => m.data_type = v,
+                                "IsMonotonic" => m.is_monotonic = Some(v == "true"),
+                                _ => {}
+                            }
+                        }
+                    }
+                    Target::PointAttrs => {
+                        if let Some(p) = r.metrics.last_mut().and_then(|m| m.points.last_mut()) {
+                            p.attributes.push((k, v));
+                        }
+                    }
+                    Target::LogAttrs => {
+                        if let Some(l) = r.logs.last_mut() {
+                            l.attributes.push((k, v));
+                        }
+                    }
+                    Target::None => {}
+                }
+                continue;
+            }
+            if line.starts_with("ResourceSpans #") || line.starts_with("ResourceMetrics #") || line.starts_with("ResourceLogs #") {
+                kind = if line.starts_with("ResourceSpans") {
+                    Kind::Spans
+                } else if line.starts_with("ResourceMetrics") {
+                    Kind::Metrics
+                } else {
+                    Kind::Logs
+                };
+                resource = Vec::new();
+                target = Target::None;
+            } else if line == "Resource attributes:" {
+                target = Target::Resource;
+            } else if let Some(s) = line.strip_prefix("InstrumentationScope ") {
+                scope = s.trim().to_owned();
+                target = Target::None;
+            } else if line.starts_with("Span #") {
+                r.spans.push(Span { resource: resource.clone(), scope: scope.clone(), ..Span::default() });
+                target = Target::None;
+            } else if line.starts_with("SpanEvent #") {
+                if let Some(s) = r.spans.last_mut() {
+                    s.events.push(Event::default());
+                }
+                target = Target::EventFields;
+            } else if line.starts_with("SpanLink #") {
+                if let Some(s) = r.spans.last_mut() {
+                    s.links.push(Vec::new());
+                }
+                target = Target::Link;
+            } else if line.starts_with("Metric #") {
+                r.metrics.push(Metric { resource: resource.clone(), scope: scope.clone(), ..Metric::default() });
+                target = Target::None;
+            } else if line == "Descriptor:" {
+                target = Target::Descriptor;
+            } else if line.starts_with("NumberDataPoints #") || line.starts_with("HistogramDataPoints #") || line.starts_with("ExponentialHistogramDataPoints #") {
+                if let Some(m) = r.metrics.last_mut() {
+                    m.points.push(Point::default());
+                }
+                target = Target::None;
+            } else if line == "Data point attributes:" {
+                target = Target::PointAttrs;
+            } else if line.starts_with("LogRecord #") {
+                r.logs.push(Log { resource: resource.clone(), scope: scope.clone(), ..Log::default() });
+                target = Target::None;
+            } else if line == "Attributes:" {
+                target = match kind {
+                    Kind::Logs => Target::LogAttrs,
+                    _ => Target::SpanAttrs,
+                };
+            } else if line == "Events:" || line == "Links:" {
+                target = Target::None;
+            } else if let Some((k, v)) = split_field(line) {
+                match kind {
+                    Kind::Spans => {
+                        if let Some(s) = r.spans.last_mut() {
+                            match k.as_str() {
+                                "Trace ID" => s.trace_id = v,
+                                "Parent ID" => s.parent_id = v,
+                                "ID" => s.span_id = v,
+                                "Name" => s.name = v,
+                                "Status code" => s.status_code = v,
+                                "Status message" => s.status_message = v,
+                                _ => {}
+                            }
+                        }
+                    }
+                    Kind::Metrics => {
+                        if let Some(p) = r.metrics.last_mut().and_then(|m| m.points.last_mut()) {
+                            p.fields.push((k, v));
+                        }
+                    }
+                    Kind::Logs => {
+                        if let Some(l) = r.logs.last_mut() {
+                            l.fields.push((k, v));
+                        }
+                    }
+                }
+            }
+        }
+        r
+    }
+
+    pub fn spans_named(&self, name: &str) -> Vec<&Span> {
+        self.spans.iter().filter(|s| s.name == name).collect()
+    }
+
+    pub fn span(&self, name: &str) -> &Span {
+        self.spans
+            .iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("no span {name:?}; got {:?}", self.spans.iter().map(|s| &s.name).collect::<Vec<_>>()))
+    }
+
+    pub fn metric(&self, name: &str) -> &Metric {
+        self.metrics
+            .iter()
+            .rev()
+            .find(|m| m.name == name)
+            .unwrap_or_else(|| panic!("no metric {name:?}; got {:?}", self.metrics.iter().map(|m| &m.name).collect::<Vec<_>>()))
+    }
+}

@@ -1,0 +1,117 @@
+//! A small instrumented program the integration tests run as a separate
+//! process, configured only through the environment a user would set.
+//!
+//! `lens-probe <mode> [shape]`
+//! * modes: `spans` (a job with steps), `loop <millis>` (spans in a tight
+//!   loop, printing the slowest iteration), `metrics` (a counter and a
+//!   histogram), `error` (a failing step);
+//! * shapes: `sync` (plain main), `tokio-mt`, `tokio-ct` (inside a user's
+//!   multi-thread / current-thread tokio runtime).
+//!
+//! Rank and world size come from `RANK` / `WORLD_SIZE` (default 0 / 1).
+
+use lens::{managed_span, span_cm, trace_fn, LensConfig};
+use std::time::{Duration, Instant};
+
+#[trace_fn(group = "forward_backward", args(microbatch))]
+fn forward_backward(microbatch: u32) -> f64 {
+    f64::from(microbatch) * 0.5
+}
+
+#[trace_fn(group = "checkpoint", name = "checkpoint.save", err)]
+fn save(fail: bool) -> Result<(), String> {
+    if fail {
+        Err("disk full".to_owned())
+    } else {
+        Ok(())
+    }
+}
+
+fn env_u32(k: &str, default: u32) -> u32 {
+    std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn run(mode: &str, arg: Option<&str>) -> Result<(), Box<dyn std::error::Error>> {
+    let rank = env_u32("RANK", 0);
+    let world = env_u32("WORLD_SIZE", 1);
+    let config = LensConfig::from_env()?;
+    let telemetry = lens::setup_telemetry(config, rank, world)?;
+    println!("exporting={}", telemetry.is_exporting());
+    match mode {
+        "spans" => {
+            let _job = span_cm!("probe.job", "probe.mode" = mode);
+            for i in 0..3u64 {
+                let step = managed_span!("step", "probe.step", "nv.dl.iteration" = i);
+                let loss = forward_backward(2);
+                if let Some(s) = &step {
+                    s.set_attribute("loss", loss);
+                }
+            }
+            save(false)?;
+        }
+        "error" => {
+            let _job = span_cm!("probe.job");
+            let _ = save(true);
+        }
+        "loop" => {
+            let millis: u64 = arg.and_then(|a| a.parse().ok()).unwrap_or(1000);
+            let end = Instant::now() + Duration::from_millis(millis);
+            let mut slowest = Duration::ZERO;
+            let mut n = 0u64;
+            let mut window = Instant::now();
+            while Instant::now() < end {
+                let t = Instant::now();
+                for _ in 0..50 {
+                    let _s = managed_span!("step", "probe.loop", n = n);
+                    n += 1;
+                }
+                slowest = slowest.max(t.elapsed());
+                std::thread::sleep(Duration::from_millis(2));
+                if window.elapsed() > Duration::from_millis(250) {
+                    println!("progress spans={n} dropped={}", telemetry.dropped_spans());
+                    window = Instant::now();
+                }
+            }
+            println!("loop spans={n} slowest_batch_us={}", slowest.as_micros());
+        }
+        "metrics" => {
+            let meter = telemetry.meter();
+            let c = meter.u64_counter("probe.requests").with_unit("{request}").build();
+            let h = meter.f64_histogram("probe.latency").with_unit("s").build();
+            for i in 0..5 {
+                c.add(1, &[lens::otel::KeyValue::new("route", "/a")]);
+                h.record(0.01 * f64::from(i), &[]);
+            }
+        }
+        other => return Err(format!("unknown mode {other}").into()),
+    }
+    telemetry.shutdown(Duration::from_secs(10))?;
+    println!("done");
+    Ok(())
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let mode = args.get(1).map_or("spans", String::as_str);
+    let shape = args.get(2).map_or("sync", String::as_str);
+    let arg = args.get(3).map(String::as_str);
+    let result = match shape {
+        "sync" => run(mode, arg),
+        "tokio-mt" => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime")
+            .block_on(async { run(mode, arg) }),
+        "tokio-ct" => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+            .block_on(async { run(mode, arg) }),
+        other => Err(format!("unknown shape {other}").into()),
+    };
+    if let Err(e) = result {
+        eprintln!("lens-probe: {e}");
+        std::process::exit(1);
+    }
+}
