@@ -187,3 +187,60 @@ fn collector_outage_does_not_hurt_the_loop_and_export_resumes() {
     assert_eq!(stderr.matches("lens: shutdown:").count(), 1, "{stderr}");
     assert!(stderr.contains("were not exported"), "{stderr}");
 }
+
+#[test]
+fn sigterm_flushes_open_run_wide_spans_then_dies_as_usual() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+    let rotel = Rotel::start();
+    let mut cmd = Command::new(PROBE);
+    cmd.args(["hang", "sync"]);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("NEMO_LENS_") || k.starts_with("OTEL_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.env("NEMO_LENS_ENABLED", "1")
+        .env("NEMO_LENS_EXPORT_STRATEGY", "all_ranks")
+        .env("NEMO_LENS_SPAN_GROUPS", "all")
+        .env("NEMO_LENS_FLUSH_ON_SIGNAL", "1")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", rotel.grpc_endpoint());
+    let mut child = cmd.stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    assert!(lines.any(|l| l.map(|l| l == "ready").unwrap_or(false)));
+    // SAFETY: sending SIGTERM to our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGTERM), "the process must still die of SIGTERM: {status:?}");
+    let r = rotel.wait_for(Duration::from_secs(20), "the flushed job span", |r| !r.spans_named("probe.job").is_empty());
+    let job = r.span("probe.job");
+    assert_eq!(get(&job.attributes, "nemo.span.truncated"), Some("true"));
+    assert!(job.events.iter().any(|e| e.name == "nemo.span.truncated"));
+    assert_eq!(r.span("probe.step").parent_id, job.span_id);
+}
+
+#[test]
+fn without_the_hook_sigterm_loses_the_open_span() {
+    // the control for the test above: the flush really comes from the hook
+    use std::io::{BufRead, BufReader};
+    let rotel = Rotel::start();
+    let mut cmd = Command::new(PROBE);
+    cmd.args(["hang", "sync"]);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("NEMO_LENS_") || k.starts_with("OTEL_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.env("NEMO_LENS_ENABLED", "1")
+        .env("NEMO_LENS_EXPORT_STRATEGY", "all_ranks")
+        .env("NEMO_LENS_SPAN_GROUPS", "all")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", rotel.grpc_endpoint());
+    let mut child = cmd.stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    assert!(lines.any(|l| l.map(|l| l == "ready").unwrap_or(false)));
+    // SAFETY: sending SIGTERM to our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    child.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(rotel.received().spans_named("probe.job").is_empty());
+}

@@ -4,7 +4,8 @@
 //! `lens-probe <mode> [shape]`
 //! * modes: `spans` (a job with steps), `loop <millis>` (spans in a tight
 //!   loop, printing the slowest iteration), `metrics` (a counter and a
-//!   histogram), `error` (a failing step);
+//!   histogram), `error` (a failing step), `hang` (an open job span, then
+//!   sleep until killed);
 //! * shapes: `sync` (plain main), `tokio-mt`, `tokio-ct` (inside a user's
 //!   multi-thread / current-thread tokio runtime).
 //!
@@ -48,6 +49,13 @@ fn run(mode: &str, arg: Option<&str>) -> Result<(), Box<dyn std::error::Error>> 
                 }
             }
             save(false)?;
+        }
+        "hang" => {
+            // a run-wide span that is still open when a scheduler kills us
+            let _job = span_cm!("probe.job");
+            drop(managed_span!("step", "probe.step", "nv.dl.iteration" = 0));
+            println!("ready");
+            std::thread::sleep(Duration::from_secs(120));
         }
         "error" => {
             let _job = span_cm!("probe.job");
