@@ -289,3 +289,81 @@ pub fn resource_attributes(
         caller.to_vec(),
     ])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn detect<'a>(vars: &'a HashMap<&'a str, &'a str>, sa: &Path) -> Detect<'a> {
+        // leak a closure for the test's lifetime
+        let f: &'a dyn Fn(&str) -> Option<String> =
+            Box::leak(Box::new(move |k: &str| vars.get(k).map(|v| v.to_string())));
+        Detect {
+            lookup: f,
+            k8s_service_account_dir: sa.to_owned(),
+            use_nvml: false,
+        }
+    }
+
+    fn value(attrs: &[KeyValue], key: &str) -> Option<String> {
+        attrs.iter().find(|kv| kv.key.as_str() == key).map(|kv| kv.value.to_string())
+    }
+
+    #[test]
+    fn kubernetes_from_env_and_service_account_folder() {
+        let dir = std::env::temp_dir().join(format!("lens-sa-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("namespace"), "training\n").unwrap();
+        let vars = HashMap::from([("POD_NAME", "trainer-0"), ("NODE_NAME", "gpu-node-3"), ("POD_UID", "u-1")]);
+        let attrs = detected_attributes(&detect(&vars, &dir));
+        assert_eq!(value(&attrs, "k8s.namespace.name").as_deref(), Some("training"));
+        assert_eq!(value(&attrs, "k8s.pod.name").as_deref(), Some("trainer-0"));
+        assert_eq!(value(&attrs, "k8s.node.name").as_deref(), Some("gpu-node-3"));
+        assert_eq!(value(&attrs, "k8s.pod.uid").as_deref(), Some("u-1"));
+        std::fs::remove_dir_all(&dir).unwrap();
+        // neither the folder nor KUBERNETES_SERVICE_HOST: nothing k8s
+        let attrs = detected_attributes(&detect(&vars, &dir));
+        assert!(attrs.iter().all(|kv| !kv.key.as_str().starts_with("k8s.")));
+        // the env var alone is enough
+        let vars = HashMap::from([("KUBERNETES_SERVICE_HOST", "10.0.0.1"), ("POD_NAMESPACE", "ns"), ("JOB_NAME", "j")]);
+        let attrs = detected_attributes(&detect(&vars, &dir));
+        assert_eq!(value(&attrs, "k8s.namespace.name").as_deref(), Some("ns"));
+        assert_eq!(value(&attrs, "k8s.job.name").as_deref(), Some("j"));
+    }
+
+    #[test]
+    fn gpu_count_rules_and_no_driver_is_silent() {
+        let none = HashMap::new();
+        let d = detect(&none, Path::new("/nonexistent"));
+        assert_eq!(gpu_count(&d), None);
+        for (v, n) in [("", 0), ("-1", 0), ("NoDevFiles", 0), ("0", 1), ("0,1,2,3", 4), ("GPU-abc,GPU-def", 2), ("0,1,-1,2", 2)] {
+            let vars = HashMap::from([("CUDA_VISIBLE_DEVICES", v)]);
+            assert_eq!(gpu_count(&detect(&vars, Path::new("/x"))), Some(n), "{v:?}");
+        }
+        // this machine has no NVIDIA driver: NVML is absent, not an error
+        if !Path::new("/proc/driver/nvidia").exists() {
+            assert_eq!(nvml_device_count(), None);
+        }
+    }
+
+    #[test]
+    fn precedence_caller_over_lens_over_env_over_detected() {
+        let vars = HashMap::from([
+            ("OTEL_RESOURCE_ATTRIBUTES", "host.name=from-env,service.name=env-svc,a%2Cb=c%3Dd"),
+            ("SLURM_JOB_ID", "99"),
+            ("DEPLOYMENT_ENV", "prod"),
+        ]);
+        let d = detect(&vars, Path::new("/nonexistent"));
+        let cfg = LensConfig::default();
+        let run = resolve_run_id(&cfg, d.lookup);
+        assert_eq!(run, "99");
+        let attrs = resource_attributes(&cfg, &run, 1, 2, &[KeyValue::new("service.name", "caller")], &d);
+        assert_eq!(value(&attrs, "host.name").as_deref(), Some("from-env"), "env beats detected");
+        assert_eq!(value(&attrs, "service.name").as_deref(), Some("caller"), "caller beats all");
+        assert_eq!(value(&attrs, "a,b").as_deref(), Some("c=d"), "percent-decoded");
+        assert_eq!(value(&attrs, "deployment.environment").as_deref(), Some("prod"));
+        assert_eq!(value(&attrs, "service.instance.id").as_deref(), Some("99-rank1"));
+        assert_eq!(value(&attrs, "slurm.job.id").as_deref(), Some("99"));
+    }
+}

@@ -138,3 +138,78 @@ pub fn sampler_from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Sa
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opentelemetry::trace::{SpanContext, SpanId, TraceFlags};
+
+    fn parent(sampled: bool, state: &str) -> Context {
+        let sc = SpanContext::new(
+            TraceId::from(7u128),
+            SpanId::from(9u64),
+            if sampled { TraceFlags::SAMPLED } else { TraceFlags::default() },
+            true,
+            TraceState::from_key_value([("vendor", state)]).unwrap(),
+        );
+        Context::new().with_remote_span_context(sc)
+    }
+
+    fn decide(s: &RankAwareSampler, parent: Option<&Context>) -> SamplingResult {
+        s.should_sample(parent, TraceId::from(11u128), "x", &SpanKind::Internal, &[], &[])
+    }
+
+    fn kept_rank(rate: f64) -> u32 {
+        (0..1000).find(|r| rank_is_sampled(*r, rate)).unwrap()
+    }
+
+    fn dropped_rank(rate: f64) -> u32 {
+        (0..1000).find(|r| !rank_is_sampled(*r, rate)).unwrap()
+    }
+
+    #[test]
+    fn dropped_rank_drops_everything_and_keeps_tracestate() {
+        let s = RankAwareSampler::new(dropped_rank(0.5), 0.5, Sampler::AlwaysOn);
+        let p = parent(true, "abc");
+        let r = decide(&s, Some(&p));
+        assert_eq!(r.decision, SamplingDecision::Drop);
+        assert_eq!(r.trace_state.get("vendor"), Some("abc"));
+        assert_eq!(decide(&s, None).decision, SamplingDecision::Drop);
+    }
+
+    #[test]
+    fn kept_rank_composes_with_parent_based() {
+        let s = RankAwareSampler::new(kept_rank(0.5), 0.5, Sampler::ParentBased(Box::new(Sampler::AlwaysOn)));
+        let sampled = parent(true, "s1");
+        let r = decide(&s, Some(&sampled));
+        assert_eq!(r.decision, SamplingDecision::RecordAndSample);
+        assert_eq!(r.trace_state.get("vendor"), Some("s1"));
+        let unsampled = parent(false, "s2");
+        let r = decide(&s, Some(&unsampled));
+        assert_eq!(r.decision, SamplingDecision::Drop, "parent-based follows the parent");
+        assert_eq!(r.trace_state.get("vendor"), Some("s2"));
+        assert_eq!(decide(&s, None).decision, SamplingDecision::RecordAndSample);
+    }
+
+    #[test]
+    fn rate_bounds() {
+        assert!(RankAwareSampler::new(123, 1.0, Sampler::AlwaysOn).keeps_rank());
+        assert!(RankAwareSampler::new(123, 7.0, Sampler::AlwaysOn).keeps_rank());
+        assert!(!RankAwareSampler::new(123, 0.0, Sampler::AlwaysOn).keeps_rank());
+        assert!(!RankAwareSampler::new(123, -1.0, Sampler::AlwaysOn).keeps_rank());
+    }
+
+    #[test]
+    fn env_sampler_is_composed() {
+        let inner = sampler_from_lookup(|k| (k == "OTEL_TRACES_SAMPLER").then(|| "always_off".into())).unwrap();
+        let s = RankAwareSampler::new(kept_rank(0.5), 0.5, inner);
+        assert_eq!(decide(&s, None).decision, SamplingDecision::Drop);
+        let e = sampler_from_lookup(|k| match k {
+            "OTEL_TRACES_SAMPLER" => Some("traceidratio".into()),
+            "OTEL_TRACES_SAMPLER_ARG" => Some("2".into()),
+            _ => None,
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("OTEL_TRACES_SAMPLER_ARG"));
+    }
+}
