@@ -50,7 +50,9 @@ impl Detect<'static> {
 
 impl Detect<'_> {
     fn get(&self, var: &str) -> Option<String> {
-        (self.lookup)(var).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+        (self.lookup)(var)
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
     }
 
     fn first(&self, vars: &[&str]) -> Option<String> {
@@ -75,19 +77,27 @@ pub fn resolve_run_id(config: &LensConfig, lookup: &dyn Fn(&str) -> Option<Strin
     }
     use rand::TryRngCore;
     let mut bytes = [0u8; 6];
-    rand::rngs::OsRng.try_fill_bytes(&mut bytes).unwrap_or_else(|_| {
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default();
-        let mixed = t ^ u128::from(std::process::id()).rotate_left(48);
-        bytes.copy_from_slice(&mixed.to_le_bytes()[..6]);
-    });
+    rand::rngs::OsRng
+        .try_fill_bytes(&mut bytes)
+        .unwrap_or_else(|_| {
+            let t = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or_default();
+            let mixed = t ^ u128::from(std::process::id()).rotate_left(48);
+            bytes.copy_from_slice(&mixed.to_le_bytes()[..6]);
+        });
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Lens's own resource attributes for `rank` of `world_size`.
-pub fn lens_attributes(config: &LensConfig, run_id: &str, rank: u32, world_size: u32, detect: &Detect<'_>) -> Vec<KeyValue> {
+pub fn lens_attributes(
+    config: &LensConfig,
+    run_id: &str,
+    rank: u32,
+    world_size: u32,
+    detect: &Detect<'_>,
+) -> Vec<KeyValue> {
     let mut v = vec![
         KeyValue::new(sc::SERVICE_NAME, config.service_name.clone()),
         KeyValue::new(sc::SERVICE_VERSION, env!("CARGO_PKG_VERSION")),
@@ -103,9 +113,15 @@ pub fn lens_attributes(config: &LensConfig, run_id: &str, rank: u32, world_size:
         (sc::NEMO_USER_ID, config.user.clone()),
         (sc::WANDB_ENTITY, config.wandb_entity.clone()),
         (sc::WANDB_PROJECT, config.wandb_project.clone()),
-        (sc::DEPLOYMENT_ENVIRONMENT, detect.first(&["DEPLOYMENT_ENV", "ENVIRONMENT"])),
+        (
+            sc::DEPLOYMENT_ENVIRONMENT,
+            detect.first(&["DEPLOYMENT_ENV", "ENVIRONMENT"]),
+        ),
     ];
-    v.extend(opt.into_iter().filter_map(|(k, val)| val.map(|val| KeyValue::new(k, val))));
+    v.extend(
+        opt.into_iter()
+            .filter_map(|(k, val)| val.map(|val| KeyValue::new(k, val))),
+    );
     v
 }
 
@@ -147,7 +163,10 @@ pub fn detected_attributes(detect: &Detect<'_>) -> Vec<KeyValue> {
     if let Some(host) = hostname() {
         v.push(KeyValue::new(sc::HOST_NAME, host));
     }
-    v.push(KeyValue::new(sc::PROCESS_PID, i64::from(std::process::id())));
+    v.push(KeyValue::new(
+        sc::PROCESS_PID,
+        i64::from(std::process::id()),
+    ));
     if let Some(n) = gpu_count(detect) {
         v.push(KeyValue::new(sc::HOST_GPU_COUNT, n));
     }
@@ -208,12 +227,18 @@ fn slurm(d: &Detect<'_>) -> Vec<KeyValue> {
     let text = [
         (sc::SLURM_JOB_ID, &["SLURM_JOB_ID", "SLURM_JOBID"][..]),
         (sc::SLURM_JOB_NAME, &["SLURM_JOB_NAME"][..]),
-        (sc::SLURM_NODELIST, &["SLURM_JOB_NODELIST", "SLURM_NODELIST"][..]),
+        (
+            sc::SLURM_NODELIST,
+            &["SLURM_JOB_NODELIST", "SLURM_NODELIST"][..],
+        ),
         (sc::SLURM_PARTITION, &["SLURM_JOB_PARTITION"][..]),
         (sc::SLURM_CLUSTER_NAME, &["SLURM_CLUSTER_NAME"][..]),
     ];
     let ints = [
-        (sc::SLURM_NNODES, &["SLURM_JOB_NUM_NODES", "SLURM_NNODES"][..]),
+        (
+            sc::SLURM_NNODES,
+            &["SLURM_JOB_NUM_NODES", "SLURM_NNODES"][..],
+        ),
         (sc::SLURM_NTASKS, &["SLURM_NTASKS"][..]),
     ];
     let mut v: Vec<KeyValue> = text
@@ -222,7 +247,10 @@ fn slurm(d: &Detect<'_>) -> Vec<KeyValue> {
         .collect();
     for (k, vars) in ints {
         if let Some(raw) = d.first(vars) {
-            let value = raw.parse::<i64>().map(Value::I64).unwrap_or_else(|_| Value::from(raw));
+            let value = raw
+                .parse::<i64>()
+                .map(Value::I64)
+                .unwrap_or_else(|_| Value::from(raw));
             v.push(KeyValue::new(k, value));
         }
     }
@@ -246,10 +274,16 @@ fn kubernetes(d: &Detect<'_>) -> Vec<KeyValue> {
         .or_else(|| read_trimmed(&sa.join("namespace")));
     let pairs = [
         (sc::K8S_NAMESPACE_NAME, namespace),
-        (sc::K8S_POD_NAME, d.first(&["POD_NAME", "K8S_POD_NAME", "HOSTNAME"])),
+        (
+            sc::K8S_POD_NAME,
+            d.first(&["POD_NAME", "K8S_POD_NAME", "HOSTNAME"]),
+        ),
         (sc::K8S_POD_UID, d.first(&["POD_UID", "K8S_POD_UID"])),
         (sc::K8S_NODE_NAME, d.first(&["NODE_NAME", "K8S_NODE_NAME"])),
-        (sc::K8S_CONTAINER_NAME, d.first(&["CONTAINER_NAME", "K8S_CONTAINER_NAME"])),
+        (
+            sc::K8S_CONTAINER_NAME,
+            d.first(&["CONTAINER_NAME", "K8S_CONTAINER_NAME"]),
+        ),
         (sc::K8S_JOB_NAME, d.first(&["JOB_NAME", "K8S_JOB_NAME"])),
     ];
     pairs
@@ -307,7 +341,10 @@ mod tests {
     }
 
     fn value(attrs: &[KeyValue], key: &str) -> Option<String> {
-        attrs.iter().find(|kv| kv.key.as_str() == key).map(|kv| kv.value.to_string())
+        attrs
+            .iter()
+            .find(|kv| kv.key.as_str() == key)
+            .map(|kv| kv.value.to_string())
     }
 
     #[test]
@@ -315,18 +352,32 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("lens-sa-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("namespace"), "training\n").unwrap();
-        let vars = HashMap::from([("POD_NAME", "trainer-0"), ("NODE_NAME", "gpu-node-3"), ("POD_UID", "u-1")]);
+        let vars = HashMap::from([
+            ("POD_NAME", "trainer-0"),
+            ("NODE_NAME", "gpu-node-3"),
+            ("POD_UID", "u-1"),
+        ]);
         let attrs = detected_attributes(&detect(&vars, &dir));
-        assert_eq!(value(&attrs, "k8s.namespace.name").as_deref(), Some("training"));
+        assert_eq!(
+            value(&attrs, "k8s.namespace.name").as_deref(),
+            Some("training")
+        );
         assert_eq!(value(&attrs, "k8s.pod.name").as_deref(), Some("trainer-0"));
-        assert_eq!(value(&attrs, "k8s.node.name").as_deref(), Some("gpu-node-3"));
+        assert_eq!(
+            value(&attrs, "k8s.node.name").as_deref(),
+            Some("gpu-node-3")
+        );
         assert_eq!(value(&attrs, "k8s.pod.uid").as_deref(), Some("u-1"));
         std::fs::remove_dir_all(&dir).unwrap();
         // neither the folder nor KUBERNETES_SERVICE_HOST: nothing k8s
         let attrs = detected_attributes(&detect(&vars, &dir));
         assert!(attrs.iter().all(|kv| !kv.key.as_str().starts_with("k8s.")));
         // the env var alone is enough
-        let vars = HashMap::from([("KUBERNETES_SERVICE_HOST", "10.0.0.1"), ("POD_NAMESPACE", "ns"), ("JOB_NAME", "j")]);
+        let vars = HashMap::from([
+            ("KUBERNETES_SERVICE_HOST", "10.0.0.1"),
+            ("POD_NAMESPACE", "ns"),
+            ("JOB_NAME", "j"),
+        ]);
         let attrs = detected_attributes(&detect(&vars, &dir));
         assert_eq!(value(&attrs, "k8s.namespace.name").as_deref(), Some("ns"));
         assert_eq!(value(&attrs, "k8s.job.name").as_deref(), Some("j"));
@@ -337,7 +388,15 @@ mod tests {
         let none = HashMap::new();
         let d = detect(&none, Path::new("/nonexistent"));
         assert_eq!(gpu_count(&d), None);
-        for (v, n) in [("", 0), ("-1", 0), ("NoDevFiles", 0), ("0", 1), ("0,1,2,3", 4), ("GPU-abc,GPU-def", 2), ("0,1,-1,2", 2)] {
+        for (v, n) in [
+            ("", 0),
+            ("-1", 0),
+            ("NoDevFiles", 0),
+            ("0", 1),
+            ("0,1,2,3", 4),
+            ("GPU-abc,GPU-def", 2),
+            ("0,1,-1,2", 2),
+        ] {
             let vars = HashMap::from([("CUDA_VISIBLE_DEVICES", v)]);
             assert_eq!(gpu_count(&detect(&vars, Path::new("/x"))), Some(n), "{v:?}");
         }
@@ -350,7 +409,10 @@ mod tests {
     #[test]
     fn precedence_caller_over_lens_over_env_over_detected() {
         let vars = HashMap::from([
-            ("OTEL_RESOURCE_ATTRIBUTES", "host.name=from-env,service.name=env-svc,a%2Cb=c%3Dd"),
+            (
+                "OTEL_RESOURCE_ATTRIBUTES",
+                "host.name=from-env,service.name=env-svc,a%2Cb=c%3Dd",
+            ),
             ("SLURM_JOB_ID", "99"),
             ("DEPLOYMENT_ENV", "prod"),
         ]);
@@ -358,12 +420,37 @@ mod tests {
         let cfg = LensConfig::default();
         let run = resolve_run_id(&cfg, d.lookup);
         assert_eq!(run, "99");
-        let attrs = resource_attributes(&cfg, &run, 1, 2, &[KeyValue::new("service.name", "caller")], &d);
-        assert_eq!(value(&attrs, "host.name").as_deref(), Some("from-env"), "env beats detected");
-        assert_eq!(value(&attrs, "service.name").as_deref(), Some("caller"), "caller beats all");
-        assert_eq!(value(&attrs, "a,b").as_deref(), Some("c=d"), "percent-decoded");
-        assert_eq!(value(&attrs, "deployment.environment").as_deref(), Some("prod"));
-        assert_eq!(value(&attrs, "service.instance.id").as_deref(), Some("99-rank1"));
+        let attrs = resource_attributes(
+            &cfg,
+            &run,
+            1,
+            2,
+            &[KeyValue::new("service.name", "caller")],
+            &d,
+        );
+        assert_eq!(
+            value(&attrs, "host.name").as_deref(),
+            Some("from-env"),
+            "env beats detected"
+        );
+        assert_eq!(
+            value(&attrs, "service.name").as_deref(),
+            Some("caller"),
+            "caller beats all"
+        );
+        assert_eq!(
+            value(&attrs, "a,b").as_deref(),
+            Some("c=d"),
+            "percent-decoded"
+        );
+        assert_eq!(
+            value(&attrs, "deployment.environment").as_deref(),
+            Some("prod")
+        );
+        assert_eq!(
+            value(&attrs, "service.instance.id").as_deref(),
+            Some("99-rank1")
+        );
         assert_eq!(value(&attrs, "slurm.job.id").as_deref(), Some("99"));
     }
 }

@@ -72,9 +72,9 @@ impl ShouldSample for RankAwareSampler {
                 trace_state: parent_trace_state(parent_context),
             };
         }
-        let mut r = self
-            .inner
-            .should_sample(parent_context, trace_id, name, span_kind, attributes, links);
+        let mut r =
+            self.inner
+                .should_sample(parent_context, trace_id, name, span_kind, attributes, links);
         if parent_context.is_some_and(|c| c.has_active_span()) {
             r.trace_state = parent_trace_state(parent_context);
         }
@@ -105,7 +105,9 @@ fn parent_trace_state(parent: Option<&Context>) -> TraceState {
 /// # let _ = s;
 /// assert!(sampler_from_lookup(|k| (k == "OTEL_TRACES_SAMPLER").then(|| "sometimes".into())).is_err());
 /// ```
-pub fn sampler_from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Sampler, ConfigError> {
+pub fn sampler_from_lookup(
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<Sampler, ConfigError> {
     let name = lookup("OTEL_TRACES_SAMPLER").map(|v| v.trim().to_ascii_lowercase());
     let ratio = || -> Result<f64, ConfigError> {
         match lookup("OTEL_TRACES_SAMPLER_ARG") {
@@ -148,7 +150,11 @@ mod tests {
         let sc = SpanContext::new(
             TraceId::from(7u128),
             SpanId::from(9u64),
-            if sampled { TraceFlags::SAMPLED } else { TraceFlags::default() },
+            if sampled {
+                TraceFlags::SAMPLED
+            } else {
+                TraceFlags::default()
+            },
             true,
             TraceState::from_key_value([("vendor", state)]).unwrap(),
         );
@@ -156,7 +162,14 @@ mod tests {
     }
 
     fn decide(s: &RankAwareSampler, parent: Option<&Context>) -> SamplingResult {
-        s.should_sample(parent, TraceId::from(11u128), "x", &SpanKind::Internal, &[], &[])
+        s.should_sample(
+            parent,
+            TraceId::from(11u128),
+            "x",
+            &SpanKind::Internal,
+            &[],
+            &[],
+        )
     }
 
     fn kept_rank(rate: f64) -> u32 {
@@ -179,14 +192,22 @@ mod tests {
 
     #[test]
     fn kept_rank_composes_with_parent_based() {
-        let s = RankAwareSampler::new(kept_rank(0.5), 0.5, Sampler::ParentBased(Box::new(Sampler::AlwaysOn)));
+        let s = RankAwareSampler::new(
+            kept_rank(0.5),
+            0.5,
+            Sampler::ParentBased(Box::new(Sampler::AlwaysOn)),
+        );
         let sampled = parent(true, "s1");
         let r = decide(&s, Some(&sampled));
         assert_eq!(r.decision, SamplingDecision::RecordAndSample);
         assert_eq!(r.trace_state.get("vendor"), Some("s1"));
         let unsampled = parent(false, "s2");
         let r = decide(&s, Some(&unsampled));
-        assert_eq!(r.decision, SamplingDecision::Drop, "parent-based follows the parent");
+        assert_eq!(
+            r.decision,
+            SamplingDecision::Drop,
+            "parent-based follows the parent"
+        );
         assert_eq!(r.trace_state.get("vendor"), Some("s2"));
         assert_eq!(decide(&s, None).decision, SamplingDecision::RecordAndSample);
     }
@@ -201,7 +222,9 @@ mod tests {
 
     #[test]
     fn env_sampler_is_composed() {
-        let inner = sampler_from_lookup(|k| (k == "OTEL_TRACES_SAMPLER").then(|| "always_off".into())).unwrap();
+        let inner =
+            sampler_from_lookup(|k| (k == "OTEL_TRACES_SAMPLER").then(|| "always_off".into()))
+                .unwrap();
         let s = RankAwareSampler::new(kept_rank(0.5), 0.5, inner);
         assert_eq!(decide(&s, None).decision, SamplingDecision::Drop);
         let e = sampler_from_lookup(|k| match k {

@@ -15,7 +15,8 @@ use opentelemetry_sdk::logs::SdkLoggerProvider;
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 use opentelemetry_sdk::metrics::{MeterProviderBuilder, PeriodicReader, SdkMeterProvider};
 use opentelemetry_sdk::trace::{
-    BatchConfig, BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider, SpanData, SpanExporter, SpanProcessor,
+    BatchConfig, BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider, SpanData, SpanExporter,
+    SpanProcessor,
 };
 use opentelemetry_sdk::Resource;
 use std::fmt;
@@ -98,7 +99,8 @@ impl fmt::Display for ShutdownError {
 
 impl std::error::Error for ShutdownError {}
 
-type ProcessorFactory = Box<dyn FnOnce(Arc<SpanCounters>, BatchConfig) -> BatchSpanProcessor + Send>;
+type ProcessorFactory =
+    Box<dyn FnOnce(Arc<SpanCounters>, BatchConfig) -> BatchSpanProcessor + Send>;
 type ReaderFactory = Box<dyn FnOnce(MeterProviderBuilder, Duration) -> MeterProviderBuilder + Send>;
 
 /// Sets telemetry up with options beyond the configuration.
@@ -155,7 +157,11 @@ impl fmt::Debug for TelemetryBuilder {
 /// let handle = lens_runtime::setup::setup_telemetry(cfg, 0, 1).unwrap();
 /// handle.shutdown(std::time::Duration::from_secs(1)).unwrap();
 /// ```
-pub fn setup_telemetry(config: LensConfig, rank: u32, world_size: u32) -> Result<TelemetryHandle, SetupError> {
+pub fn setup_telemetry(
+    config: LensConfig,
+    rank: u32,
+    world_size: u32,
+) -> Result<TelemetryHandle, SetupError> {
     TelemetryBuilder::new(config, rank, world_size).install()
 }
 
@@ -168,11 +174,15 @@ fn env(var: &str) -> Option<String> {
 fn env_number<T: std::str::FromStr>(var: &str, expected: &str) -> Result<Option<T>, ConfigError> {
     match env(var) {
         None => Ok(None),
-        Some(v) => v.trim().parse().map(Some).map_err(|_| ConfigError::InvalidValue {
-            variable: var.to_owned(),
-            value: v,
-            expected: expected.to_owned(),
-        }),
+        Some(v) => v
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| ConfigError::InvalidValue {
+                variable: var.to_owned(),
+                value: v,
+                expected: expected.to_owned(),
+            }),
     }
 }
 
@@ -192,7 +202,8 @@ impl OtelEnv {
         ];
         let count = "a positive integer";
         let millis = "a duration in milliseconds";
-        let queue = env_number::<usize>("OTEL_BSP_MAX_QUEUE_SIZE", count)?.unwrap_or(DEFAULT_MAX_QUEUE_SIZE);
+        let queue = env_number::<usize>("OTEL_BSP_MAX_QUEUE_SIZE", count)?
+            .unwrap_or(DEFAULT_MAX_QUEUE_SIZE);
         let batch_size = env_number::<usize>("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", count)?
             .unwrap_or(DEFAULT_MAX_EXPORT_BATCH_SIZE)
             .min(queue);
@@ -206,20 +217,38 @@ impl OtelEnv {
         let metric_interval = env_number::<u64>("OTEL_METRIC_EXPORT_INTERVAL", millis)?
             .map(Duration::from_millis)
             .unwrap_or(DEFAULT_METRIC_EXPORT_INTERVAL);
-        for var in ["OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", "OTEL_EXPORTER_OTLP_LOGS_TIMEOUT"] {
+        for var in [
+            "OTEL_EXPORTER_OTLP_TIMEOUT",
+            "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
+            "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT",
+            "OTEL_EXPORTER_OTLP_LOGS_TIMEOUT",
+        ] {
             env_number::<u64>(var, millis)?;
         }
-        for var in ["OTEL_EXPORTER_OTLP_COMPRESSION", "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION", "OTEL_EXPORTER_OTLP_LOGS_COMPRESSION"] {
+        for var in [
+            "OTEL_EXPORTER_OTLP_COMPRESSION",
+            "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
+            "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION",
+            "OTEL_EXPORTER_OTLP_LOGS_COMPRESSION",
+        ] {
             if let Some(v) = env(var) {
                 if !matches!(v.trim().to_ascii_lowercase().as_str(), "gzip" | "none") {
-                    return Err(ConfigError::InvalidValue { variable: var.into(), value: v, expected: "one of: gzip, none".into() });
+                    return Err(ConfigError::InvalidValue {
+                        variable: var.into(),
+                        value: v,
+                        expected: "one of: gzip, none".into(),
+                    });
                 }
             }
         }
         if config.sampler_enabled {
             sampler_from_lookup(env)?;
         }
-        Ok(OtelEnv { protocols, batch: b.build(), metric_interval })
+        Ok(OtelEnv {
+            protocols,
+            batch: b.build(),
+            metric_interval,
+        })
     }
 }
 
@@ -240,7 +269,11 @@ impl TelemetryBuilder {
     }
 
     /// Adds a resource attribute; caller attributes override detected ones.
-    pub fn with_resource_attribute(mut self, key: &'static str, value: impl Into<opentelemetry::Value>) -> Self {
+    pub fn with_resource_attribute(
+        mut self,
+        key: &'static str,
+        value: impl Into<opentelemetry::Value>,
+    ) -> Self {
         self.resource_attributes.push(KeyValue::new(key, value));
         self
     }
@@ -263,7 +296,9 @@ impl TelemetryBuilder {
     /// assert_eq!(exporter.get_finished_spans().unwrap().len(), 1);
     /// ```
     pub fn with_span_exporter<E: SpanExporter + 'static>(mut self, exporter: E) -> Self {
-        self.span_processor = Some(Box::new(move |counters, batch| batch_processor(exporter, counters, batch)));
+        self.span_processor = Some(Box::new(move |counters, batch| {
+            batch_processor(exporter, counters, batch)
+        }));
         self
     }
 
@@ -271,13 +306,20 @@ impl TelemetryBuilder {
     /// configured interval) instead of the configured exporter.
     pub fn with_metric_exporter<E: PushMetricExporter>(mut self, exporter: E) -> Self {
         self.metric_reader = Some(Box::new(move |b, interval| {
-            b.with_reader(PeriodicReader::builder(exporter).with_interval(interval).build())
+            b.with_reader(
+                PeriodicReader::builder(exporter)
+                    .with_interval(interval)
+                    .build(),
+            )
         }));
         self
     }
 
     /// Decides export with `decide` instead of the configured strategy name.
-    pub fn with_export_strategy(mut self, decide: impl Fn(&LensConfig, u32, u32) -> bool + Send + Sync + 'static) -> Self {
+    pub fn with_export_strategy(
+        mut self,
+        decide: impl Fn(&LensConfig, u32, u32) -> bool + Send + Sync + 'static,
+    ) -> Self {
         self.strategy = Some(Arc::new(decide));
         self
     }
@@ -304,11 +346,17 @@ impl TelemetryBuilder {
     /// Validates everything, then installs what this rank needs.
     pub fn install(self) -> Result<TelemetryHandle, SetupError> {
         // 1. validate everything, on every rank, before anything is installed
-        self.config.validate().or_else(|e| match (&e, &self.strategy) {
-            // a custom strategy replaces the named one
-            (ConfigError::InvalidValue { variable, .. }, Some(_)) if variable == "export_strategy" => Ok(()),
-            _ => Err(e),
-        })?;
+        self.config
+            .validate()
+            .or_else(|e| match (&e, &self.strategy) {
+                // a custom strategy replaces the named one
+                (ConfigError::InvalidValue { variable, .. }, Some(_))
+                    if variable == "export_strategy" =>
+                {
+                    Ok(())
+                }
+                _ => Err(e),
+            })?;
         let groups = self.config.resolve_span_groups()?;
         let otel_env = OtelEnv::read(&self.config)?;
         let decide: StrategyFn = match &self.strategy {
@@ -340,15 +388,29 @@ impl TelemetryBuilder {
         }
     }
 
-    fn install_exporting(self, groups: SpanGroupSet, otel_env: OtelEnv) -> Result<TelemetryHandle, SetupError> {
+    fn install_exporting(
+        self,
+        groups: SpanGroupSet,
+        otel_env: OtelEnv,
+    ) -> Result<TelemetryHandle, SetupError> {
         let cfg = &self.config;
         let detect = Detect {
             lookup: &env,
-            k8s_service_account_dir: self.k8s_dir.clone().unwrap_or_else(|| resource::K8S_SERVICE_ACCOUNT_DIR.into()),
+            k8s_service_account_dir: self
+                .k8s_dir
+                .clone()
+                .unwrap_or_else(|| resource::K8S_SERVICE_ACCOUNT_DIR.into()),
             use_nvml: true,
         };
         let run_id = resource::resolve_run_id(cfg, &env);
-        let attrs = resource::resource_attributes(cfg, &run_id, self.rank, self.world_size, &self.resource_attributes, &detect);
+        let attrs = resource::resource_attributes(
+            cfg,
+            &run_id,
+            self.rank,
+            self.world_size,
+            &self.resource_attributes,
+            &detect,
+        );
         let res = Resource::builder_empty().with_attributes(attrs).build();
 
         let needs_otlp = cfg.exporter == ExporterKind::Otlp
@@ -356,26 +418,39 @@ impl TelemetryBuilder {
                 || (cfg.metrics_enabled && self.metric_reader.is_none())
                 || cfg.logs_enabled);
         let runtime = if needs_otlp {
-            Some(ExportRuntime::new().map_err(|e| SetupError::Exporter(format!("cannot start the export runtime: {e}")))?)
+            Some(ExportRuntime::new().map_err(|e| {
+                SetupError::Exporter(format!("cannot start the export runtime: {e}"))
+            })?)
         } else {
             None
         };
-        let file_path = (cfg.exporter == ExporterKind::File).then(|| file_path(cfg, &run_id, self.rank));
-        let sink = match &file_path {
-            Some(p) => Some(file::Sink::file(p).map_err(|e| SetupError::Exporter(format!("cannot open {}: {e}", p.display())))?),
-            None => None,
-        };
+        let file_path =
+            (cfg.exporter == ExporterKind::File).then(|| file_path(cfg, &run_id, self.rank));
+        let sink =
+            match &file_path {
+                Some(p) => Some(file::Sink::file(p).map_err(|e| {
+                    SetupError::Exporter(format!("cannot open {}: {e}", p.display()))
+                })?),
+                None => None,
+            };
         let counters = Arc::new(SpanCounters::default());
 
         let tracer_provider = if cfg.traces_enabled {
             let processor = match self.span_processor {
                 Some(f) => f(counters.clone(), otel_env.batch),
                 None => match cfg.exporter {
-                    ExporterKind::File => batch_processor(file::JsonLines::new(sink.clone().expect("sink"), false), counters.clone(), otel_env.batch),
-                    ExporterKind::Console => batch_processor(console::console(), counters.clone(), otel_env.batch),
+                    ExporterKind::File => batch_processor(
+                        file::JsonLines::new(sink.clone().expect("sink"), false),
+                        counters.clone(),
+                        otel_env.batch,
+                    ),
+                    ExporterKind::Console => {
+                        batch_processor(console::console(), counters.clone(), otel_env.batch)
+                    }
                     ExporterKind::Otlp => {
                         let h = runtime.as_ref().expect("runtime").handle();
-                        let e = export::otlp_spans(otel_env.protocols[0], &h).map_err(SetupError::Exporter)?;
+                        let e = export::otlp_spans(otel_env.protocols[0], &h)
+                            .map_err(SetupError::Exporter)?;
                         batch_processor(e, counters.clone(), otel_env.batch)
                     }
                 },
@@ -383,10 +458,17 @@ impl TelemetryBuilder {
             let mut b = SdkTracerProvider::builder()
                 .with_resource(res.clone())
                 .with_id_generator(ForkSafeIdGenerator::new())
-                .with_span_processor(CountEnded { inner: processor, counters: counters.clone() });
+                .with_span_processor(CountEnded {
+                    inner: processor,
+                    counters: counters.clone(),
+                });
             if cfg.sampler_enabled {
                 let inner = sampler_from_lookup(env)?;
-                b = b.with_sampler(RankAwareSampler::new(self.rank, cfg.export_sample_rate, inner));
+                b = b.with_sampler(RankAwareSampler::new(
+                    self.rank,
+                    cfg.export_sample_rate,
+                    inner,
+                ));
             } else if env("OTEL_TRACES_SAMPLER").is_some() {
                 b = b.with_sampler(sampler_from_lookup(env)?);
             }
@@ -401,15 +483,27 @@ impl TelemetryBuilder {
                 Some(f) => f(b, otel_env.metric_interval),
                 None => match cfg.exporter {
                     ExporterKind::File => b.with_reader(
-                        PeriodicReader::builder(file::JsonLines::new(sink.clone().expect("sink"), false))
+                        PeriodicReader::builder(file::JsonLines::new(
+                            sink.clone().expect("sink"),
+                            false,
+                        ))
+                        .with_interval(otel_env.metric_interval)
+                        .build(),
+                    ),
+                    ExporterKind::Console => b.with_reader(
+                        PeriodicReader::builder(console::console())
                             .with_interval(otel_env.metric_interval)
                             .build(),
                     ),
-                    ExporterKind::Console => b.with_reader(PeriodicReader::builder(console::console()).with_interval(otel_env.metric_interval).build()),
                     ExporterKind::Otlp => {
                         let h = runtime.as_ref().expect("runtime").handle();
-                        let e = export::otlp_metrics(otel_env.protocols[1], &h).map_err(SetupError::Exporter)?;
-                        b.with_reader(PeriodicReader::builder(e).with_interval(otel_env.metric_interval).build())
+                        let e = export::otlp_metrics(otel_env.protocols[1], &h)
+                            .map_err(SetupError::Exporter)?;
+                        b.with_reader(
+                            PeriodicReader::builder(e)
+                                .with_interval(otel_env.metric_interval)
+                                .build(),
+                        )
                     }
                 },
             };
@@ -421,11 +515,16 @@ impl TelemetryBuilder {
         let logger_provider = if cfg.logs_enabled {
             let b = SdkLoggerProvider::builder().with_resource(res.clone());
             let b = match cfg.exporter {
-                ExporterKind::File => b.with_batch_exporter(file::JsonLines::new(sink.clone().expect("sink"), false)),
+                ExporterKind::File => {
+                    b.with_batch_exporter(file::JsonLines::new(sink.clone().expect("sink"), false))
+                }
                 ExporterKind::Console => b.with_batch_exporter(console::console()),
                 ExporterKind::Otlp => {
                     let h = runtime.as_ref().expect("runtime").handle();
-                    b.with_batch_exporter(export::otlp_logs(otel_env.protocols[2], &h).map_err(SetupError::Exporter)?)
+                    b.with_batch_exporter(
+                        export::otlp_logs(otel_env.protocols[2], &h)
+                            .map_err(SetupError::Exporter)?,
+                    )
                 }
             };
             Some(b.build())
@@ -469,8 +568,14 @@ fn file_path(cfg: &LensConfig, run_id: &str, rank: u32) -> PathBuf {
     }
 }
 
-fn batch_processor<E: SpanExporter + 'static>(exporter: E, counters: Arc<SpanCounters>, batch: BatchConfig) -> BatchSpanProcessor {
-    BatchSpanProcessor::builder(Counting::new(exporter, counters)).with_batch_config(batch).build()
+fn batch_processor<E: SpanExporter + 'static>(
+    exporter: E,
+    counters: Arc<SpanCounters>,
+    batch: BatchConfig,
+) -> BatchSpanProcessor {
+    BatchSpanProcessor::builder(Counting::new(exporter, counters))
+        .with_batch_config(batch)
+        .build()
 }
 
 /// Counts spans that ended (offered to the batch processor).
@@ -599,7 +704,9 @@ impl TelemetryHandle {
     pub fn dropped_spans(&self) -> u64 {
         self.lock().as_ref().map_or(0, |i| {
             let c = &i.counters;
-            c.ended.load(Ordering::Relaxed).saturating_sub(c.exported.load(Ordering::Relaxed))
+            c.ended
+                .load(Ordering::Relaxed)
+                .saturating_sub(c.exported.load(Ordering::Relaxed))
         })
     }
 
@@ -609,7 +716,11 @@ impl TelemetryHandle {
 
     /// Exports everything recorded so far, without shutting down.
     pub fn force_flush(&self) -> Result<(), ShutdownError> {
-        let errors = self.lock().as_ref().map(Installed::flush).unwrap_or_default();
+        let errors = self
+            .lock()
+            .as_ref()
+            .map(Installed::flush)
+            .unwrap_or_default();
         if errors.is_empty() {
             Ok(())
         } else {
@@ -633,8 +744,12 @@ impl TelemetryHandle {
         open::truncate_all(TRUNCATED_REASON);
         open::set_tracking(false);
         span::clear_tracer_provider();
-        opentelemetry::global::set_tracer_provider(opentelemetry::trace::noop::NoopTracerProvider::new());
-        opentelemetry::global::set_meter_provider(opentelemetry::metrics::noop::NoopMeterProvider::new());
+        opentelemetry::global::set_tracer_provider(
+            opentelemetry::trace::noop::NoopTracerProvider::new(),
+        );
+        opentelemetry::global::set_meter_provider(
+            opentelemetry::metrics::noop::NoopMeterProvider::new(),
+        );
         if let Some(tp) = &installed.tracer_provider {
             if let Err(e) = tp.shutdown_with_timeout(timeout) {
                 errors.push(format!("traces: {e}"));
@@ -651,7 +766,10 @@ impl TelemetryHandle {
             }
         }
         let c = &installed.counters;
-        let (ended, exported) = (c.ended.load(Ordering::Relaxed), c.exported.load(Ordering::Relaxed));
+        let (ended, exported) = (
+            c.ended.load(Ordering::Relaxed),
+            c.exported.load(Ordering::Relaxed),
+        );
         if ended > exported {
             let msg = format!(
                 "{} of {ended} spans were not exported (queue full or exporter unreachable; raise OTEL_BSP_MAX_QUEUE_SIZE or check the collector)",

@@ -18,15 +18,17 @@ pub(crate) fn install(weak: Weak<std::sync::Mutex<Option<crate::setup::Installed
             return;
         }
     };
-    let spawned = std::thread::Builder::new().name("lens-signal".into()).spawn(move || {
-        if let Some(sig) = signals.forever().next() {
-            if let Some(inner) = Weak::upgrade(&weak) {
-                flush(&inner);
+    let spawned = std::thread::Builder::new()
+        .name("lens-signal".into())
+        .spawn(move || {
+            if let Some(sig) = signals.forever().next() {
+                if let Some(inner) = Weak::upgrade(&weak) {
+                    flush(&inner);
+                }
+                // die as the process would have without us
+                let _ = signal_hook::low_level::emulate_default_handler(sig);
             }
-            // die as the process would have without us
-            let _ = signal_hook::low_level::emulate_default_handler(sig);
-        }
-    });
+        });
     if let Err(e) = spawned {
         eprintln!("lens: cannot start the flush-on-signal thread: {e}");
     }

@@ -399,7 +399,10 @@ pub(crate) mod open {
             g.0 += 1;
             let id = g.0;
             g.1.push((id, cx.clone()));
-            Registration { list: list.clone(), id }
+            Registration {
+                list: list.clone(),
+                id,
+            }
         })
         .ok()
     }
@@ -416,7 +419,7 @@ pub(crate) mod open {
         let mut n = 0;
         for list in lists {
             let mut spans = std::mem::take(&mut list.lock().1);
-            spans.sort_by(|a, b| b.0.cmp(&a.0));
+            spans.sort_by_key(|s| std::cmp::Reverse(s.0));
             for (_, cx) in spans {
                 let span = cx.span();
                 if !span.is_recording() {
@@ -425,7 +428,10 @@ pub(crate) mod open {
                 span.set_attribute(KeyValue::new(semconv::NEMO_SPAN_TRUNCATED, true));
                 span.add_event(
                     semconv::NEMO_SPAN_TRUNCATED,
-                    vec![KeyValue::new(semconv::NEMO_SPAN_TRUNCATED_REASON, reason.to_owned())],
+                    vec![KeyValue::new(
+                        semconv::NEMO_SPAN_TRUNCATED_REASON,
+                        reason.to_owned(),
+                    )],
                 );
                 span.end();
                 n += 1;

@@ -11,7 +11,8 @@ pub type StrategyFn = Arc<dyn Fn(&LensConfig, u32, u32) -> bool + Send + Sync>;
 
 /// The built-in strategies, which cannot be removed or replaced without the
 /// explicit override flag.
-pub const BUILTIN_STRATEGIES: &[&str] = &["all_ranks", "single_rank", "sampled", "first_rank_per_node"];
+pub const BUILTIN_STRATEGIES: &[&str] =
+    &["all_ranks", "single_rank", "sampled", "first_rank_per_node"];
 
 /// An export-strategy registry error.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,13 +65,19 @@ static REGISTRY: LazyLock<RwLock<Vec<Entry>>> = LazyLock::new(|| {
     let builtins: [(&str, StrategyFn); 4] = [
         ("all_ranks", Arc::new(|_, _, _| true)),
         ("single_rank", Arc::new(single_rank)),
-        ("sampled", Arc::new(|c: &LensConfig, r, _| rank_is_sampled(r, c.export_sample_rate))),
+        (
+            "sampled",
+            Arc::new(|c: &LensConfig, r, _| rank_is_sampled(r, c.export_sample_rate)),
+        ),
         ("first_rank_per_node", Arc::new(|_, _, _| local_rank() == 0)),
     ];
     RwLock::new(
         builtins
             .into_iter()
-            .map(|(n, f)| Entry { name: n.to_owned(), decide: f })
+            .map(|(n, f)| Entry {
+                name: n.to_owned(),
+                decide: f,
+            })
             .collect(),
     )
 });
@@ -148,7 +155,10 @@ pub fn register_export_strategy(
         if r.iter().any(|e| e.name == name) {
             return Err(StrategyError::AlreadyRegistered(name));
         }
-        r.push(Entry { name, decide: Arc::new(decide) });
+        r.push(Entry {
+            name,
+            decide: Arc::new(decide),
+        });
         Ok(())
     })
 }
@@ -172,7 +182,10 @@ pub fn replace_export_strategy(
     }
     with_registry(|r| {
         r.retain(|e| e.name != name);
-        r.push(Entry { name, decide: Arc::new(decide) });
+        r.push(Entry {
+            name,
+            decide: Arc::new(decide),
+        });
         Ok(())
     })
 }
@@ -238,7 +251,11 @@ pub fn registered_export_strategies() -> Vec<String> {
 /// assert!(should_export(&cfg, 7, 8).unwrap());
 /// assert!(!should_export(&cfg, 0, 8).unwrap());
 /// ```
-pub fn should_export(config: &LensConfig, rank: u32, world_size: u32) -> Result<bool, StrategyError> {
+pub fn should_export(
+    config: &LensConfig,
+    rank: u32,
+    world_size: u32,
+) -> Result<bool, StrategyError> {
     let name = config.export_strategy.trim().to_ascii_lowercase();
     let decide = {
         let r = REGISTRY.read().unwrap_or_else(|e| e.into_inner());

@@ -157,11 +157,14 @@ pub use lens_runtime::groups::{
     is_span_group_enabled, register_family, set_enabled_span_groups, SpanGroup, SpanGroupError,
     SpanGroupFamily, SpanGroupSet,
 };
+pub use lens_runtime::semconv;
 #[cfg(feature = "sdk")]
 pub use lens_runtime::span::{clear_tracer_provider, set_tracer_provider};
+pub use lens_runtime::span::{LensSpan, SpanGuard, SpanStatus};
 pub use lens_runtime::strategy::{
-    is_export_strategy_registered, rank_is_sampled, register_export_strategy, registered_export_strategies,
-    remove_export_strategy, replace_export_strategy, should_export, StrategyError,
+    is_export_strategy_registered, rank_is_sampled, register_export_strategy,
+    registered_export_strategies, remove_export_strategy, replace_export_strategy, should_export,
+    StrategyError,
 };
 #[cfg(feature = "sdk")]
 pub use lens_runtime::{
@@ -170,8 +173,6 @@ pub use lens_runtime::{
     sampler::RankAwareSampler,
     setup::{setup_telemetry, SetupError, ShutdownError, TelemetryBuilder, TelemetryHandle},
 };
-pub use lens_runtime::semconv;
-pub use lens_runtime::span::{LensSpan, SpanGuard, SpanStatus};
 
 /// The eight base groups and the base family.
 pub mod groups {

@@ -18,7 +18,10 @@ pub fn rotel_binary() -> PathBuf {
         return p.into();
     }
     let out = Command::new("python3")
-        .args(["-c", "import rotel, os; print(os.path.join(os.path.dirname(rotel.__file__), 'rotel-agent'))"])
+        .args([
+            "-c",
+            "import rotel, os; print(os.path.join(os.path.dirname(rotel.__file__), 'rotel-agent'))",
+        ])
         .output();
     if let Ok(out) = out {
         let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
@@ -31,7 +34,11 @@ pub fn rotel_binary() -> PathBuf {
 
 /// A free TCP port on 127.0.0.1.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// A running rotel collector that prints everything it receives.
@@ -47,7 +54,8 @@ pub struct Rotel {
 impl Rotel {
     /// Starts a collector on two free ports and waits until both accept.
     pub fn start() -> Rotel {
-        let dir = std::env::temp_dir().join(format!("lens-rotel-{}-{}", std::process::id(), free_port()));
+        let dir =
+            std::env::temp_dir().join(format!("lens-rotel-{}-{}", std::process::id(), free_port()));
         std::fs::create_dir_all(&dir).unwrap();
         let mut r = Rotel {
             grpc_port: free_port(),
@@ -63,7 +71,14 @@ impl Rotel {
     fn spawn(&mut self) {
         let mut child = Command::new(rotel_binary())
             .args(["start", "--exporter", "blackhole"])
-            .args(["--debug-log", "traces", "--debug-log", "metrics", "--debug-log", "logs"])
+            .args([
+                "--debug-log",
+                "traces",
+                "--debug-log",
+                "metrics",
+                "--debug-log",
+                "logs",
+            ])
             .args(["--debug-log-verbosity", "detailed"])
             .arg("--otlp-grpc-endpoint")
             .arg(format!("127.0.0.1:{}", self.grpc_port))
@@ -76,8 +91,25 @@ impl Rotel {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {:?} (install with `pip install rotel==0.0.1a15`): {e}", rotel_binary()));
-        for stream in [child.stdout.take().map(|s| Box::new(s) as Box<dyn std::io::Read + Send>), child.stderr.take().map(|s| Box::new(s) as Box<dyn std::io::Read + Send>)].into_iter().flatten() {
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot start {:?} (install with `pip install rotel==0.0.1a15`): {e}",
+                    rotel_binary()
+                )
+            });
+        for stream in [
+            child
+                .stdout
+                .take()
+                .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+            child
+                .stderr
+                .take()
+                .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+        ]
+        .into_iter()
+        .flatten()
+        {
             let out = self.output.clone();
             std::thread::spawn(move || {
                 for line in BufReader::new(stream).lines().map_while(Result::ok) {
@@ -91,7 +123,11 @@ impl Rotel {
         let deadline = Instant::now() + Duration::from_secs(20);
         for port in [self.grpc_port, self.http_port] {
             while TcpStream::connect(("127.0.0.1", port)).is_err() {
-                assert!(Instant::now() < deadline, "rotel did not listen on {port}:\n{}", self.output());
+                assert!(
+                    Instant::now() < deadline,
+                    "rotel did not listen on {port}:\n{}",
+                    self.output()
+                );
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
@@ -132,7 +168,12 @@ impl Rotel {
     }
 
     /// Waits until `done` holds for what was received (or panics after `timeout`).
-    pub fn wait_for(&self, timeout: Duration, what: &str, done: impl Fn(&Received) -> bool) -> Received {
+    pub fn wait_for(
+        &self,
+        timeout: Duration,
+        what: &str,
+        done: impl Fn(&Received) -> bool,
+    ) -> Received {
         let deadline = Instant::now() + timeout;
         loop {
             let r = self.received();
@@ -140,7 +181,10 @@ impl Rotel {
                 return r;
             }
             if Instant::now() > deadline {
-                panic!("timed out waiting for {what}; collector printed:\n{}", self.output());
+                panic!(
+                    "timed out waiting for {what}; collector printed:\n{}",
+                    self.output()
+                );
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -262,7 +306,9 @@ impl Received {
                 continue;
             }
             if let Some(rest) = line.strip_prefix("-> ") {
-                let Some((k, v)) = split_field(rest) else { continue };
+                let Some((k, v)) = split_field(rest) else {
+                    continue;
+                };
                 match target {
                     Target::Resource => resource.push((k, v)),
                     Target::SpanAttrs => {
@@ -313,7 +359,10 @@ impl Received {
                 }
                 continue;
             }
-            if line.starts_with("ResourceSpans #") || line.starts_with("ResourceMetrics #") || line.starts_with("ResourceLogs #") {
+            if line.starts_with("ResourceSpans #")
+                || line.starts_with("ResourceMetrics #")
+                || line.starts_with("ResourceLogs #")
+            {
                 kind = if line.starts_with("ResourceSpans") {
                     Kind::Spans
                 } else if line.starts_with("ResourceMetrics") {
@@ -329,7 +378,11 @@ impl Received {
                 scope = s.trim().to_owned();
                 target = Target::None;
             } else if line.starts_with("Span #") {
-                r.spans.push(Span { resource: resource.clone(), scope: scope.clone(), ..Span::default() });
+                r.spans.push(Span {
+                    resource: resource.clone(),
+                    scope: scope.clone(),
+                    ..Span::default()
+                });
                 target = Target::None;
             } else if line.starts_with("SpanEvent #") {
                 if let Some(s) = r.spans.last_mut() {
@@ -342,11 +395,18 @@ impl Received {
                 }
                 target = Target::Link;
             } else if line.starts_with("Metric #") {
-                r.metrics.push(Metric { resource: resource.clone(), scope: scope.clone(), ..Metric::default() });
+                r.metrics.push(Metric {
+                    resource: resource.clone(),
+                    scope: scope.clone(),
+                    ..Metric::default()
+                });
                 target = Target::None;
             } else if line == "Descriptor:" {
                 target = Target::Descriptor;
-            } else if line.starts_with("NumberDataPoints #") || line.starts_with("HistogramDataPoints #") || line.starts_with("ExponentialHistogramDataPoints #") {
+            } else if line.starts_with("NumberDataPoints #")
+                || line.starts_with("HistogramDataPoints #")
+                || line.starts_with("ExponentialHistogramDataPoints #")
+            {
                 if let Some(m) = r.metrics.last_mut() {
                     m.points.push(Point::default());
                 }
@@ -354,7 +414,11 @@ impl Received {
             } else if line == "Data point attributes:" {
                 target = Target::PointAttrs;
             } else if line.starts_with("LogRecord #") {
-                r.logs.push(Log { resource: resource.clone(), scope: scope.clone(), ..Log::default() });
+                r.logs.push(Log {
+                    resource: resource.clone(),
+                    scope: scope.clone(),
+                    ..Log::default()
+                });
                 target = Target::None;
             } else if line == "Attributes:" {
                 target = match kind {
@@ -402,7 +466,12 @@ impl Received {
         self.spans
             .iter()
             .find(|s| s.name == name)
-            .unwrap_or_else(|| panic!("no span {name:?}; got {:?}", self.spans.iter().map(|s| &s.name).collect::<Vec<_>>()))
+            .unwrap_or_else(|| {
+                panic!(
+                    "no span {name:?}; got {:?}",
+                    self.spans.iter().map(|s| &s.name).collect::<Vec<_>>()
+                )
+            })
     }
 
     pub fn metric(&self, name: &str) -> &Metric {
@@ -410,6 +479,11 @@ impl Received {
             .iter()
             .rev()
             .find(|m| m.name == name)
-            .unwrap_or_else(|| panic!("no metric {name:?}; got {:?}", self.metrics.iter().map(|m| &m.name).collect::<Vec<_>>()))
+            .unwrap_or_else(|| {
+                panic!(
+                    "no metric {name:?}; got {:?}",
+                    self.metrics.iter().map(|m| &m.name).collect::<Vec<_>>()
+                )
+            })
     }
 }

@@ -57,15 +57,28 @@ fn spans_over_grpc_and_http_from_every_program_shape() {
             env.push(("WORLD_SIZE", "4".into()));
             probe(&["spans", shape], &env);
             expected_jobs += 1;
-            let r = rotel.wait_for(Duration::from_secs(20), &format!("spans of {run_id}"), |r| {
-                r.spans.iter().any(|s| s.name == "probe.job" && get(&s.resource, "nemo.run.id") == Some(&run_id))
-            });
-            let mine: Vec<_> = r.spans.iter().filter(|s| get(&s.resource, "nemo.run.id") == Some(&run_id)).collect();
+            let r = rotel.wait_for(
+                Duration::from_secs(20),
+                &format!("spans of {run_id}"),
+                |r| {
+                    r.spans.iter().any(|s| {
+                        s.name == "probe.job" && get(&s.resource, "nemo.run.id") == Some(&run_id)
+                    })
+                },
+            );
+            let mine: Vec<_> = r
+                .spans
+                .iter()
+                .filter(|s| get(&s.resource, "nemo.run.id") == Some(&run_id))
+                .collect();
             let job = mine.iter().find(|s| s.name == "probe.job").unwrap();
             let steps: Vec<_> = mine.iter().filter(|s| s.name == "probe.step").collect();
             assert_eq!(steps.len(), 3, "{protocol} {shape}");
             for st in &steps {
-                assert_eq!(st.parent_id, job.span_id, "step parented on job ({protocol} {shape})");
+                assert_eq!(
+                    st.parent_id, job.span_id,
+                    "step parented on job ({protocol} {shape})"
+                );
                 assert_eq!(st.trace_id, job.trace_id);
                 assert!(get(&st.attributes, "loss").is_some());
             }
@@ -74,12 +87,18 @@ fn spans_over_grpc_and_http_from_every_program_shape() {
             assert!(mine.iter().any(|s| s.name == "checkpoint.save"));
             assert_eq!(get(&job.resource, "nv.dl.rank"), Some("2"));
             assert_eq!(get(&job.resource, "nv.dl.world_size"), Some("4"));
-            assert_eq!(get(&job.resource, "service.instance.id"), Some(format!("{run_id}-rank2").as_str()));
+            assert_eq!(
+                get(&job.resource, "service.instance.id"),
+                Some(format!("{run_id}-rank2").as_str())
+            );
             assert_eq!(get(&job.resource, "service.name"), Some("nemo"));
             assert_eq!(job.scope.split_whitespace().next(), Some("lens"));
         }
     }
-    assert_eq!(rotel.received().spans_named("probe.job").len(), expected_jobs);
+    assert_eq!(
+        rotel.received().spans_named("probe.job").len(),
+        expected_jobs
+    );
 }
 
 #[test]
@@ -95,14 +114,23 @@ fn slurm_resource_and_error_status_arrive() {
         ("SLURM_JOB_PARTITION", "batch".to_owned()),
         ("SLURM_CLUSTER_NAME", "eos".to_owned()),
         ("CUDA_VISIBLE_DEVICES", "0,1,2,3".to_owned()),
-        ("OTEL_RESOURCE_ATTRIBUTES", "deployment.region=us-east,team=llm".to_owned()),
+        (
+            "OTEL_RESOURCE_ATTRIBUTES",
+            "deployment.region=us-east,team=llm".to_owned(),
+        ),
     ]);
     probe(&["error", "sync"], &env);
-    let r = rotel.wait_for(Duration::from_secs(20), "error spans", |r| !r.spans_named("checkpoint.save").is_empty());
+    let r = rotel.wait_for(Duration::from_secs(20), "error spans", |r| {
+        !r.spans_named("checkpoint.save").is_empty()
+    });
     let save = r.span("checkpoint.save");
     let res = &save.resource;
     assert_eq!(get(res, "slurm.job.id"), Some("424242"));
-    assert_eq!(get(res, "nemo.run.id"), Some("424242"), "run id falls back to SLURM_JOB_ID");
+    assert_eq!(
+        get(res, "nemo.run.id"),
+        Some("424242"),
+        "run id falls back to SLURM_JOB_ID"
+    );
     assert_eq!(get(res, "service.instance.id"), Some("424242-rank0"));
     assert_eq!(get(res, "slurm.job.name"), Some("pretrain-8b"));
     assert_eq!(get(res, "slurm.nodelist"), Some("node[01-04]"));
@@ -131,7 +159,9 @@ fn metrics_over_grpc_and_http() {
         env.push(("NEMO_LENS_RUN_ID", run_id.to_owned()));
         probe(&["metrics", "sync"], &env);
         let r = rotel.wait_for(Duration::from_secs(20), "metrics", |r| {
-            r.metrics.iter().any(|m| m.name == "probe.latency" && get(&m.resource, "nemo.run.id") == Some(run_id))
+            r.metrics.iter().any(|m| {
+                m.name == "probe.latency" && get(&m.resource, "nemo.run.id") == Some(run_id)
+            })
         });
         let c = r
             .metrics
@@ -162,27 +192,46 @@ fn collector_outage_does_not_hurt_the_loop_and_export_resumes() {
             cmd.env_remove(k);
         }
     }
-    cmd.env("NEMO_LENS_ENABLED", "1").env("NEMO_LENS_EXPORT_STRATEGY", "all_ranks").env("NEMO_LENS_SPAN_GROUPS", "all");
+    cmd.env("NEMO_LENS_ENABLED", "1")
+        .env("NEMO_LENS_EXPORT_STRATEGY", "all_ranks")
+        .env("NEMO_LENS_SPAN_GROUPS", "all");
     for (k, v) in &env {
         cmd.env(k, v);
     }
-    let child = cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     // spans arrive while the collector is up
-    rotel.wait_for(Duration::from_secs(10), "first loop spans", |r| !r.spans_named("probe.loop").is_empty());
+    rotel.wait_for(Duration::from_secs(10), "first loop spans", |r| {
+        !r.spans_named("probe.loop").is_empty()
+    });
     rotel.stop();
     std::thread::sleep(Duration::from_millis(1500));
     rotel.restart();
     // export resumes after the collector comes back
-    rotel.wait_for(Duration::from_secs(15), "loop spans after restart", |r| !r.spans_named("probe.loop").is_empty());
+    rotel.wait_for(Duration::from_secs(15), "loop spans after restart", |r| {
+        !r.spans_named("probe.loop").is_empty()
+    });
     let out = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success() || stderr.contains("were not exported"), "{stdout}\n{stderr}");
-    let last = stdout.lines().find(|l| l.starts_with("loop ")).expect(&stdout);
+    assert!(
+        out.status.success() || stderr.contains("were not exported"),
+        "{stdout}\n{stderr}"
+    );
+    let last = stdout
+        .lines()
+        .find(|l| l.starts_with("loop "))
+        .expect(&stdout);
     let slowest_us: u64 = last.rsplit('=').next().unwrap().parse().unwrap();
     // a batch of 50 spans never waits on the network (generous bound: the
     // exporter's 500 ms timeout would show up here if it blocked the loop)
-    assert!(slowest_us < 250_000, "the loop stalled for {slowest_us} us during the outage:\n{stdout}");
+    assert!(
+        slowest_us < 250_000,
+        "the loop stalled for {slowest_us} us during the outage:\n{stdout}"
+    );
     // spans lost during the outage are counted and reported exactly once
     assert_eq!(stderr.matches("lens: shutdown:").count(), 1, "{stderr}");
     assert!(stderr.contains("were not exported"), "{stderr}");
@@ -211,8 +260,14 @@ fn sigterm_flushes_open_run_wide_spans_then_dies_as_usual() {
     // SAFETY: sending SIGTERM to our own child process.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let status = child.wait().unwrap();
-    assert_eq!(status.signal(), Some(libc::SIGTERM), "the process must still die of SIGTERM: {status:?}");
-    let r = rotel.wait_for(Duration::from_secs(20), "the flushed job span", |r| !r.spans_named("probe.job").is_empty());
+    assert_eq!(
+        status.signal(),
+        Some(libc::SIGTERM),
+        "the process must still die of SIGTERM: {status:?}"
+    );
+    let r = rotel.wait_for(Duration::from_secs(20), "the flushed job span", |r| {
+        !r.spans_named("probe.job").is_empty()
+    });
     let job = r.span("probe.job");
     assert_eq!(get(&job.attributes, "nemo.span.truncated"), Some("true"));
     assert!(job.events.iter().any(|e| e.name == "nemo.span.truncated"));

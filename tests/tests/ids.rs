@@ -28,7 +28,9 @@ fn unique_across_threads() {
 fn unique_across_forked_children() {
     let g = ForkSafeIdGenerator::new();
     // draw in the parent first, so the thread's generator state exists
-    let parent: Vec<u128> = (0..16).map(|_| u128::from_be_bytes(g.new_trace_id().to_bytes())).collect();
+    let parent: Vec<u128> = (0..16)
+        .map(|_| u128::from_be_bytes(g.new_trace_id().to_bytes()))
+        .collect();
     let mut children = Vec::new();
     for _ in 0..3 {
         let mut fds = [0; 2];
@@ -62,10 +64,15 @@ fn unique_across_forked_children() {
         }
     }
     // the parent continues its own sequence
-    let later: Vec<u128> = (0..16).map(|_| u128::from_be_bytes(g.new_trace_id().to_bytes())).collect();
+    let later: Vec<u128> = (0..16)
+        .map(|_| u128::from_be_bytes(g.new_trace_id().to_bytes()))
+        .collect();
     let mut all = HashSet::new();
     for id in parent.iter().chain(&later).chain(children.iter().flatten()) {
-        assert!(all.insert(*id), "duplicate trace id between a parent and its forked children");
+        assert!(
+            all.insert(*id),
+            "duplicate trace id between a parent and its forked children"
+        );
     }
     assert_eq!(all.len(), 16 * 5);
 }

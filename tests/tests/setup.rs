@@ -42,19 +42,27 @@ fn disabled_and_non_exporting_ranks_start_nothing() {
     // disabled
     let h = lens::setup_telemetry(LensConfig::default(), 0, 8).unwrap();
     assert!(!h.is_exporting() && !h.is_enabled());
-    assert!(managed_span!("job", "x").is_none(), "no group may be enabled");
+    assert!(
+        managed_span!("job", "x").is_none(),
+        "no group may be enabled"
+    );
     // enabled, but single_rank exports from the last rank only
     let mut cfg = enabled("all");
     cfg.export_strategy = "single_rank".into();
     let h2 = lens::setup_telemetry(cfg, 0, 8).unwrap();
     assert!(h2.is_enabled() && !h2.is_exporting());
-    assert!(managed_span!("job", "x").is_none(), "no group may be enabled");
+    assert!(
+        managed_span!("job", "x").is_none(),
+        "no group may be enabled"
+    );
     std::thread::sleep(Duration::from_millis(50));
     assert_eq!(threads(), t0, "a non-exporting setup started threads");
     assert_eq!(sockets(), s0, "a non-exporting setup opened sockets");
     drop((h, h2));
     // the probe can fail: an exporting OTLP rank does start threads
-    let h3 = TelemetryBuilder::new(enabled("all"), 7, 8).install().unwrap();
+    let h3 = TelemetryBuilder::new(enabled("all"), 7, 8)
+        .install()
+        .unwrap();
     assert!(h3.is_exporting());
     assert!(threads() > t0, "the thread probe saw nothing");
     h3.shutdown(Duration::from_secs(1)).ok();
@@ -123,18 +131,33 @@ fn shutdown_truncates_open_spans_innermost_first_and_is_idempotent() {
     drop(job);
     let spans = exporter.finished();
     let names: Vec<&str> = spans.iter().map(|s| s.name.as_ref()).collect();
-    assert_eq!(names, ["done", "step", "job"], "innermost first, each exactly once");
+    assert_eq!(
+        names,
+        ["done", "step", "job"],
+        "innermost first, each exactly once"
+    );
     for s in &spans[1..] {
         assert!(s
             .attributes
             .iter()
-            .any(|kv| kv.key.as_str() == "nemo.span.truncated" && kv.value == lens::otel::Value::Bool(true)));
-        let ev = s.events.iter().find(|e| e.name == "nemo.span.truncated").unwrap();
-        assert!(ev.attributes.iter().any(|kv| kv.key.as_str() == "nemo.span.truncated.reason"
-            && kv.value.as_str() == "still open at telemetry shutdown"));
+            .any(|kv| kv.key.as_str() == "nemo.span.truncated"
+                && kv.value == lens::otel::Value::Bool(true)));
+        let ev = s
+            .events
+            .iter()
+            .find(|e| e.name == "nemo.span.truncated")
+            .unwrap();
+        assert!(ev
+            .attributes
+            .iter()
+            .any(|kv| kv.key.as_str() == "nemo.span.truncated.reason"
+                && kv.value.as_str() == "still open at telemetry shutdown"));
         assert_eq!(s.status, Status::Unset);
     }
-    assert!(!spans[0].attributes.iter().any(|kv| kv.key.as_str() == "nemo.span.truncated"));
+    assert!(!spans[0]
+        .attributes
+        .iter()
+        .any(|kv| kv.key.as_str() == "nemo.span.truncated"));
     // after shutdown, sites are off again
     assert!(managed_span!("step", "late").is_none());
 }
@@ -185,7 +208,11 @@ fn resource_attributes_with_caller_precedence() {
     assert_eq!(get("nemo.user.id").as_deref(), Some("alice"));
     assert_eq!(get("wandb.project").as_deref(), Some("proj"));
     assert_eq!(get("service.name").as_deref(), Some("nemo"));
-    assert_eq!(get("host.name").as_deref(), Some("caller-host"), "caller beats detected");
+    assert_eq!(
+        get("host.name").as_deref(),
+        Some("caller-host"),
+        "caller beats detected"
+    );
     assert_eq!(get("team").as_deref(), Some("pretrain"));
     assert_eq!(get("process.pid"), Some(std::process::id().to_string()));
 }
@@ -233,5 +260,10 @@ fn unknown_protocol_is_a_config_error() {
     let e = lens::setup_telemetry(enabled("all"), 0, 1).unwrap_err();
     unsafe { std::env::remove_var("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL") };
     let msg = e.to_string();
-    assert!(msg.contains("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL") && msg.contains("carrier-pigeon") && msg.contains("http/protobuf"), "{msg}");
+    assert!(
+        msg.contains("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL")
+            && msg.contains("carrier-pigeon")
+            && msg.contains("http/protobuf"),
+        "{msg}"
+    );
 }

@@ -16,7 +16,11 @@ fn python_vectors() -> Vec<Vec<u32>> {
         .arg(script)
         .output()
         .expect("python3 is needed for the cross-language vectors (.ci/run installs it)");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout)
         .unwrap()
         .lines()
@@ -35,7 +39,10 @@ fn sampled_rule_matches_python_hashlib_for_ranks_0_to_1023() {
     }
     assert_eq!((0..1024).filter(|r| rank_is_sampled(*r, 1.0)).count(), 1024);
     assert_eq!((0..1024).filter(|r| rank_is_sampled(*r, 0.0)).count(), 0);
-    assert_eq!((0..1024).filter(|r| rank_is_sampled(*r, f64::NAN)).count(), 0);
+    assert_eq!(
+        (0..1024).filter(|r| rank_is_sampled(*r, f64::NAN)).count(),
+        0
+    );
 }
 
 fn cfg(strategy: &str) -> LensConfig {
@@ -47,11 +54,18 @@ fn cfg(strategy: &str) -> LensConfig {
 #[test]
 fn builtins() {
     assert!((0..8).all(|r| should_export(&cfg("all_ranks"), r, 8).unwrap()));
-    let single: Vec<u32> = (0..8).filter(|r| should_export(&cfg("single_rank"), *r, 8).unwrap()).collect();
+    let single: Vec<u32> = (0..8)
+        .filter(|r| should_export(&cfg("single_rank"), *r, 8).unwrap())
+        .collect();
     assert_eq!(single, [7], "export_rank -1 = last rank");
     let mut c = cfg("single_rank");
     c.export_rank = 2;
-    assert_eq!((0..8).filter(|r| should_export(&c, *r, 8).unwrap()).collect::<Vec<_>>(), [2]);
+    assert_eq!(
+        (0..8)
+            .filter(|r| should_export(&c, *r, 8).unwrap())
+            .collect::<Vec<_>>(),
+        [2]
+    );
     let mut c = cfg("sampled");
     c.export_sample_rate = 0.5;
     for r in 0..64 {
@@ -64,7 +78,10 @@ fn builtins() {
 
 #[test]
 fn registry_errors_are_clear() {
-    assert_eq!(lens::register_export_strategy("  ", |_, _, _| true), Err(StrategyError::EmptyName));
+    assert_eq!(
+        lens::register_export_strategy("  ", |_, _, _| true),
+        Err(StrategyError::EmptyName)
+    );
     lens::register_export_strategy("Odd_Ranks", |_, r, _| r % 2 == 1).unwrap();
     let dup = lens::register_export_strategy("odd_ranks", |_, _, _| true).unwrap_err();
     assert!(dup.to_string().contains("replace_export_strategy"), "{dup}");
@@ -81,6 +98,9 @@ fn registry_errors_are_clear() {
     assert!(should_export(&cfg("odd_ranks"), 0, 8).unwrap());
     lens::remove_export_strategy("odd_ranks", false).unwrap();
     let e = should_export(&cfg("odd_ranks"), 0, 8).unwrap_err();
-    assert!(e.to_string().contains("all_ranks") && e.to_string().contains("odd_ranks"), "{e}");
+    assert!(
+        e.to_string().contains("all_ranks") && e.to_string().contains("odd_ranks"),
+        "{e}"
+    );
     assert!(lens::is_export_strategy_registered("ALL_RANKS"));
 }

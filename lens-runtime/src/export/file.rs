@@ -66,7 +66,8 @@ impl Sink {
 }
 
 fn to_json<T: serde::Serialize>(value: &T) -> Result<String, OTelSdkError> {
-    serde_json::to_string(value).map_err(|e| OTelSdkError::InternalFailure(format!("cannot encode OTLP JSON: {e}")))
+    serde_json::to_string(value)
+        .map_err(|e| OTelSdkError::InternalFailure(format!("cannot encode OTLP JSON: {e}")))
 }
 
 /// A JSON-lines exporter for all three signals. `per_record` splits each
@@ -99,7 +100,9 @@ impl JsonLines {
                     let mut scope = ss.clone();
                     scope.spans = vec![span.clone()];
                     one.scope_spans = vec![scope];
-                    lines.push(to_json(&ExportTraceServiceRequest { resource_spans: vec![one] })?);
+                    lines.push(to_json(&ExportTraceServiceRequest {
+                        resource_spans: vec![one],
+                    })?);
                 }
             }
         }
@@ -133,7 +136,9 @@ impl PushMetricExporter for JsonLines {
                         let mut scope = sm.clone();
                         scope.metrics = vec![m.clone()];
                         one.scope_metrics = vec![scope];
-                        lines.push(to_json(&ExportMetricsServiceRequest { resource_metrics: vec![one] })?);
+                        lines.push(to_json(&ExportMetricsServiceRequest {
+                            resource_metrics: vec![one],
+                        })?);
                     }
                 }
             }
@@ -167,7 +172,9 @@ impl LogExporter for JsonLines {
                         let mut scope = sl.clone();
                         scope.log_records = vec![r.clone()];
                         one.scope_logs = vec![scope];
-                        lines.push(to_json(&ExportLogsServiceRequest { resource_logs: vec![one] })?);
+                        lines.push(to_json(&ExportLogsServiceRequest {
+                            resource_logs: vec![one],
+                        })?);
                     }
                 }
             }

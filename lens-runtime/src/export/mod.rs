@@ -51,7 +51,10 @@ impl ExportRuntime {
     }
 
     pub(crate) fn handle(&self) -> Handle {
-        self.rt.as_ref().map(|r| r.handle().clone()).expect("runtime present until drop")
+        self.rt
+            .as_ref()
+            .map(|r| r.handle().clone())
+            .expect("runtime present until drop")
     }
 }
 
@@ -97,7 +100,9 @@ impl<E: SpanExporter> SpanExporter for OnRuntime<E> {
         run_on(&self.handle, self.inner.export(batch))
     }
     fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
-        run_on(&self.handle, async { self.inner.shutdown_with_timeout(timeout) })
+        run_on(&self.handle, async {
+            self.inner.shutdown_with_timeout(timeout)
+        })
     }
     fn force_flush(&self) -> OTelSdkResult {
         run_on(&self.handle, async { self.inner.force_flush() })
@@ -115,7 +120,9 @@ impl<E: PushMetricExporter> PushMetricExporter for OnRuntime<E> {
         run_on(&self.handle, async { self.inner.force_flush() })
     }
     fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
-        run_on(&self.handle, async { self.inner.shutdown_with_timeout(timeout) })
+        run_on(&self.handle, async {
+            self.inner.shutdown_with_timeout(timeout)
+        })
     }
     fn temporality(&self) -> Temporality {
         self.inner.temporality()
@@ -127,7 +134,9 @@ impl<E: LogExporter> LogExporter for OnRuntime<E> {
         run_on(&self.handle, self.inner.export(batch))
     }
     fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
-        run_on(&self.handle, async { self.inner.shutdown_with_timeout(timeout) })
+        run_on(&self.handle, async {
+            self.inner.shutdown_with_timeout(timeout)
+        })
     }
     fn set_resource(&mut self, resource: &Resource) {
         self.inner.set_resource(resource);
@@ -160,7 +169,11 @@ impl<E: SpanExporter> SpanExporter for Counting<E> {
     async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
         let n = batch.len() as u64;
         let r = self.inner.export(batch).await;
-        let counter = if r.is_ok() { &self.counters.exported } else { &self.counters.failed };
+        let counter = if r.is_ok() {
+            &self.counters.exported
+        } else {
+            &self.counters.failed
+        };
         counter.fetch_add(n, Ordering::Relaxed);
         r
     }
@@ -213,7 +226,10 @@ impl OtlpProtocol {
     /// assert_eq!(p, OtlpProtocol::HttpJson);
     /// assert!(OtlpProtocol::for_signal("LOGS", |_| Some("udp".into())).is_err());
     /// ```
-    pub fn for_signal(signal: &str, lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+    pub fn for_signal(
+        signal: &str,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
         let specific = format!("OTEL_EXPORTER_OTLP_{signal}_PROTOCOL");
         for var in [specific.as_str(), "OTEL_EXPORTER_OTLP_PROTOCOL"] {
             if let Some(v) = lookup(var).filter(|v| !v.trim().is_empty()) {
@@ -230,26 +246,44 @@ fn build_err(signal: &str, e: impl fmt::Display) -> String {
 
 /// The OTLP span exporter for `protocol` (endpoint, headers, timeout and
 /// compression come from the standard `OTEL_EXPORTER_OTLP_*` variables).
-pub(crate) fn otlp_spans(protocol: OtlpProtocol, handle: &Handle) -> Result<OnRuntime<opentelemetry_otlp::SpanExporter>, String> {
+pub(crate) fn otlp_spans(
+    protocol: OtlpProtocol,
+    handle: &Handle,
+) -> Result<OnRuntime<opentelemetry_otlp::SpanExporter>, String> {
     use opentelemetry_otlp::{Protocol, SpanExporter, WithExportConfig};
     let _enter = handle.enter();
     let e = match protocol {
         OtlpProtocol::Grpc => SpanExporter::builder().with_tonic().build(),
-        OtlpProtocol::HttpProtobuf => SpanExporter::builder().with_http().with_protocol(Protocol::HttpBinary).build(),
-        OtlpProtocol::HttpJson => SpanExporter::builder().with_http().with_protocol(Protocol::HttpJson).build(),
+        OtlpProtocol::HttpProtobuf => SpanExporter::builder()
+            .with_http()
+            .with_protocol(Protocol::HttpBinary)
+            .build(),
+        OtlpProtocol::HttpJson => SpanExporter::builder()
+            .with_http()
+            .with_protocol(Protocol::HttpJson)
+            .build(),
     }
     .map_err(|e| build_err("trace", e))?;
     Ok(OnRuntime::new(e, handle.clone()))
 }
 
 /// The OTLP metric exporter for `protocol`.
-pub(crate) fn otlp_metrics(protocol: OtlpProtocol, handle: &Handle) -> Result<OnRuntime<opentelemetry_otlp::MetricExporter>, String> {
+pub(crate) fn otlp_metrics(
+    protocol: OtlpProtocol,
+    handle: &Handle,
+) -> Result<OnRuntime<opentelemetry_otlp::MetricExporter>, String> {
     use opentelemetry_otlp::{MetricExporter, Protocol, WithExportConfig};
     let _enter = handle.enter();
     let e = match protocol {
         OtlpProtocol::Grpc => MetricExporter::builder().with_tonic().build(),
-        OtlpProtocol::HttpProtobuf => MetricExporter::builder().with_http().with_protocol(Protocol::HttpBinary).build(),
-        OtlpProtocol::HttpJson => MetricExporter::builder().with_http().with_protocol(Protocol::HttpJson).build(),
+        OtlpProtocol::HttpProtobuf => MetricExporter::builder()
+            .with_http()
+            .with_protocol(Protocol::HttpBinary)
+            .build(),
+        OtlpProtocol::HttpJson => MetricExporter::builder()
+            .with_http()
+            .with_protocol(Protocol::HttpJson)
+            .build(),
     }
     .map_err(|e| build_err("metric", e))?;
     Ok(OnRuntime::new(e, handle.clone()))
@@ -257,13 +291,22 @@ pub(crate) fn otlp_metrics(protocol: OtlpProtocol, handle: &Handle) -> Result<On
 
 /// The OTLP log exporter for `protocol` (the same protocol variables as
 /// traces and metrics are honoured).
-pub(crate) fn otlp_logs(protocol: OtlpProtocol, handle: &Handle) -> Result<OnRuntime<opentelemetry_otlp::LogExporter>, String> {
+pub(crate) fn otlp_logs(
+    protocol: OtlpProtocol,
+    handle: &Handle,
+) -> Result<OnRuntime<opentelemetry_otlp::LogExporter>, String> {
     use opentelemetry_otlp::{LogExporter, Protocol, WithExportConfig};
     let _enter = handle.enter();
     let e = match protocol {
         OtlpProtocol::Grpc => LogExporter::builder().with_tonic().build(),
-        OtlpProtocol::HttpProtobuf => LogExporter::builder().with_http().with_protocol(Protocol::HttpBinary).build(),
-        OtlpProtocol::HttpJson => LogExporter::builder().with_http().with_protocol(Protocol::HttpJson).build(),
+        OtlpProtocol::HttpProtobuf => LogExporter::builder()
+            .with_http()
+            .with_protocol(Protocol::HttpBinary)
+            .build(),
+        OtlpProtocol::HttpJson => LogExporter::builder()
+            .with_http()
+            .with_protocol(Protocol::HttpJson)
+            .build(),
     }
     .map_err(|e| build_err("log", e))?;
     Ok(OnRuntime::new(e, handle.clone()))

@@ -29,7 +29,10 @@ fn save(fail: bool) -> Result<(), String> {
 }
 
 fn env_u32(k: &str, default: u32) -> u32 {
-    std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(k)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn run(mode: &str, arg: Option<&str>) -> Result<(), Box<dyn std::error::Error>> {
@@ -84,7 +87,10 @@ fn run(mode: &str, arg: Option<&str>) -> Result<(), Box<dyn std::error::Error>> 
         }
         "metrics" => {
             let meter = telemetry.meter();
-            let c = meter.u64_counter("probe.requests").with_unit("{request}").build();
+            let c = meter
+                .u64_counter("probe.requests")
+                .with_unit("{request}")
+                .build();
             let h = meter.f64_histogram("probe.latency").with_unit("s").build();
             for i in 0..5 {
                 c.add(1, &[lens::otel::KeyValue::new("route", "/a")]);
