@@ -59,6 +59,20 @@ fn first_last_span(tokens: &TokenStream) -> (proc_macro2::Span, proc_macro2::Spa
     (first, last)
 }
 
+/// `SpanGroup::is_enabled(&group)`, spanned on the group so that a path to
+/// something that is not a `SpanGroup` is reported there.
+fn is_enabled(group: &TokenStream) -> TokenStream {
+    let span = first_last_span(group).0;
+    quote_spanned!(span=> ::lens::__private::SpanGroup::is_enabled(&#group))
+}
+
+/// The `start_span` path, spanned on the name so that a name of the wrong
+/// type is reported there.
+fn start_span(name: &syn::Expr) -> TokenStream {
+    let span = first_last_span(&name.to_token_stream()).0;
+    quote_spanned!(span=> ::lens::__private::start_span)
+}
+
 fn contains_impl_trait(ty: &TokenStream) -> bool {
     ty.clone().into_iter().any(|t| match t {
         proc_macro2::TokenTree::Ident(i) => i == "impl",
@@ -97,7 +111,7 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, plan: TraceFnPlan, func: ItemFn) -> T
         .err
         .as_ref()
         .map_or_else(proc_macro2::Span::call_site, |e| e.span());
-    let enabled = quote!(::lens::__private::SpanGroup::is_enabled(&#group));
+    let enabled = is_enabled(&group);
     let body = if sig.asyncness.is_some() {
         let fake_return = ret_ty.map(|t| {
             // a return edge of the declared type, so the async block's
@@ -173,9 +187,11 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, plan: TraceFnPlan, func: ItemFn) -> T
 pub(crate) fn managed_span(args: SpanMacroArgs, group: TokenStream) -> TokenStream {
     let name = args.name;
     let attrs_vec = attributes(&args.fields, &[]);
+    let enabled = is_enabled(&group);
+    let start = start_span(&name);
     quote! {
-        if ::lens::__private::SpanGroup::is_enabled(&#group) {
-            ::core::option::Option::Some(::lens::__private::start_span(#name, #attrs_vec))
+        if #enabled {
+            ::core::option::Option::Some(#start(#name, #attrs_vec))
         } else {
             ::core::option::Option::None
         }
@@ -185,7 +201,8 @@ pub(crate) fn managed_span(args: SpanMacroArgs, group: TokenStream) -> TokenStre
 pub(crate) fn span_cm(args: SpanMacroArgs) -> TokenStream {
     let name = args.name;
     let attrs_vec = attributes(&args.fields, &[]);
-    quote!(::lens::__private::start_span(#name, #attrs_vec))
+    let start = start_span(&name);
+    quote!(#start(#name, #attrs_vec))
 }
 
 /// The module of a family that failed validation: its first 64 distinct
