@@ -22,15 +22,17 @@ pub mod sampler;
 pub mod setup;
 #[cfg(feature = "sdk")]
 mod signal;
+#[cfg(feature = "sdk")]
+pub mod w3c;
 
 /// Installs the W3C TraceContext + Baggage propagator as the global
 /// propagator (the Rust SDK's default global propagator does nothing).
 #[cfg(feature = "sdk")]
 pub(crate) fn propagation_install() {
     use opentelemetry::propagation::TextMapCompositePropagator;
-    use opentelemetry_sdk::propagation::{BaggagePropagator, TraceContextPropagator};
+    use opentelemetry_sdk::propagation::BaggagePropagator;
     opentelemetry::global::set_text_map_propagator(TextMapCompositePropagator::new(vec![
-        Box::new(TraceContextPropagator::new()),
+        Box::new(w3c::W3cPropagator::new()),
         Box::new(BaggagePropagator::new()),
     ]));
 }
