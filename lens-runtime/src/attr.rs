@@ -239,3 +239,19 @@ pub fn push_attribute<V: AttributeValue + ?Sized>(
         attrs.push(KeyValue::new(key, value));
     }
 }
+
+/// Builds attributes from `(key, value)` pairs under the scalar and
+/// redaction rules (used for events and links).
+///
+/// ```
+/// let attrs = lens_runtime::attr::collect(&[("n", &3), ("secret", &"x"), ("skip", &None::<i64>)]);
+/// assert_eq!(attrs.len(), 2);
+/// assert_eq!(attrs[1].value.as_str(), "[REDACTED]");
+/// ```
+pub fn collect(attributes: &[(&str, &dyn AttributeValue)]) -> Vec<KeyValue> {
+    let mut attrs = Vec::with_capacity(attributes.len());
+    for (k, v) in attributes {
+        push_attribute(&mut attrs, opentelemetry::Key::new((*k).to_owned()), *v);
+    }
+    attrs
+}

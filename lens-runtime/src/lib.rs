@@ -15,6 +15,8 @@ pub mod export;
 #[cfg(feature = "sdk")]
 pub mod ids;
 #[cfg(feature = "sdk")]
+pub mod propagation;
+#[cfg(feature = "sdk")]
 pub mod resource;
 #[cfg(feature = "sdk")]
 pub mod sampler;

@@ -95,8 +95,11 @@ fn ensure_panic_hook() {
 }
 
 fn start_context(name: Cow<'static, str>, attributes: Vec<KeyValue>) -> Context {
+    start_builder(SpanBuilder::from_name(name).with_attributes(attributes))
+}
+
+fn start_builder(builder: SpanBuilder) -> Context {
     ensure_panic_hook();
-    let builder = SpanBuilder::from_name(name).with_attributes(attributes);
     #[cfg(feature = "sdk")]
     if let Some(tracer) = slot::get() {
         return Context::map_current(|parent| {
@@ -151,6 +154,13 @@ impl fmt::Debug for LensSpan {
 #[inline(never)]
 pub fn start_detached(name: impl Into<Cow<'static, str>>, attributes: Vec<KeyValue>) -> LensSpan {
     LensSpan::new(start_context(name.into(), attributes))
+}
+
+/// Starts a span from a full builder (links, kind, …), child of the current
+/// context, without attaching it.
+#[doc(hidden)]
+pub fn start_detached_builder(builder: SpanBuilder) -> LensSpan {
+    LensSpan::new(start_builder(builder))
 }
 
 /// Starts a span, child of the current context, and makes it current until
@@ -226,11 +236,7 @@ impl LensSpan {
         name: impl Into<Cow<'static, str>>,
         attributes: &[(&str, &dyn AttributeValue)],
     ) {
-        let mut attrs = Vec::with_capacity(attributes.len());
-        for (k, v) in attributes {
-            crate::attr::push_attribute(&mut attrs, Key::new((*k).to_owned()), *v);
-        }
-        self.cx.span().add_event(name, attrs);
+        self.cx.span().add_event(name, crate::attr::collect(attributes));
     }
 
     /// Marks the span ERROR with the error's `Display` text and adds an

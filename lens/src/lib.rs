@@ -158,6 +158,19 @@ pub use lens_runtime::groups::{
     SpanGroupFamily, SpanGroupSet,
 };
 pub use lens_runtime::semconv;
+
+/// Context propagation: W3C TraceContext + Baggage over maps, HTTP headers
+/// (feature `http`), environment variables and bytes; trace broadcast over a
+/// [`Collective`](propagation::Collective); linked spans.
+#[cfg(feature = "sdk")]
+pub mod propagation {
+    pub use lens_runtime::propagation::*;
+}
+#[cfg(feature = "sdk")]
+pub use lens_runtime::propagation::{
+    broadcast_trace_context, context_from_bytes, context_from_env, context_to_bytes, create_linked_span,
+    env_for_child, extract_context, inject_context, pp_trace_carrier, set_pp_trace_carrier,
+};
 #[cfg(feature = "sdk")]
 pub use lens_runtime::span::{clear_tracer_provider, set_tracer_provider};
 pub use lens_runtime::span::{LensSpan, SpanGuard, SpanStatus};
