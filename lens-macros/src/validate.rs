@@ -34,7 +34,7 @@ pub(crate) fn group_tokens(group: &GroupRef) -> syn::Result<TokenStream> {
                     Err(syn::Error::new(
                         lit.span(),
                         format!(
-                            "unknown span group \"{name}\"{hint}; valid base groups are: {}; groups of a consumer family are named by path, e.g. `group = megatron::MICROBATCH`",
+                            "unknown span group \"{name}\"{hint}; valid base groups are: {}; a consumer family's groups are named by path, e.g. `lens::megatron::MICROBATCH`",
                             base_group_list()
                         ),
                     ))
