@@ -21,6 +21,10 @@ cargo test --workspace --all-targets
 step "doc tests"
 cargo test --workspace --doc
 
+step "MPI: the pipeline example under mpirun -np 4"
+cargo build -p examples --features mpi --example pretrain_mpi
+OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 cargo test -p tests --features mpi --test mpi
+
 step "lens without default features: no OpenTelemetry SDK in the tree"
 tree=$(cargo tree --manifest-path tests/no-sdk/Cargo.toml -e normal)
 if grep -q opentelemetry_sdk <<<"$tree"; then

@@ -91,10 +91,20 @@ fn single_rank(c: &LensConfig, rank: u32, world_size: u32) -> bool {
     i64::from(rank) == target
 }
 
-/// `LOCAL_RANK` of this process (missing or unparsable: 0).
+/// Variables that give the rank within the node, in the order read:
+/// torchrun's, Open MPI's, SLURM's, MPICH's.
+pub const LOCAL_RANK_VARS: &[&str] = &["LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID"];
+
+/// The rank of this process within its node: the first of
+/// [`LOCAL_RANK_VARS`] that is set (missing or unparsable: 0).
+///
+/// ```
+/// let _ = lens_runtime::strategy::local_rank();
+/// ```
 pub fn local_rank() -> u32 {
-    std::env::var("LOCAL_RANK")
-        .ok()
+    LOCAL_RANK_VARS
+        .iter()
+        .find_map(|v| std::env::var(v).ok())
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(0)
 }

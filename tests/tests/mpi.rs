@@ -1,0 +1,125 @@
+//! Real multi-process runs under `mpirun -np 4`: one trace per step across
+//! all ranks, links between pipeline stages, and which ranks export under
+//! each strategy. Built only with `--features mpi` (scripts/test-all.sh).
+#![cfg(feature = "mpi")]
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+use tests::{get, Rotel};
+
+fn example_binary() -> PathBuf {
+    if let Some(p) = std::env::var_os("LENS_PRETRAIN_MPI_BIN") {
+        return p.into();
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    let p = target.join("debug/examples/pretrain_mpi");
+    assert!(
+        p.is_file(),
+        "{} is missing: build it with `cargo build -p examples --features mpi --example pretrain_mpi`",
+        p.display()
+    );
+    p
+}
+
+fn mpirun(rotel: &Rotel, strategy: &str, run_id: &str) {
+    let mut cmd = Command::new("mpirun");
+    cmd.args(["--allow-run-as-root", "--oversubscribe", "-np", "4"]);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("NEMO_LENS_") || k.starts_with("OTEL_") || k.starts_with("MEGATRON_OTEL_") || k == "LOCAL_RANK" {
+            cmd.env_remove(k);
+        }
+    }
+    let env = [
+        ("NEMO_LENS_ENABLED", "1".to_owned()),
+        ("NEMO_LENS_EXPORT_STRATEGY", strategy.to_owned()),
+        ("MEGATRON_OTEL_SPAN_GROUPS", "per_step,microbatch,layer".to_owned()),
+        ("NEMO_LENS_RUN_ID", run_id.to_owned()),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", rotel.grpc_endpoint()),
+        ("OMPI_ALLOW_RUN_AS_ROOT", "1".to_owned()),
+        ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1".to_owned()),
+        ("OMPI_MCA_rmaps_base_oversubscribe", "1".to_owned()),
+    ];
+    for (k, v) in &env {
+        cmd.env(k, v);
+        cmd.args(["-x", k]);
+    }
+    cmd.arg(example_binary());
+    let out = cmd.output().expect("mpirun (apt-get install openmpi-bin)");
+    assert!(
+        out.status.success(),
+        "mpirun failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn exporting_ranks(rotel: &Rotel, run_id: &str) -> BTreeSet<String> {
+    std::thread::sleep(Duration::from_millis(500));
+    rotel
+        .received()
+        .spans
+        .iter()
+        .filter(|s| get(&s.resource, "nemo.run.id") == Some(run_id))
+        .filter_map(|s| get(&s.resource, "nv.dl.rank").map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn one_trace_per_step_across_four_ranks_with_links() {
+    let rotel = Rotel::start();
+    mpirun(&rotel, "all_ranks", "mpi-all");
+    let r = rotel.wait_for(Duration::from_secs(30), "spans of 4 ranks", |r| {
+        r.spans
+            .iter()
+            .filter(|s| s.name == "pp.stage" && get(&s.resource, "nemo.run.id") == Some("mpi-all"))
+            .count()
+            == 8
+    });
+    let mine: Vec<_> = r.spans.iter().filter(|s| get(&s.resource, "nemo.run.id") == Some("mpi-all")).collect();
+    let instances: BTreeSet<_> = mine.iter().filter_map(|s| get(&s.resource, "service.instance.id")).collect();
+    assert_eq!(instances.len(), 4, "{instances:?}");
+    let steps: Vec<_> = mine.iter().filter(|s| s.name == "train.step").collect();
+    assert_eq!(steps.len(), 2);
+    for step in &steps {
+        let stages: Vec<_> = mine.iter().filter(|s| s.name == "pp.stage" && s.trace_id == step.trace_id).collect();
+        assert_eq!(stages.len(), 4, "every rank's stage span is on the step's trace");
+        let ranks: BTreeSet<_> = stages.iter().filter_map(|s| get(&s.resource, "nv.dl.rank")).collect();
+        assert_eq!(ranks.len(), 4);
+        for s in &stages {
+            assert_eq!(s.parent_id, step.span_id, "stage parented on rank 0's step span");
+        }
+    }
+    // every recv_forward links to the sender's send_forward span
+    let sends: HashMap<&str, _> = mine.iter().filter(|s| s.name == "send_forward").map(|s| (s.span_id.as_str(), *s)).collect();
+    let recvs: Vec<_> = mine.iter().filter(|s| s.name == "recv_forward").collect();
+    assert_eq!(recvs.len(), 3 * 2 * 2, "3 receiving ranks x 2 steps x 2 microbatches");
+    for recv in recvs {
+        assert_eq!(recv.links.len(), 1, "{recv:?}");
+        let linked = recv.links[0].iter().find(|(k, _)| k.contains("ID") && !k.contains("Trace")).map(|(_, v)| v.as_str());
+        let sender = linked.and_then(|id| sends.get(id)).unwrap_or_else(|| panic!("link {:?} points at no send_forward", recv.links));
+        let recv_rank: i64 = get(&recv.resource, "nv.dl.rank").unwrap().parse().unwrap();
+        let send_rank: i64 = get(&sender.resource, "nv.dl.rank").unwrap().parse().unwrap();
+        assert_eq!(send_rank, recv_rank - 1);
+        assert_ne!(recv.parent_id, sender.span_id, "a link, not a parent");
+    }
+}
+
+#[test]
+fn strategies_pick_the_exporting_ranks() {
+    let rotel = Rotel::start();
+    mpirun(&rotel, "single_rank", "mpi-single");
+    rotel.wait_for(Duration::from_secs(30), "single_rank spans", |r| {
+        r.spans.iter().any(|s| get(&s.resource, "nemo.run.id") == Some("mpi-single"))
+    });
+    assert_eq!(exporting_ranks(&rotel, "mpi-single"), BTreeSet::from(["3".to_owned()]), "last rank only");
+    mpirun(&rotel, "first_rank_per_node", "mpi-node");
+    rotel.wait_for(Duration::from_secs(30), "first_rank_per_node spans", |r| {
+        r.spans.iter().any(|s| get(&s.resource, "nemo.run.id") == Some("mpi-node"))
+    });
+    // one node: only local rank 0 (world rank 0) exports
+    assert_eq!(exporting_ranks(&rotel, "mpi-node"), BTreeSet::from(["0".to_owned()]));
+}
