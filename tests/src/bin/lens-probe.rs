@@ -5,7 +5,8 @@
 //! * modes: `spans` (a job with steps), `loop <millis>` (spans in a tight
 //!   loop, printing the slowest iteration), `metrics` (a counter and a
 //!   histogram), `error` (a failing step), `hang` (an open job span, then
-//!   sleep until killed);
+//!   sleep until killed), `python-child <peer.py>` (a Python child
+//!   continues our trace);
 //! * shapes: `sync` (plain main), `tokio-mt`, `tokio-ct` (inside a user's
 //!   multi-thread / current-thread tokio runtime).
 //!
@@ -41,6 +42,8 @@ fn run(mode: &str, arg: Option<&str>) -> Result<(), Box<dyn std::error::Error>> 
     let config = LensConfig::from_env()?;
     let telemetry = lens::setup_telemetry(config, rank, world)?;
     println!("exporting={}", telemetry.is_exporting());
+    // a launcher (srun, mpirun, a Python parent) may hand us its trace
+    let _launcher = lens::context_from_env().attach();
     match mode {
         "spans" => {
             let _job = span_cm!("probe.job", "probe.mode" = mode);
@@ -59,6 +62,19 @@ fn run(mode: &str, arg: Option<&str>) -> Result<(), Box<dyn std::error::Error>> 
             drop(managed_span!("step", "probe.step", "nv.dl.iteration" = 0));
             println!("ready");
             std::thread::sleep(Duration::from_secs(120));
+        }
+        "python-child" => {
+            // the Rust parent injects into a map that a Python child extracts
+            let script = arg.ok_or("python-child needs the peer script path")?;
+            let _parent = span_cm!("rust.parent");
+            let carrier = lens::inject_context();
+            println!("rust-parent {}", carrier["traceparent"]);
+            let status = std::process::Command::new("python3")
+                .args([script, "child", &serde_json::to_string(&carrier)?])
+                .status()?;
+            if !status.success() {
+                return Err(format!("python child failed: {status}").into());
+            }
         }
         "error" => {
             let _job = span_cm!("probe.job");
