@@ -200,6 +200,9 @@ pub struct LensConfig {
     /// Flush telemetry on SIGTERM / SIGINT before the process dies
     /// (`NEMO_LENS_FLUSH_ON_SIGNAL`, default false).
     pub flush_on_signal: bool,
+    /// Register GPU instruments read through NVML (`NEMO_LENS_GPU_METRICS`,
+    /// default false).
+    pub gpu_metrics: bool,
     /// Families the span-group spec resolves against (the base family is
     /// always included).
     pub span_group_families: Vec<&'static SpanGroupFamily>,
@@ -225,6 +228,7 @@ impl Default for LensConfig {
             wandb_project: None,
             file_path: None,
             flush_on_signal: false,
+            gpu_metrics: false,
             span_group_families: Vec::new(),
         }
     }
@@ -364,6 +368,7 @@ impl LensConfig {
         env.opt("USER_ID", &mut c.user);
         env.opt("FILE_PATH", &mut c.file_path);
         env.bool("FLUSH_ON_SIGNAL", &mut c.flush_on_signal)?;
+        env.bool("GPU_METRICS", &mut c.gpu_metrics)?;
         c.wandb_entity = env.plain("WANDB_ENTITY").map(|v| v.trim().to_owned());
         c.wandb_project = env.plain("WANDB_PROJECT").map(|v| v.trim().to_owned());
         if let Some((var, _)) = env.get("EXPORT_STRATEGY") {

@@ -13,7 +13,13 @@ pub mod strategy;
 #[cfg(feature = "sdk")]
 pub mod export;
 #[cfg(feature = "sdk")]
+pub mod gpu;
+#[cfg(feature = "sdk")]
 pub mod ids;
+#[cfg(feature = "sdk")]
+pub mod logs;
+#[cfg(feature = "sdk")]
+pub mod metrics;
 #[cfg(feature = "sdk")]
 pub mod propagation;
 #[cfg(feature = "sdk")]

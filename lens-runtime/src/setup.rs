@@ -337,6 +337,13 @@ impl TelemetryBuilder {
         self
     }
 
+    /// Registers GPU instruments read through NVML (also
+    /// `NEMO_LENS_GPU_METRICS=1`).
+    pub fn gpu_metrics(mut self, on: bool) -> Self {
+        self.config.gpu_metrics = on;
+        self
+    }
+
     /// Reads Kubernetes service-account files from `dir` (for tests).
     pub fn with_k8s_service_account_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.k8s_dir = Some(dir.into());
@@ -539,6 +546,10 @@ impl TelemetryBuilder {
         }
         if let Some(mp) = &meter_provider {
             opentelemetry::global::set_meter_provider(mp.clone());
+            if cfg.gpu_metrics {
+                use opentelemetry::metrics::MeterProvider as _;
+                crate::gpu::register_gpu_metrics(&mp.meter(span::SCOPE_NAME));
+            }
         }
         set_enabled_span_groups(&groups);
         let inner = Arc::new(Mutex::new(Some(Installed {

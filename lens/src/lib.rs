@@ -166,6 +166,24 @@ pub use lens_runtime::semconv;
 pub mod propagation {
     pub use lens_runtime::propagation::*;
 }
+/// Instrument sets: inference (GenAI), RL, Gym and training metrics.
+#[cfg(feature = "sdk")]
+pub mod metrics {
+    pub use lens_runtime::metrics::*;
+}
+
+/// Opt-in GPU telemetry through NVML.
+#[cfg(feature = "sdk")]
+pub mod gpu {
+    pub use lens_runtime::gpu::*;
+}
+
+/// The log bridge: `log` and `tracing` records to OpenTelemetry logs.
+#[cfg(feature = "sdk")]
+pub mod logs {
+    pub use lens_runtime::logs::*;
+}
+
 #[cfg(feature = "sdk")]
 pub use lens_runtime::propagation::{
     broadcast_trace_context, context_from_bytes, context_from_env, context_to_bytes, create_linked_span,
