@@ -254,6 +254,11 @@ impl OtelEnv {
 
 impl TelemetryBuilder {
     /// Starts from a configuration for `rank` of `world_size`.
+    ///
+    /// ```
+    /// let b = lens_runtime::setup::TelemetryBuilder::new(lens_runtime::config::LensConfig::default(), 0, 1);
+    /// # let _ = b;
+    /// ```
     pub fn new(config: LensConfig, rank: u32, world_size: u32) -> Self {
         TelemetryBuilder {
             config,
@@ -269,6 +274,12 @@ impl TelemetryBuilder {
     }
 
     /// Adds a resource attribute; caller attributes override detected ones.
+    ///
+    /// ```
+    /// let b = lens_runtime::setup::TelemetryBuilder::new(Default::default(), 0, 1)
+    ///     .with_resource_attribute("team", "pretrain");
+    /// # let _ = b;
+    /// ```
     pub fn with_resource_attribute(
         mut self,
         key: &'static str,
@@ -282,17 +293,17 @@ impl TelemetryBuilder {
     /// configured exporter.
     ///
     /// ```
-    /// use lens_runtime::otel_sdk::trace::InMemorySpanExporterBuilder;
+    /// use lens_runtime::otel_sdk::trace::InMemorySpanExporter;
     /// let mut cfg = lens_runtime::config::LensConfig::default();
     /// cfg.enabled = true;
-    /// let exporter = InMemorySpanExporterBuilder::new().keep_records_on_shutdown().build();
+    /// let exporter = InMemorySpanExporter::default();
     /// let handle = lens_runtime::setup::TelemetryBuilder::new(cfg, 0, 1)
     ///     .with_span_exporter(exporter.clone())
     ///     .allow_reinit(true)
     ///     .install()
     ///     .unwrap();
     /// drop(lens_runtime::span::start_span("x", Vec::new()));
-    /// handle.shutdown(std::time::Duration::from_secs(5)).unwrap();
+    /// handle.force_flush().unwrap();
     /// assert_eq!(exporter.get_finished_spans().unwrap().len(), 1);
     /// ```
     pub fn with_span_exporter<E: SpanExporter + 'static>(mut self, exporter: E) -> Self {
@@ -304,6 +315,13 @@ impl TelemetryBuilder {
 
     /// Exports metrics to `exporter` (through a periodic reader at the
     /// configured interval) instead of the configured exporter.
+    ///
+    /// ```
+    /// use lens_runtime::otel_sdk::metrics::InMemoryMetricExporter;
+    /// let b = lens_runtime::setup::TelemetryBuilder::new(Default::default(), 0, 1)
+    ///     .with_metric_exporter(InMemoryMetricExporter::default());
+    /// # let _ = b;
+    /// ```
     pub fn with_metric_exporter<E: PushMetricExporter>(mut self, exporter: E) -> Self {
         self.metric_reader = Some(Box::new(move |b, interval| {
             b.with_reader(
@@ -316,6 +334,12 @@ impl TelemetryBuilder {
     }
 
     /// Decides export with `decide` instead of the configured strategy name.
+    ///
+    /// ```
+    /// let b = lens_runtime::setup::TelemetryBuilder::new(Default::default(), 3, 8)
+    ///     .with_export_strategy(|_cfg, rank, _world| rank % 4 == 3);
+    /// # let _ = b;
+    /// ```
     pub fn with_export_strategy(
         mut self,
         decide: impl Fn(&LensConfig, u32, u32) -> bool + Send + Sync + 'static,
@@ -325,6 +349,11 @@ impl TelemetryBuilder {
     }
 
     /// Allows replacing an existing enabled setup (for tests).
+    ///
+    /// ```
+    /// let b = lens_runtime::setup::TelemetryBuilder::new(Default::default(), 0, 1).allow_reinit(true);
+    /// # let _ = b;
+    /// ```
     pub fn allow_reinit(mut self, allow: bool) -> Self {
         self.allow_reinit = allow;
         self
@@ -332,6 +361,11 @@ impl TelemetryBuilder {
 
     /// Flushes on SIGTERM / SIGINT before the process dies (also
     /// `NEMO_LENS_FLUSH_ON_SIGNAL=1`).
+    ///
+    /// ```
+    /// let b = lens_runtime::setup::TelemetryBuilder::new(Default::default(), 0, 1).flush_on_signal(true);
+    /// # let _ = b;
+    /// ```
     pub fn flush_on_signal(mut self, on: bool) -> Self {
         self.config.flush_on_signal = on;
         self
@@ -339,18 +373,34 @@ impl TelemetryBuilder {
 
     /// Registers GPU instruments read through NVML (also
     /// `NEMO_LENS_GPU_METRICS=1`).
+    ///
+    /// ```
+    /// let b = lens_runtime::setup::TelemetryBuilder::new(Default::default(), 0, 1).gpu_metrics(true);
+    /// # let _ = b;
+    /// ```
     pub fn gpu_metrics(mut self, on: bool) -> Self {
         self.config.gpu_metrics = on;
         self
     }
 
     /// Reads Kubernetes service-account files from `dir` (for tests).
+    ///
+    /// ```
+    /// let b = lens_runtime::setup::TelemetryBuilder::new(Default::default(), 0, 1)
+    ///     .with_k8s_service_account_dir("/tmp/sa");
+    /// # let _ = b;
+    /// ```
     pub fn with_k8s_service_account_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.k8s_dir = Some(dir.into());
         self
     }
 
     /// Validates everything, then installs what this rank needs.
+    ///
+    /// ```
+    /// let handle = lens_runtime::setup::TelemetryBuilder::new(Default::default(), 0, 1).install().unwrap();
+    /// assert!(!handle.is_exporting());
+    /// ```
     pub fn install(self) -> Result<TelemetryHandle, SetupError> {
         // 1. validate everything, on every rank, before anything is installed
         self.config
@@ -681,37 +731,73 @@ impl TelemetryHandle {
     }
 
     /// Whether this rank exports telemetry.
+    ///
+    /// ```
+    /// let h = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
+    /// assert!(!h.is_exporting());
+    /// ```
     pub fn is_exporting(&self) -> bool {
         self.exporting
     }
 
     /// Whether telemetry is enabled in the configuration.
+    ///
+    /// ```
+    /// let h = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
+    /// assert!(!h.is_enabled());
+    /// ```
     pub fn is_enabled(&self) -> bool {
         self.enabled
     }
 
     /// The OTLP JSON lines file, with the `file` exporter.
+    ///
+    /// ```
+    /// let h = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
+    /// assert!(h.file_path().is_none());
+    /// ```
     pub fn file_path(&self) -> Option<&Path> {
         self.file_path.as_deref()
     }
 
     /// A tracer of the installed provider (a no-op tracer when not exporting).
+    ///
+    /// ```
+    /// let h = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
+    /// use lens_runtime::otel::trace::Tracer;
+    /// h.tracer().in_span("raw", |_| {});
+    /// ```
     pub fn tracer(&self) -> opentelemetry::global::BoxedTracer {
         opentelemetry::global::tracer(span::SCOPE_NAME)
     }
 
     /// A meter of the installed provider (a no-op meter when not exporting).
+    ///
+    /// ```
+    /// let h = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
+    /// h.meter().u64_counter("requests").build().add(1, &[]);
+    /// ```
     pub fn meter(&self) -> opentelemetry::metrics::Meter {
         opentelemetry::global::meter(span::SCOPE_NAME)
     }
 
     /// The logger provider, when logs are enabled on an exporting rank.
+    ///
+    /// ```
+    /// let h = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
+    /// assert!(h.logger_provider().is_none());
+    /// ```
     pub fn logger_provider(&self) -> Option<SdkLoggerProvider> {
         self.lock().as_ref().and_then(|i| i.logger_provider.clone())
     }
 
     /// Spans that ended but were not exported (queue full, exporter failing)
     /// so far.
+    ///
+    /// ```
+    /// let h = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
+    /// assert_eq!(h.dropped_spans(), 0);
+    /// ```
     pub fn dropped_spans(&self) -> u64 {
         self.lock().as_ref().map_or(0, |i| {
             let c = &i.counters;
@@ -726,6 +812,11 @@ impl TelemetryHandle {
     }
 
     /// Exports everything recorded so far, without shutting down.
+    ///
+    /// ```
+    /// let h = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
+    /// h.force_flush().unwrap();
+    /// ```
     pub fn force_flush(&self) -> Result<(), ShutdownError> {
         let errors = self
             .lock()
@@ -742,6 +833,12 @@ impl TelemetryHandle {
     /// Ends spans that are still open (innermost first, marked
     /// `nemo.span.truncated`), flushes and shuts down traces, metrics and
     /// logs, and reports spans that could not be exported. Idempotent.
+    ///
+    /// ```
+    /// let h = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
+    /// h.shutdown(std::time::Duration::from_secs(1)).unwrap();
+    /// h.shutdown(std::time::Duration::from_secs(1)).unwrap(); // idempotent
+    /// ```
     pub fn shutdown(&self, timeout: Duration) -> Result<(), ShutdownError> {
         let taken = self.lock().take();
         if self.holds_install.swap(false, Ordering::AcqRel) {

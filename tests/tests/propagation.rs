@@ -200,3 +200,41 @@ fn every_setup_path_installs_the_w3c_propagator() {
     assert!(map.contains_key("traceparent"), "{map:?}");
     drop(h);
 }
+
+#[test]
+fn hostile_carriers_never_panic_nor_yield_the_current_context() {
+    let _f = fixture("all");
+    let _active = span_cm!("active");
+    let current = lens::otel::Context::current().span().span_context().span_id();
+    let good = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let many: Vec<String> = (0..40).map(|i| format!("k{i}=v{i}")).collect();
+    let hostile: Vec<(String, String)> = vec![
+        ("traceparent".into(), "x".repeat(100_000)),
+        ("traceparent".into(), "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01é".into()),
+        ("traceparent".into(), "00-0af7651916cd43dd8448eb211c8031-b7ad6b7169203331-01".into()),
+        ("traceparent".into(), "00-00000000000000000000000000000000-b7ad6b7169203331-01".into()),
+        ("traceparent".into(), "00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01".into()),
+        ("traceparent".into(), "ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into()),
+        ("traceparent".into(), "0G-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into()),
+        ("traceparent".into(), good.to_uppercase()),
+        ("traceparent".into(), "\u{0}\u{1}\u{2}".into()),
+        ("traceparent".into(), String::new()),
+    ];
+    for (k, v) in &hostile {
+        let mut c = Carrier::new();
+        c.insert(k.clone(), v.clone());
+        c.insert("tracestate".into(), many.join(","));
+        c.insert("baggage".into(), "%%%,=,==,\u{7f}".repeat(1000));
+        let cx = extract_context(&c);
+        let sc = cx.span().span_context().clone();
+        assert!(!sc.is_valid(), "{v:.80} must not parse");
+        assert_ne!(sc.span_id(), current);
+    }
+    // a valid traceparent with 33+ tracestate members: parent kept, state dropped
+    let mut c = Carrier::new();
+    c.insert("traceparent".into(), good.into());
+    c.insert("tracestate".into(), many.join(","));
+    let cx = extract_context(&c);
+    assert!(cx.span().span_context().is_valid());
+    assert!(cx.span().span_context().trace_state().header().is_empty());
+}
