@@ -1,2 +1,899 @@
 //! The log bridge: `log` records and `tracing` events to the OpenTelemetry
 //! logger provider, with the active trace and span ids.
+//!
+//! [`setup_logging_bridge`] connects the two logging facades of the Rust
+//! ecosystem to the logger provider of a [`TelemetryHandle`], which exists
+//! only when `logs_enabled` is set on a rank that exports; anywhere else the
+//! call installs nothing and bridges nothing.
+//!
+//! * **`log`**: a process-wide [`LogBridgeLogger`] is installed with
+//!   `log::set_logger` on the first call (if no other logger holds the slot;
+//!   see [`InstallStatus::Occupied`]).
+//! * **`tracing`**: add a [`LogBridgeLayer`] to your own subscriber, or ask
+//!   for a global subscriber that holds only the layer
+//!   ([`LogBridgeOptions::with_global_tracing_subscriber`]).
+//! * **Trace and span ids** come from the current OpenTelemetry `Context`:
+//!   inside a lens span (`span_cm!`, `managed_span!`, `#[trace_fn]`) or a
+//!   `tracing-opentelemetry` span (which activates its context on enter),
+//!   a record carries that span's ids; outside any span it carries none.
+//! * **Filters**: a minimum [`Level`] and module-path target prefixes
+//!   (bridge `trainer` and everything below it, not the world). Records of
+//!   the OpenTelemetry crates and of the exporter's network stack are never
+//!   bridged, so exporting can never feed itself.
+//! * **Idempotent**: the logger and layers read one shared configuration;
+//!   every call replaces it, so calling twice never duplicates a record, and
+//!   two bridge layers in one subscriber forward each event once.
+//!
+//! ```
+//! use lens_runtime::logs::{setup_logging_bridge, Level, LogBridgeOptions};
+//! # let handle = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
+//! let bridge = setup_logging_bridge(
+//!     &handle,
+//!     LogBridgeOptions::new().with_level(Level::Info).with_target("trainer"),
+//! )?;
+//! // with telemetry disabled (the default configuration) nothing is bridged
+//! assert!(!bridge.is_active());
+//! log::info!(target: "trainer::loop", "step done");
+//! # Ok::<(), lens_runtime::logs::LogBridgeError>(())
+//! ```
+
+use crate::setup::TelemetryHandle;
+use opentelemetry_appender_log::OpenTelemetryLogBridge;
+use opentelemetry_appender_tracing::layer::OpenTelemetryTracingBridge;
+use opentelemetry_sdk::logs::{SdkLogger, SdkLoggerProvider};
+use std::any::TypeId;
+use std::cell::Cell;
+use std::fmt;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use tracing_subscriber::layer::{Context as LayerContext, SubscriberExt as _};
+use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::Layer;
+
+/// The `log` crate lens bridges (0.4), re-exported so that a program can use
+/// the same version without its own dependency.
+///
+/// ```
+/// lens_runtime::logs::log::info!(target: "trainer", "hello");
+/// ```
+pub use log;
+
+/// The `tracing` crate lens bridges (0.1), re-exported so that a program can
+/// use the same version without its own dependency.
+///
+/// ```
+/// lens_runtime::logs::tracing::info!(target: "trainer", step = 3, "hello");
+/// ```
+pub use tracing;
+
+/// The `tracing-subscriber` crate (0.3) whose `Layer` trait
+/// [`LogBridgeLayer`] implements, re-exported so that versions match.
+///
+/// ```
+/// use lens_runtime::logs::tracing_subscriber::layer::SubscriberExt as _;
+/// let subscriber = lens_runtime::logs::tracing_subscriber::registry()
+///     .with(lens_runtime::logs::LogBridgeLayer::new());
+/// # drop(subscriber);
+/// ```
+pub use tracing_subscriber;
+
+/// Targets that are never bridged: the OpenTelemetry crates' own internal
+/// logs and the network stack the OTLP exporter runs on. Bridging them could
+/// make every export produce records that need exporting.
+const INTERNAL_TARGETS: &[&str] = &[
+    "hyper",
+    "hyper_util",
+    "h2",
+    "tonic",
+    "tower",
+    "tower_http",
+    "reqwest",
+];
+
+/// The minimum severity a record needs to be bridged.
+///
+/// Ordered from the most verbose (`Trace`) to the most severe (`Error`);
+/// parses case-insensitively from `trace`, `debug`, `info`, `warn` (or
+/// `warning`) and `error`.
+///
+/// ```
+/// use lens_runtime::logs::Level;
+/// let level: Level = "WARN".parse().unwrap();
+/// assert_eq!(level, Level::Warn);
+/// assert!(Level::Error > Level::Info);
+/// assert!("loud".parse::<Level>().is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum Level {
+    /// Everything, including `trace!`.
+    Trace = 1,
+    /// `debug!` and above.
+    Debug = 2,
+    /// `info!` and above (the default).
+    #[default]
+    Info = 3,
+    /// `warn!` and `error!`.
+    Warn = 4,
+    /// Only `error!`.
+    Error = 5,
+}
+
+impl Level {
+    /// The name in lower case.
+    ///
+    /// ```
+    /// assert_eq!(lens_runtime::logs::Level::Warn.as_str(), "warn");
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Trace => "trace",
+            Level::Debug => "debug",
+            Level::Info => "info",
+            Level::Warn => "warn",
+            Level::Error => "error",
+        }
+    }
+
+    fn from_log(level: log::Level) -> Level {
+        match level {
+            log::Level::Trace => Level::Trace,
+            log::Level::Debug => Level::Debug,
+            log::Level::Info => Level::Info,
+            log::Level::Warn => Level::Warn,
+            log::Level::Error => Level::Error,
+        }
+    }
+
+    fn from_tracing(level: &tracing::Level) -> Level {
+        match *level {
+            tracing::Level::TRACE => Level::Trace,
+            tracing::Level::DEBUG => Level::Debug,
+            tracing::Level::INFO => Level::Info,
+            tracing::Level::WARN => Level::Warn,
+            _ => Level::Error,
+        }
+    }
+
+    fn to_log_filter(self) -> log::LevelFilter {
+        match self {
+            Level::Trace => log::LevelFilter::Trace,
+            Level::Debug => log::LevelFilter::Debug,
+            Level::Info => log::LevelFilter::Info,
+            Level::Warn => log::LevelFilter::Warn,
+            Level::Error => log::LevelFilter::Error,
+        }
+    }
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Level {
+    type Err = LogBridgeError;
+
+    fn from_str(s: &str) -> Result<Level, LogBridgeError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "trace" => Ok(Level::Trace),
+            "debug" => Ok(Level::Debug),
+            "info" => Ok(Level::Info),
+            "warn" | "warning" => Ok(Level::Warn),
+            "error" => Ok(Level::Error),
+            _ => Err(LogBridgeError::InvalidLevel(s.to_owned())),
+        }
+    }
+}
+
+/// What [`setup_logging_bridge`] should bridge.
+///
+/// By default: records at [`Level::Info`] and above, from every target
+/// (except the OpenTelemetry crates and the exporter's network stack), from
+/// both `log` and `tracing`; the `log` logger is installed, no global
+/// `tracing` subscriber is.
+///
+/// ```
+/// use lens_runtime::logs::{Level, LogBridgeOptions};
+/// let options = LogBridgeOptions::new()
+///     .with_level(Level::Debug)
+///     .with_target("trainer")            // trainer, trainer::loop, ...
+///     .with_target("data_loader")
+///     .with_global_tracing_subscriber(true);
+/// assert_eq!(options.level(), Level::Debug);
+/// assert_eq!(options.targets(), ["trainer", "data_loader"]);
+/// ```
+#[derive(Debug, Clone)]
+pub struct LogBridgeOptions {
+    level: Level,
+    targets: Vec<String>,
+    log: bool,
+    tracing: bool,
+    global_tracing_subscriber: bool,
+}
+
+impl Default for LogBridgeOptions {
+    fn default() -> Self {
+        LogBridgeOptions {
+            level: Level::Info,
+            targets: Vec::new(),
+            log: true,
+            tracing: true,
+            global_tracing_subscriber: false,
+        }
+    }
+}
+
+impl LogBridgeOptions {
+    /// The defaults: [`Level::Info`], every target, `log` and `tracing`.
+    ///
+    /// ```
+    /// let options = lens_runtime::logs::LogBridgeOptions::new();
+    /// assert!(options.targets().is_empty());
+    /// ```
+    pub fn new() -> Self {
+        LogBridgeOptions::default()
+    }
+
+    /// Bridges records at `level` and above.
+    ///
+    /// ```
+    /// use lens_runtime::logs::{Level, LogBridgeOptions};
+    /// let options = LogBridgeOptions::new().with_level(Level::Warn);
+    /// assert_eq!(options.level(), Level::Warn);
+    /// ```
+    pub fn with_level(mut self, level: Level) -> Self {
+        self.level = level;
+        self
+    }
+
+    /// Adds a target prefix: a record is bridged when its target is `target`
+    /// or lies below it as a module path (`trainer` takes `trainer` and
+    /// `trainer::loop`, not `trainers`; a prefix ending in `::` takes only
+    /// what lies below). With no target every target is bridged.
+    ///
+    /// ```
+    /// let options = lens_runtime::logs::LogBridgeOptions::new().with_target("trainer");
+    /// assert!(options.accepts("trainer::loop"));
+    /// assert!(!options.accepts("trainers"));
+    /// assert!(!options.accepts("tokio::runtime"));
+    /// ```
+    pub fn with_target(mut self, target: impl Into<String>) -> Self {
+        self.targets.push(target.into());
+        self
+    }
+
+    /// Adds several target prefixes (see [`with_target`](Self::with_target)).
+    ///
+    /// ```
+    /// let options = lens_runtime::logs::LogBridgeOptions::new().with_targets(["a", "b::c"]);
+    /// assert_eq!(options.targets(), ["a", "b::c"]);
+    /// ```
+    pub fn with_targets<I, T>(mut self, targets: I) -> Self
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<String>,
+    {
+        self.targets.extend(targets.into_iter().map(Into::into));
+        self
+    }
+
+    /// Whether records of the `log` crate are bridged (default `true`); the
+    /// first bridge that wants them installs [`LogBridgeLogger`] as the
+    /// process's `log` logger.
+    ///
+    /// ```
+    /// let options = lens_runtime::logs::LogBridgeOptions::new().with_log(false);
+    /// # drop(options);
+    /// ```
+    pub fn with_log(mut self, on: bool) -> Self {
+        self.log = on;
+        self
+    }
+
+    /// Whether `tracing` events reaching a [`LogBridgeLayer`] are bridged
+    /// (default `true`).
+    ///
+    /// ```
+    /// let options = lens_runtime::logs::LogBridgeOptions::new().with_tracing(false);
+    /// # drop(options);
+    /// ```
+    pub fn with_tracing(mut self, on: bool) -> Self {
+        self.tracing = on;
+        self
+    }
+
+    /// Also installs a global `tracing` subscriber holding only a
+    /// [`LogBridgeLayer`] (default `false`: add the layer to your own
+    /// subscriber instead). Only possible when no global subscriber is set.
+    ///
+    /// ```
+    /// let options =
+    ///     lens_runtime::logs::LogBridgeOptions::new().with_global_tracing_subscriber(true);
+    /// # drop(options);
+    /// ```
+    pub fn with_global_tracing_subscriber(mut self, on: bool) -> Self {
+        self.global_tracing_subscriber = on;
+        self
+    }
+
+    /// The minimum level.
+    ///
+    /// ```
+    /// use lens_runtime::logs::{Level, LogBridgeOptions};
+    /// assert_eq!(LogBridgeOptions::new().level(), Level::Info);
+    /// ```
+    pub fn level(&self) -> Level {
+        self.level
+    }
+
+    /// The target prefixes (empty: every target).
+    ///
+    /// ```
+    /// assert!(lens_runtime::logs::LogBridgeOptions::new().targets().is_empty());
+    /// ```
+    pub fn targets(&self) -> &[String] {
+        &self.targets
+    }
+
+    /// Whether a record with this target passes the target filter (the
+    /// level filter aside).
+    ///
+    /// ```
+    /// let all = lens_runtime::logs::LogBridgeOptions::new();
+    /// assert!(all.accepts("my_app"));
+    /// assert!(!all.accepts("opentelemetry_sdk"), "never the SDK's own logs");
+    /// ```
+    pub fn accepts(&self, target: &str) -> bool {
+        target_accepted(&self.targets, target)
+    }
+
+    fn validate(&self) -> Result<(), LogBridgeError> {
+        for t in &self.targets {
+            let bare = t.trim_end_matches(':');
+            if t.trim().is_empty() || t.chars().any(char::is_whitespace) || bare.is_empty() {
+                return Err(LogBridgeError::InvalidTarget(t.clone()));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether `target` is `prefix` or below it as a module path.
+fn target_matches(prefix: &str, target: &str) -> bool {
+    match target.strip_prefix(prefix) {
+        Some(rest) => rest.is_empty() || prefix.ends_with("::") || rest.starts_with("::"),
+        None => false,
+    }
+}
+
+fn target_accepted(prefixes: &[String], target: &str) -> bool {
+    if target.starts_with("opentelemetry")
+        || INTERNAL_TARGETS.iter().any(|p| target_matches(p, target))
+    {
+        return false;
+    }
+    prefixes.is_empty() || prefixes.iter().any(|p| target_matches(p, target))
+}
+
+/// An invalid [`LogBridgeOptions`] value or [`Level`] name.
+///
+/// ```
+/// use lens_runtime::logs::{LogBridgeError, LogBridgeOptions};
+/// # let handle = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
+/// let err = lens_runtime::logs::setup_logging_bridge(
+///     &handle,
+///     LogBridgeOptions::new().with_target(""),
+/// )
+/// .unwrap_err();
+/// assert_eq!(err, LogBridgeError::InvalidTarget(String::new()));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LogBridgeError {
+    /// A target prefix that is empty or contains whitespace.
+    InvalidTarget(String),
+    /// A level name other than trace, debug, info, warn(ing), error.
+    InvalidLevel(String),
+}
+
+impl fmt::Display for LogBridgeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LogBridgeError::InvalidTarget(t) => write!(
+                f,
+                "invalid log bridge target {t:?}: expected a module path such as \"trainer\" or \"trainer::data\""
+            ),
+            LogBridgeError::InvalidLevel(l) => write!(
+                f,
+                "invalid log level {l:?}: expected one of trace, debug, info, warn, error"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for LogBridgeError {}
+
+/// What happened to a process-wide hook (the `log` logger, the global
+/// `tracing` subscriber) during [`setup_logging_bridge`].
+///
+/// ```
+/// use lens_runtime::logs::InstallStatus;
+/// assert!(InstallStatus::Installed.is_bridging());
+/// assert!(InstallStatus::Reused.is_bridging());
+/// assert!(!InstallStatus::Occupied.is_bridging());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InstallStatus {
+    /// This call installed it.
+    Installed,
+    /// An earlier call installed it; it now follows this call's options.
+    Reused,
+    /// Not asked for, or the bridge is inactive (logs disabled or this rank
+    /// does not export).
+    NotRequested,
+    /// Another logger / subscriber already holds the process-wide slot, so
+    /// the records it receives are not bridged (nothing was changed). Chain a
+    /// [`LogBridgeLogger`] into your logger, or add a [`LogBridgeLayer`] to
+    /// your subscriber.
+    Occupied,
+}
+
+impl InstallStatus {
+    /// Whether the hook is in place and forwards to this bridge.
+    ///
+    /// ```
+    /// assert!(!lens_runtime::logs::InstallStatus::NotRequested.is_bridging());
+    /// ```
+    pub fn is_bridging(self) -> bool {
+        matches!(self, InstallStatus::Installed | InstallStatus::Reused)
+    }
+}
+
+/// The result of [`setup_logging_bridge`]. Dropping it changes nothing: the
+/// bridge stays in place until the next call replaces it.
+///
+/// ```
+/// use lens_runtime::logs::{setup_logging_bridge, InstallStatus, LogBridgeOptions};
+/// # let handle = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
+/// let bridge = setup_logging_bridge(&handle, LogBridgeOptions::new())?;
+/// if bridge.log_status() == InstallStatus::Occupied {
+///     eprintln!("another `log` logger is installed; log records are not bridged");
+/// }
+/// # Ok::<(), lens_runtime::logs::LogBridgeError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct LogBridge {
+    active: bool,
+    log: InstallStatus,
+    tracing_subscriber: InstallStatus,
+}
+
+impl LogBridge {
+    /// Whether records are sent to a logger provider (false when logs are
+    /// disabled or this rank does not export).
+    ///
+    /// ```
+    /// # let handle = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
+    /// let bridge = lens_runtime::logs::setup_logging_bridge(&handle, Default::default()).unwrap();
+    /// assert!(!bridge.is_active());
+    /// ```
+    pub fn is_active(&self) -> bool {
+        self.active
+    }
+
+    /// What happened to the `log` crate's logger.
+    ///
+    /// ```
+    /// use lens_runtime::logs::InstallStatus;
+    /// # let handle = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
+    /// let bridge = lens_runtime::logs::setup_logging_bridge(&handle, Default::default()).unwrap();
+    /// assert_eq!(bridge.log_status(), InstallStatus::NotRequested); // inactive bridge
+    /// ```
+    pub fn log_status(&self) -> InstallStatus {
+        self.log
+    }
+
+    /// What happened to the global `tracing` subscriber.
+    ///
+    /// ```
+    /// use lens_runtime::logs::InstallStatus;
+    /// # let handle = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
+    /// let bridge = lens_runtime::logs::setup_logging_bridge(&handle, Default::default()).unwrap();
+    /// assert_eq!(bridge.tracing_subscriber_status(), InstallStatus::NotRequested);
+    /// ```
+    pub fn tracing_subscriber_status(&self) -> InstallStatus {
+        self.tracing_subscriber
+    }
+
+    /// A layer for your own `tracing` subscriber (the same as
+    /// [`LogBridgeLayer::new`]).
+    ///
+    /// ```
+    /// use lens_runtime::logs::tracing_subscriber::layer::SubscriberExt as _;
+    /// # let handle = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
+    /// let bridge = lens_runtime::logs::setup_logging_bridge(&handle, Default::default()).unwrap();
+    /// let subscriber = lens_runtime::logs::tracing_subscriber::registry().with(bridge.layer());
+    /// # drop(subscriber);
+    /// ```
+    pub fn layer(&self) -> LogBridgeLayer {
+        LogBridgeLayer::new()
+    }
+}
+
+/// The configuration every [`LogBridgeLogger`] and [`LogBridgeLayer`] reads.
+struct Active {
+    targets: Box<[String]>,
+    log_on: bool,
+    tracing_on: bool,
+    log: OpenTelemetryLogBridge<SdkLoggerProvider, SdkLogger>,
+    tracing: OpenTelemetryTracingBridge<SdkLoggerProvider, SdkLogger>,
+}
+
+/// The minimum level as a number (`Level as u8`); `LEVEL_OFF` when inactive.
+/// Checked before anything else, so a filtered-out record costs one load.
+static MIN_LEVEL: AtomicU8 = AtomicU8::new(LEVEL_OFF);
+const LEVEL_OFF: u8 = u8::MAX;
+static ACTIVE: RwLock<Option<Arc<Active>>> = RwLock::new(None);
+/// Serialises setup calls (install + state swap).
+static SETUP: Mutex<()> = Mutex::new(());
+static LOG_INSTALLED: AtomicBool = AtomicBool::new(false);
+static TRACING_INSTALLED: AtomicBool = AtomicBool::new(false);
+static LOGGER: LogBridgeLogger = LogBridgeLogger;
+
+thread_local! {
+    /// Set while this thread emits a bridged record: a record produced while
+    /// emitting one (an SDK internal log, say) is not bridged.
+    static EMITTING: Cell<bool> = const { Cell::new(false) };
+}
+
+#[inline]
+fn level_passes(level: Level) -> bool {
+    level as u8 >= MIN_LEVEL.load(Ordering::Relaxed)
+}
+
+fn current() -> Option<Arc<Active>> {
+    ACTIVE.read().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// Runs `f` unless this thread is already emitting a bridged record.
+fn emit_once(f: impl FnOnce()) {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            let _ = EMITTING.try_with(|e| e.set(false));
+        }
+    }
+    let entered = EMITTING.try_with(|e| !e.replace(true)).unwrap_or(false);
+    if entered {
+        let _reset = Reset;
+        f();
+    }
+}
+
+/// Sends the `log` crate's records to the current bridge.
+///
+/// [`setup_logging_bridge`] installs it as the process's `log` logger. When
+/// another logger holds that slot, chain this one into it: it forwards
+/// whatever the latest [`setup_logging_bridge`] call configured (nothing
+/// before the first call or when the bridge is inactive).
+///
+/// ```
+/// use lens_runtime::logs::log::{Log, Record};
+/// let bridge = lens_runtime::logs::LogBridgeLogger;
+/// // e.g. from your own logger's `log` method:
+/// bridge.log(&Record::builder().target("trainer").args(format_args!("hi")).build());
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LogBridgeLogger;
+
+impl log::Log for LogBridgeLogger {
+    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
+        level_passes(Level::from_log(metadata.level()))
+            && current().is_some_and(|a| {
+                a.log_on
+                    && target_accepted(&a.targets, metadata.target())
+                    && a.log.enabled(metadata)
+            })
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        if !level_passes(Level::from_log(record.level())) {
+            return;
+        }
+        let Some(active) = current() else { return };
+        if active.log_on && target_accepted(&active.targets, record.target()) {
+            emit_once(|| active.log.log(record));
+        }
+    }
+
+    fn flush(&self) {}
+}
+
+/// A `tracing_subscriber` layer that sends `tracing` events to the current
+/// bridge.
+///
+/// It forwards whatever the latest [`setup_logging_bridge`] call configured
+/// (nothing before the first call or when the bridge is inactive), so it can
+/// be added to a subscriber before telemetry is set up. A second bridge
+/// layer in the same subscriber stays silent: every event is forwarded once.
+/// It never filters the events other layers see.
+///
+/// ```
+/// use lens_runtime::logs::tracing_subscriber::{layer::SubscriberExt as _, registry};
+/// use lens_runtime::logs::LogBridgeLayer;
+/// let subscriber = registry().with(LogBridgeLayer::new());
+/// lens_runtime::logs::tracing::subscriber::with_default(subscriber, || {
+///     lens_runtime::logs::tracing::info!(target: "trainer", "bridged once set up");
+/// });
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct LogBridgeLayer {
+    /// Another bridge layer is already in the subscriber below this one.
+    duplicate: bool,
+}
+
+impl LogBridgeLayer {
+    /// A new layer.
+    ///
+    /// ```
+    /// let layer = lens_runtime::logs::LogBridgeLayer::new();
+    /// # drop(layer);
+    /// ```
+    pub fn new() -> Self {
+        LogBridgeLayer::default()
+    }
+}
+
+impl<S> Layer<S> for LogBridgeLayer
+where
+    S: tracing::Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn on_layer(&mut self, subscriber: &mut S) {
+        // SAFETY: the returned pointer is only compared with `None`, never
+        // dereferenced.
+        self.duplicate =
+            unsafe { subscriber.downcast_raw(TypeId::of::<LogBridgeLayer>()) }.is_some();
+    }
+
+    fn on_event(&self, event: &tracing::Event<'_>, ctx: LayerContext<'_, S>) {
+        if self.duplicate {
+            return;
+        }
+        let metadata = event.metadata();
+        if !level_passes(Level::from_tracing(metadata.level())) {
+            return;
+        }
+        let Some(active) = current() else { return };
+        if active.tracing_on && target_accepted(&active.targets, metadata.target()) {
+            emit_once(|| active.tracing.on_event(event, ctx));
+        }
+    }
+}
+
+/// Sends `log` records and `tracing` events to the logger provider of
+/// `handle`, with the trace and span ids of the current OpenTelemetry
+/// context (a lens span, or a `tracing-opentelemetry` span).
+///
+/// Only when logs are enabled (`NEMO_LENS_LOGS_ENABLED=1`) on a rank that
+/// exports: otherwise nothing is installed and the bridge, if an earlier
+/// call set one up, stops bridging. Each call replaces the configuration of
+/// the previous one (level, targets, provider), so calling it twice never
+/// duplicates a record. The `log` logger is installed on the first call that
+/// wants it (see [`InstallStatus`] when another logger holds the slot); for
+/// `tracing`, add [`LogBridge::layer`] to your subscriber or ask for a global
+/// one with [`LogBridgeOptions::with_global_tracing_subscriber`].
+///
+/// Records are exported with the handle's log exporter (OTLP with
+/// `OTEL_EXPORTER_OTLP_LOGS_PROTOCOL` / `OTEL_EXPORTER_OTLP_PROTOCOL`, the
+/// file or the console exporter) and flushed by `TelemetryHandle::shutdown`.
+///
+/// ```no_run
+/// use lens_runtime::logs::{log, setup_logging_bridge, tracing, Level, LogBridgeOptions};
+/// let mut config = lens_runtime::config::LensConfig::from_env()?;
+/// config.logs_enabled = true;
+/// let telemetry = lens_runtime::setup::setup_telemetry(config, 0, 1)?;
+/// let bridge = setup_logging_bridge(
+///     &telemetry,
+///     LogBridgeOptions::new()
+///         .with_level(Level::Info)
+///         .with_target("trainer")
+///         .with_global_tracing_subscriber(true),
+/// )?;
+/// assert!(bridge.is_active());
+/// log::info!(target: "trainer::loop", "loss={}", 0.25);    // bridged
+/// tracing::warn!(target: "trainer::ckpt", step = 10, "slow"); // bridged
+/// log::debug!(target: "trainer::loop", "too verbose");      // below the level
+/// log::info!(target: "tokio", "not ours");                  // not a bridged target
+/// telemetry.shutdown(std::time::Duration::from_secs(10))?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn setup_logging_bridge(
+    handle: &TelemetryHandle,
+    options: LogBridgeOptions,
+) -> Result<LogBridge, LogBridgeError> {
+    options.validate()?;
+    match handle.logger_provider() {
+        Some(provider) => install(&provider, &options),
+        None => {
+            let _setup = SETUP.lock().unwrap_or_else(|e| e.into_inner());
+            MIN_LEVEL.store(LEVEL_OFF, Ordering::Relaxed);
+            *ACTIVE.write().unwrap_or_else(|e| e.into_inner()) = None;
+            if LOG_INSTALLED.load(Ordering::Acquire) {
+                log::set_max_level(log::LevelFilter::Off);
+            }
+            Ok(LogBridge {
+                active: false,
+                log: InstallStatus::NotRequested,
+                tracing_subscriber: InstallStatus::NotRequested,
+            })
+        }
+    }
+}
+
+/// [`setup_logging_bridge`] for a logger provider of your own (a custom
+/// exporter, an in-memory exporter in tests). Same rules: each call
+/// replaces the previous configuration.
+///
+/// ```
+/// use lens_runtime::logs::{setup_logging_bridge_with_provider, LogBridgeOptions};
+/// use lens_runtime::otel_sdk::logs::{InMemoryLogExporter, SdkLoggerProvider};
+/// let exporter = InMemoryLogExporter::default();
+/// let provider = SdkLoggerProvider::builder()
+///     .with_simple_exporter(exporter.clone())
+///     .build();
+/// let bridge = setup_logging_bridge_with_provider(
+///     &provider,
+///     LogBridgeOptions::new().with_target("trainer"),
+/// )?;
+/// assert!(bridge.log_status().is_bridging());
+/// lens_runtime::logs::log::info!(target: "trainer", "kept");
+/// lens_runtime::logs::log::info!(target: "elsewhere", "dropped");
+/// let logs = exporter.get_emitted_logs().unwrap();
+/// assert_eq!(logs.len(), 1);
+/// # Ok::<(), lens_runtime::logs::LogBridgeError>(())
+/// ```
+pub fn setup_logging_bridge_with_provider(
+    provider: &SdkLoggerProvider,
+    options: LogBridgeOptions,
+) -> Result<LogBridge, LogBridgeError> {
+    options.validate()?;
+    install(provider, &options)
+}
+
+fn install(
+    provider: &SdkLoggerProvider,
+    options: &LogBridgeOptions,
+) -> Result<LogBridge, LogBridgeError> {
+    let _setup = SETUP.lock().unwrap_or_else(|e| e.into_inner());
+    let active = Arc::new(Active {
+        targets: options.targets.clone().into_boxed_slice(),
+        log_on: options.log,
+        tracing_on: options.tracing,
+        log: OpenTelemetryLogBridge::new(provider),
+        tracing: OpenTelemetryTracingBridge::new(provider),
+    });
+    *ACTIVE.write().unwrap_or_else(|e| e.into_inner()) = Some(active);
+    MIN_LEVEL.store(options.level as u8, Ordering::Relaxed);
+
+    let log = if options.log {
+        if LOG_INSTALLED.load(Ordering::Acquire) {
+            InstallStatus::Reused
+        } else if log::set_logger(&LOGGER).is_ok() {
+            LOG_INSTALLED.store(true, Ordering::Release);
+            InstallStatus::Installed
+        } else {
+            InstallStatus::Occupied
+        }
+    } else {
+        InstallStatus::NotRequested
+    };
+    if LOG_INSTALLED.load(Ordering::Acquire) {
+        log::set_max_level(if options.log {
+            options.level.to_log_filter()
+        } else {
+            log::LevelFilter::Off
+        });
+    }
+
+    let tracing_subscriber = if options.global_tracing_subscriber {
+        if TRACING_INSTALLED.load(Ordering::Acquire) {
+            InstallStatus::Reused
+        } else {
+            let subscriber = tracing_subscriber::registry().with(LogBridgeLayer::new());
+            if tracing::subscriber::set_global_default(subscriber).is_ok() {
+                TRACING_INSTALLED.store(true, Ordering::Release);
+                InstallStatus::Installed
+            } else {
+                InstallStatus::Occupied
+            }
+        }
+    } else {
+        InstallStatus::NotRequested
+    };
+    Ok(LogBridge {
+        active: true,
+        log,
+        tracing_subscriber,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn module_path_targets() {
+        let t = |p: &str, t: &str| target_matches(p, t);
+        assert!(t("trainer", "trainer"));
+        assert!(t("trainer", "trainer::loop"));
+        assert!(t("trainer", "trainer::loop::inner"));
+        assert!(!t("trainer", "trainers"));
+        assert!(!t("trainer", "trainer_x"));
+        assert!(!t("trainer", "my::trainer"));
+        assert!(t("trainer::", "trainer::loop"));
+        assert!(t("trainer::loop", "trainer::loop"));
+        assert!(!t("trainer::loop", "trainer"));
+    }
+
+    #[test]
+    fn internal_targets_are_never_bridged() {
+        let all: Vec<String> = Vec::new();
+        for t in [
+            "opentelemetry",
+            "opentelemetry_sdk",
+            "opentelemetry-otlp",
+            "opentelemetry_sdk::logs",
+            "hyper::proto",
+            "hyper_util::client",
+            "h2::codec",
+            "tonic::transport",
+            "tower::buffer",
+            "reqwest::connect",
+        ] {
+            assert!(!target_accepted(&all, t), "{t}");
+            assert!(!target_accepted(&[t.to_owned()], t), "{t} even when named");
+        }
+        for t in ["h2o", "hyperparams", "towers::x", "my_app", "tonics"] {
+            assert!(target_accepted(&all, t), "{t}");
+        }
+    }
+
+    #[test]
+    fn levels_order_and_parse() {
+        assert!(Level::Trace < Level::Debug && Level::Warn < Level::Error);
+        for l in [
+            Level::Trace,
+            Level::Debug,
+            Level::Info,
+            Level::Warn,
+            Level::Error,
+        ] {
+            assert_eq!(l.as_str().parse::<Level>().unwrap(), l);
+            assert_eq!(l.to_string().to_uppercase().parse::<Level>().unwrap(), l);
+            assert_eq!(Level::from_log(l.to_log_filter().to_level().unwrap()), l);
+        }
+        assert_eq!(" warning ".parse::<Level>().unwrap(), Level::Warn);
+        let e = "verbose".parse::<Level>().unwrap_err();
+        assert!(e.to_string().contains("verbose"), "{e}");
+        assert_eq!(Level::from_tracing(&tracing::Level::ERROR), Level::Error);
+        assert_eq!(Level::from_tracing(&tracing::Level::TRACE), Level::Trace);
+    }
+
+    #[test]
+    fn targets_are_validated() {
+        for bad in ["", "  ", "::", "trainer loop"] {
+            let e = LogBridgeOptions::new()
+                .with_target(bad)
+                .validate()
+                .unwrap_err();
+            assert_eq!(e, LogBridgeError::InvalidTarget(bad.to_owned()));
+            assert!(e.to_string().contains("module path"));
+        }
+        LogBridgeOptions::new()
+            .with_targets(["trainer", "trainer::", "a::b"])
+            .validate()
+            .unwrap();
+    }
+}
