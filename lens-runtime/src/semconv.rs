@@ -1,6 +1,30 @@
-//! Attribute names lens emits, as constants. Standard names follow the
-//! OpenTelemetry semantic conventions; `nv.dl.*`, `nemo.*`, `slurm.*`,
-//! `wandb.*` are the `nemo-lens` family's own.
+//! Attribute and metric names lens emits or documents, as constants, grouped
+//! by namespace. Standard names (`service.*`, `host.*`, `process.*`, `k8s.*`,
+//! `gen_ai.*`, `hw.*`, `exception.*`) follow the OpenTelemetry semantic
+//! conventions [`SEMCONV_VERSION`]; `nv.dl.*`, `nemo.*`, `rl.*`, `gym.*`,
+//! `slurm.*`, `wandb.*` are the `nemo-lens` family's own.
+//!
+//! Attribute names are plain (`GEN_AI_REQUEST_MODEL`), metric names carry a
+//! `METRIC_` prefix (`METRIC_GEN_AI_SERVER_REQUEST_DURATION`), well-known
+//! attribute values carry the attribute's name and the value
+//! (`GEN_AI_TOKEN_TYPE_INPUT`).
+//!
+//! ```
+//! use lens_runtime::semconv;
+//! assert_eq!(semconv::NV_DL_RANK, "nv.dl.rank");
+//! assert_eq!(semconv::METRIC_HW_GPU_UTILIZATION, "hw.gpu.utilization");
+//! assert!(semconv::SCHEMA_URL.ends_with(semconv::SEMCONV_VERSION));
+//! ```
+
+// === version ===
+/// The OpenTelemetry semantic-conventions release the standard names follow:
+/// 1.37.0, the first release with `gen_ai.provider.name` (renamed from
+/// `gen_ai.system`) and with the hardware conventions split per component,
+/// GPU metrics `hw.gpu.*` under `hardware/gpu`. Both areas are still at
+/// *Development* stability upstream.
+pub const SEMCONV_VERSION: &str = "1.37.0";
+/// Schema URL of [`SEMCONV_VERSION`].
+pub const SCHEMA_URL: &str = "https://opentelemetry.io/schemas/1.37.0";
 
 // === standard resource attributes ===
 /// `service.name`
@@ -27,6 +51,26 @@ pub const NV_DL_WORLD_SIZE: &str = "nv.dl.world_size";
 pub const NV_DL_LOCAL_RANK: &str = "nv.dl.local_rank";
 /// `nv.dl.iteration`: training iteration.
 pub const NV_DL_ITERATION: &str = "nv.dl.iteration";
+
+// nv.dl.* metrics (training instrument set, `metrics::TrainingMetrics`)
+/// Metric `nv.dl.step.duration`: histogram, `s`, wall time of one training
+/// step (iteration).
+pub const METRIC_NV_DL_STEP_DURATION: &str = "nv.dl.step.duration";
+/// Metric `nv.dl.loss`: gauge, `1`, training loss of the last step.
+pub const METRIC_NV_DL_LOSS: &str = "nv.dl.loss";
+/// Metric `nv.dl.grad_norm`: gauge, `1`, global gradient norm of the last
+/// step.
+pub const METRIC_NV_DL_GRAD_NORM: &str = "nv.dl.grad_norm";
+/// Metric `nv.dl.learning_rate`: gauge, `1`, learning rate of the last step.
+pub const METRIC_NV_DL_LEARNING_RATE: &str = "nv.dl.learning_rate";
+/// Metric `nv.dl.throughput.tokens_per_sec`: gauge, `{token}/s`.
+pub const METRIC_NV_DL_THROUGHPUT_TOKENS_PER_SEC: &str = "nv.dl.throughput.tokens_per_sec";
+/// Metric `nv.dl.throughput.tflops`: gauge, `{TFLOP}/s`, model TFLOP/s
+/// achieved by this rank.
+pub const METRIC_NV_DL_THROUGHPUT_TFLOPS: &str = "nv.dl.throughput.tflops";
+/// Metric `nv.dl.iterations`: counter, `{iteration}`, training iterations
+/// completed.
+pub const METRIC_NV_DL_ITERATIONS: &str = "nv.dl.iterations";
 
 // === nemo.* ===
 /// `nemo.run.id`
@@ -79,3 +123,113 @@ pub const K8S_JOB_NAME: &str = "k8s.job.name";
 pub const EXCEPTION_TYPE: &str = "exception.type";
 /// `exception.message`
 pub const EXCEPTION_MESSAGE: &str = "exception.message";
+
+// === gen_ai.* (GenAI semantic conventions) ===
+/// `gen_ai.operation.name`: the GenAI operation, e.g. `text_completion`,
+/// `chat`, `embeddings`.
+pub const GEN_AI_OPERATION_NAME: &str = "gen_ai.operation.name";
+/// `gen_ai.provider.name`: the GenAI provider (`gen_ai.system` before 1.37).
+pub const GEN_AI_PROVIDER_NAME: &str = "gen_ai.provider.name";
+/// `gen_ai.request.model`: the model a request asked for.
+pub const GEN_AI_REQUEST_MODEL: &str = "gen_ai.request.model";
+/// `gen_ai.token.type`: `input` or `output` on `gen_ai.client.token.usage`.
+pub const GEN_AI_TOKEN_TYPE: &str = "gen_ai.token.type";
+/// Value `text_completion` of `gen_ai.operation.name` (lens's default).
+pub const GEN_AI_OPERATION_NAME_TEXT_COMPLETION: &str = "text_completion";
+/// Value `nemo` of `gen_ai.provider.name` (lens's default).
+pub const GEN_AI_PROVIDER_NAME_NEMO: &str = "nemo";
+/// Value `input` of `gen_ai.token.type`.
+pub const GEN_AI_TOKEN_TYPE_INPUT: &str = "input";
+/// Value `output` of `gen_ai.token.type`.
+pub const GEN_AI_TOKEN_TYPE_OUTPUT: &str = "output";
+/// Metric `gen_ai.server.request.duration`: histogram, `s`.
+pub const METRIC_GEN_AI_SERVER_REQUEST_DURATION: &str = "gen_ai.server.request.duration";
+/// Metric `gen_ai.client.token.usage`: histogram, `{token}`, one point per
+/// `gen_ai.token.type`.
+pub const METRIC_GEN_AI_CLIENT_TOKEN_USAGE: &str = "gen_ai.client.token.usage";
+
+// === rl.* (RL post-training, `metrics::RlMetrics`) ===
+/// Metric `rl.reward.mean`: gauge, `1`, mean reward of the last batch.
+pub const METRIC_RL_REWARD_MEAN: &str = "rl.reward.mean";
+/// Metric `rl.kl_divergence`: gauge, `1`, KL divergence to the reference
+/// policy.
+pub const METRIC_RL_KL_DIVERGENCE: &str = "rl.kl_divergence";
+/// Metric `rl.policy_loss`: gauge, `1`.
+pub const METRIC_RL_POLICY_LOSS: &str = "rl.policy_loss";
+/// Metric `rl.value_loss`: gauge, `1`.
+pub const METRIC_RL_VALUE_LOSS: &str = "rl.value_loss";
+/// Metric `rl.entropy`: gauge, `1`, policy entropy.
+pub const METRIC_RL_ENTROPY: &str = "rl.entropy";
+/// Metric `rl.response_length.mean`: gauge, `{token}`, mean generated
+/// response length.
+pub const METRIC_RL_RESPONSE_LENGTH_MEAN: &str = "rl.response_length.mean";
+/// Metric `rl.grad_norm`: gauge, `1`.
+pub const METRIC_RL_GRAD_NORM: &str = "rl.grad_norm";
+/// Metric `rl.learning_rate`: gauge, `1`.
+pub const METRIC_RL_LEARNING_RATE: &str = "rl.learning_rate";
+/// Metric `rl.throughput.tokens_per_sec`: gauge, `{token}/s`.
+pub const METRIC_RL_THROUGHPUT_TOKENS_PER_SEC: &str = "rl.throughput.tokens_per_sec";
+/// Metric `rl.generation.duration_ms`: histogram, `ms`, one generation
+/// phase.
+pub const METRIC_RL_GENERATION_DURATION_MS: &str = "rl.generation.duration_ms";
+/// Metric `rl.rollout.duration_ms`: histogram, `ms`, one rollout.
+pub const METRIC_RL_ROLLOUT_DURATION_MS: &str = "rl.rollout.duration_ms";
+
+// === gym.* (RL environment servers, `metrics::GymMetrics`) ===
+/// Metric `gym.server.request_duration_ms`: histogram, `ms`, one request to
+/// an environment server.
+pub const METRIC_GYM_SERVER_REQUEST_DURATION_MS: &str = "gym.server.request_duration_ms";
+/// Metric `gym.rollout.duration_ms`: histogram, `ms`, one rollout
+/// collection.
+pub const METRIC_GYM_ROLLOUT_DURATION_MS: &str = "gym.rollout.duration_ms";
+/// Metric `gym.verify.duration_ms`: histogram, `ms`, one verification.
+pub const METRIC_GYM_VERIFY_DURATION_MS: &str = "gym.verify.duration_ms";
+/// Metric `gym.verify.success_rate`: gauge, `1`, fraction of verifications
+/// that passed.
+pub const METRIC_GYM_VERIFY_SUCCESS_RATE: &str = "gym.verify.success_rate";
+/// Metric `gym.servers.active`: gauge, `{server}`, environment servers
+/// currently serving.
+pub const METRIC_GYM_SERVERS_ACTIVE: &str = "gym.servers.active";
+
+// === hw.* (hardware semantic conventions, GPU telemetry in `gpu`) ===
+/// `hw.id`: identifier of the component, unique on the host (required on
+/// every `hw.*` point; lens uses the GPU UUID).
+pub const HW_ID: &str = "hw.id";
+/// `hw.name`: easily recognisable name of the component (lens: `gpu<N>`,
+/// the NVML / `nvidia-smi` index).
+pub const HW_NAME: &str = "hw.name";
+/// `hw.model`: descriptive model name (e.g. `NVIDIA H200`).
+pub const HW_MODEL: &str = "hw.model";
+/// `hw.vendor`: vendor of the component.
+pub const HW_VENDOR: &str = "hw.vendor";
+/// `hw.type`: the component type (`gpu` for every point lens emits).
+pub const HW_TYPE: &str = "hw.type";
+/// `hw.driver_version`: driver version of the component.
+pub const HW_DRIVER_VERSION: &str = "hw.driver_version";
+/// `hw.gpu.task`: the task `hw.gpu.utilization` measures.
+pub const HW_GPU_TASK: &str = "hw.gpu.task";
+/// Value `gpu` of `hw.type`.
+pub const HW_TYPE_GPU: &str = "gpu";
+/// Value `NVIDIA` of `hw.vendor`.
+pub const HW_VENDOR_NVIDIA: &str = "NVIDIA";
+/// Value `general` of `hw.gpu.task` (NVML's overall GPU utilisation).
+pub const HW_GPU_TASK_GENERAL: &str = "general";
+/// Metric `hw.gpu.utilization`: gauge, `1` (0..1), fraction of time the
+/// GPU was busy.
+pub const METRIC_HW_GPU_UTILIZATION: &str = "hw.gpu.utilization";
+/// Metric `hw.gpu.memory.utilization`: gauge, `1` (0..1), fraction of GPU
+/// memory used (used / total).
+pub const METRIC_HW_GPU_MEMORY_UTILIZATION: &str = "hw.gpu.memory.utilization";
+/// Metric `hw.gpu.memory.usage`: up-down counter, `By`, GPU memory used.
+pub const METRIC_HW_GPU_MEMORY_USAGE: &str = "hw.gpu.memory.usage";
+/// Metric `hw.gpu.memory.limit`: up-down counter, `By`, size of the GPU
+/// memory.
+pub const METRIC_HW_GPU_MEMORY_LIMIT: &str = "hw.gpu.memory.limit";
+/// Metric `hw.power`: gauge, `W`, instantaneous power drawn by the
+/// component.
+pub const METRIC_HW_POWER: &str = "hw.power";
+/// Metric `hw.energy`: counter, `J`, energy consumed by the component since
+/// the driver was loaded.
+pub const METRIC_HW_ENERGY: &str = "hw.energy";
+/// Metric `hw.temperature`: gauge, `Cel`.
+pub const METRIC_HW_TEMPERATURE: &str = "hw.temperature";
