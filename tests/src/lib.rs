@@ -362,6 +362,7 @@ impl Received {
             if line.starts_with("ResourceSpans #")
                 || line.starts_with("ResourceMetrics #")
                 || line.starts_with("ResourceLogs #")
+                || line.starts_with("ResourceLog #")
             {
                 kind = if line.starts_with("ResourceSpans") {
                     Kind::Spans

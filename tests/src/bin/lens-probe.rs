@@ -113,6 +113,46 @@ fn run(mode: &str, arg: Option<&str>) -> Result<(), Box<dyn std::error::Error>> 
                 h.record(0.01 * f64::from(i), &[]);
             }
         }
+        "logs" => {
+            // the log bridge: `trainer` and below at info and above, twice
+            use lens::logs::{log, setup_logging_bridge, tracing, Level, LogBridgeOptions};
+            let options = || {
+                LogBridgeOptions::new()
+                    .with_level(Level::Info)
+                    .with_target("trainer")
+                    .with_global_tracing_subscriber(true)
+            };
+            let b = setup_logging_bridge(&telemetry, options())?;
+            let (log_st, tr_st) = (b.log_status(), b.tracing_subscriber_status());
+            println!(
+                "bridge active={} log={log_st:?} tracing={tr_st:?}",
+                b.is_active()
+            );
+            log::info!(target: "trainer::data", "log outside span");
+            {
+                let _job = span_cm!("probe.logs.job");
+                log::info!(target: "trainer::loop", "log in job");
+                tracing::warn!(target: "trainer::loop", step = 7u64, "tracing in job");
+                log::debug!(target: "trainer::loop", "log below level");
+                tracing::debug!(target: "trainer::loop", "tracing below level");
+                log::error!(target: "other::module", "log wrong target");
+                tracing::error!(target: "trainers", "tracing wrong target");
+                let _step = managed_span!("step", "probe.logs.step");
+                log::error!(target: "trainer", "log in step");
+                tracing::info!(target: "trainer::step", "tracing in step");
+            }
+            let b = setup_logging_bridge(&telemetry, options())?;
+            let (log_st, tr_st) = (b.log_status(), b.tracing_subscriber_status());
+            println!(
+                "bridge active={} log={log_st:?} tracing={tr_st:?}",
+                b.is_active()
+            );
+            {
+                let _after = span_cm!("probe.logs.after");
+                log::info!(target: "trainer::loop", "log after second setup");
+                tracing::info!(target: "trainer::loop", "tracing after second setup");
+            }
+        }
         other => return Err(format!("unknown mode {other}").into()),
     }
     telemetry.shutdown(Duration::from_secs(10))?;
