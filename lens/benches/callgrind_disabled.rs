@@ -75,6 +75,40 @@ fn const_group(x: u64) -> u64 {
     body(x)
 }
 
+/// Prototype of a second proposed fix: a guard whose own drop glue is one
+/// inlinable call to an outlined end, so dropping `Option<guard>` is a test
+/// of the discriminant. Today LLVM may inline `SpanGuard`'s whole drop
+/// (context detach, two `Arc` decrements, span end) into
+/// `drop_in_place::<Option<SpanGuard>>`, which then is too big to inline:
+/// every disabled site pays an out-of-line call just to find `None`.
+struct ThinDropGuard(std::mem::ManuallyDrop<lens::SpanGuard>);
+
+impl Drop for ThinDropGuard {
+    #[inline(always)]
+    fn drop(&mut self) {
+        end_guard_slow(&mut self.0);
+    }
+}
+
+#[inline(never)]
+fn end_guard_slow(g: &mut std::mem::ManuallyDrop<lens::SpanGuard>) {
+    // SAFETY: called once, from `ThinDropGuard::drop`.
+    unsafe { std::mem::ManuallyDrop::drop(g) }
+}
+
+/// Both prototypes together: what a disabled `#[trace_fn]` would cost.
+#[inline(never)]
+fn proposed(x: u64) -> u64 {
+    let _guard = if STEP_CONST.is_enabled() {
+        Some(ThinDropGuard(std::mem::ManuallyDrop::new(lens::span_cm!(
+            "proposed"
+        ))))
+    } else {
+        None
+    };
+    body(x)
+}
+
 /// `tracing`, level TRACE while the subscriber keeps INFO.
 #[tracing::instrument(level = "trace")]
 #[inline(never)]
@@ -125,11 +159,13 @@ const MODES: &[&str] = &[
     "bit_test",
     "lens_off",
     "const_group_off",
+    "proposed_off",
     "lens_managed_off",
     "tracing_off",
     "fastrace_off",
     "lens_trace_fn_on",
     "lens_on",
+    "lens_setup_on",
     "sdk_on",
     "sdk_cx_on",
 ];
@@ -179,6 +215,7 @@ fn run(mode: &str, n: u64) -> Result<(), String> {
         "bit_test" => disabled!(bit_test),
         "lens_off" => disabled!(lens_trace_fn),
         "const_group_off" => disabled!(const_group),
+        "proposed_off" => disabled!(proposed),
         "lens_managed_off" => {
             for i in 0..n {
                 acc = acc.wrapping_add(lens_managed_span(black_box(i as i64)));
@@ -191,6 +228,19 @@ fn run(mode: &str, n: u64) -> Result<(), String> {
         "fastrace_off" => disabled!(fastrace_trace),
         "lens_trace_fn_on" => enabled!(|i, _t| lens_trace_fn(i as u64)),
         "lens_on" => enabled!(|i, _t| lens_managed_span(i)),
+        "lens_setup_on" => {
+            let handle = common::lens_setup(common::DiscardExporter::default());
+            for k in 0..n {
+                acc = acc.wrapping_add(lens_managed_span(black_box(k as i64)));
+                if k % FLUSH_EVERY == FLUSH_EVERY - 1 {
+                    let _ = handle.force_flush();
+                }
+            }
+            let _ = handle.force_flush();
+            let dropped = handle.dropped_spans();
+            let _ = handle.shutdown(std::time::Duration::from_secs(5));
+            eprintln!("{mode}: {n} spans, {dropped} dropped by the batch processor");
+        }
         "sdk_on" => enabled!(|i, t| sdk_start_end(t, i)),
         "sdk_cx_on" => enabled!(|i, t| sdk_in_span(t, i)),
         _ => {

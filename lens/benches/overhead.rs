@@ -162,7 +162,6 @@ fn overhead(c: &mut Criterion) {
             sdk_in_span(&tracer, black_box(i))
         })
     });
-    g.finish();
 
     common::lens_off();
     let dropped = common::dropped_after_flush(&provider, &exporter, produced);
@@ -174,6 +173,23 @@ fn overhead(c: &mut Criterion) {
     );
     lens::clear_tracer_provider();
     let _ = provider.shutdown();
+
+    // --- enabled, through setup_telemetry (the production pipeline) --------
+    let handle = common::lens_setup(common::DiscardExporter::default());
+    g.bench_function("d2_lens_managed_span_on_1attr_setup", |b| {
+        let mut i = 0i64;
+        b.iter(|| {
+            i = i.wrapping_add(1);
+            lens_managed_span(black_box(i))
+        })
+    });
+    g.finish();
+    let _ = handle.force_flush();
+    eprintln!(
+        "overhead (setup_telemetry pipeline): {} spans dropped",
+        handle.dropped_spans()
+    );
+    let _ = handle.shutdown(std::time::Duration::from_secs(5));
 }
 
 criterion_group!(benches, overhead);

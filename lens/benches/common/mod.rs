@@ -78,6 +78,25 @@ pub(crate) fn lens_on(provider: &SdkTracerProvider) {
     lens::set_enabled_span_groups(&lens::SpanGroupSet::resolve("all", &[]).unwrap());
 }
 
+/// The production path: `TelemetryBuilder::install` with the discarding
+/// exporter (traces only, every group on). Compared with [`lens_on`] this
+/// adds what setup installs around each span: open-span tracking (for
+/// truncation at shutdown), the ended/exported counters, the fork-safe id
+/// generator and the configured sampler. Its batch processor uses lens's
+/// defaults (queue 65 536, export batch 2 048, unless `OTEL_BSP_*` say
+/// otherwise).
+pub(crate) fn lens_setup(exporter: DiscardExporter) -> lens::TelemetryHandle {
+    let mut cfg = lens::LensConfig::default();
+    cfg.enabled = true;
+    cfg.metrics_enabled = false;
+    cfg.span_groups = "all".to_owned();
+    lens::TelemetryBuilder::new(cfg, 0, 1)
+        .with_span_exporter(exporter)
+        .allow_reinit(true)
+        .install()
+        .expect("lens telemetry setup")
+}
+
 /// Switches every lens span group off (the provider stays installed).
 pub(crate) fn lens_off() {
     lens::set_enabled_span_groups(&lens::SpanGroupSet::none());
