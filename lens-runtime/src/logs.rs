@@ -16,6 +16,8 @@
 //!   inside a lens span (`span_cm!`, `managed_span!`, `#[trace_fn]`) or a
 //!   `tracing-opentelemetry` span (which activates its context on enter),
 //!   a record carries that span's ids; outside any span it carries none.
+//!   Each record also gets its severity, its target (the OTLP scope name),
+//!   its fields as attributes and the time it happened.
 //! * **Filters**: a minimum [`Level`] and module-path target prefixes
 //!   (bridge `trainer` and everything below it, not the world). Records of
 //!   the OpenTelemetry crates and of the exporter's network stack are never
@@ -38,15 +40,18 @@
 //! ```
 
 use crate::setup::TelemetryHandle;
+use opentelemetry::logs::{LogRecord as _, Logger, LoggerProvider, Severity};
+use opentelemetry::InstrumentationScope;
 use opentelemetry_appender_log::OpenTelemetryLogBridge;
 use opentelemetry_appender_tracing::layer::OpenTelemetryTracingBridge;
-use opentelemetry_sdk::logs::{SdkLogger, SdkLoggerProvider};
+use opentelemetry_sdk::logs::{SdkLogRecord, SdkLogger, SdkLoggerProvider};
 use std::any::TypeId;
 use std::cell::Cell;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::SystemTime;
 use tracing_subscriber::layer::{Context as LayerContext, SubscriberExt as _};
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::Layer;
@@ -527,8 +532,47 @@ struct Active {
     targets: Box<[String]>,
     log_on: bool,
     tracing_on: bool,
-    log: OpenTelemetryLogBridge<SdkLoggerProvider, SdkLogger>,
-    tracing: OpenTelemetryTracingBridge<SdkLoggerProvider, SdkLogger>,
+    log: OpenTelemetryLogBridge<StampingProvider, StampingLogger>,
+    tracing: OpenTelemetryTracingBridge<StampingProvider, StampingLogger>,
+}
+
+/// The SDK's logger provider, handing out [`StampingLogger`]s named after
+/// lens (the appender crates ask for an unnamed logger; OTLP names the scope
+/// after each record's target anyway).
+#[derive(Debug, Clone)]
+struct StampingProvider(SdkLoggerProvider);
+
+impl LoggerProvider for StampingProvider {
+    type Logger = StampingLogger;
+
+    fn logger_with_scope(&self, _scope: InstrumentationScope) -> StampingLogger {
+        let scope = InstrumentationScope::builder(crate::span::SCOPE_NAME).build();
+        StampingLogger(self.0.logger_with_scope(scope))
+    }
+}
+
+/// The SDK's logger, setting each record's `Timestamp` (when the event
+/// happened) at creation: neither appender crate sets one, which leaves only
+/// the `ObservedTimestamp` for backends to sort by.
+#[derive(Debug)]
+struct StampingLogger(SdkLogger);
+
+impl Logger for StampingLogger {
+    type LogRecord = SdkLogRecord;
+
+    fn create_log_record(&self) -> SdkLogRecord {
+        let mut record = self.0.create_log_record();
+        record.set_timestamp(SystemTime::now());
+        record
+    }
+
+    fn emit(&self, record: SdkLogRecord) {
+        self.0.emit(record);
+    }
+
+    fn event_enabled(&self, level: Severity, target: &str, name: Option<&str>) -> bool {
+        self.0.event_enabled(level, target, name)
+    }
 }
 
 /// The minimum level as a number (`Level as u8`); `LEVEL_OFF` when inactive.
@@ -771,8 +815,8 @@ fn install(
         targets: options.targets.clone().into_boxed_slice(),
         log_on: options.log,
         tracing_on: options.tracing,
-        log: OpenTelemetryLogBridge::new(provider),
-        tracing: OpenTelemetryTracingBridge::new(provider),
+        log: OpenTelemetryLogBridge::new(&StampingProvider(provider.clone())),
+        tracing: OpenTelemetryTracingBridge::new(&StampingProvider(provider.clone())),
     });
     *ACTIVE.write().unwrap_or_else(|e| e.into_inner()) = Some(active);
     MIN_LEVEL.store(options.level as u8, Ordering::Relaxed);

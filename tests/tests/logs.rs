@@ -165,6 +165,12 @@ fn check_probe_run(rotel: &Rotel, run_id: &str, mut env: Vec<(&'static str, Stri
     assert_eq!(log("log in job").scope, "trainer::loop");
     assert_eq!(log("log in step").scope, "trainer");
     assert_eq!(get(&log("tracing in job").attributes, "step"), Some("7"));
+    // when it happened, not only when the SDK saw it
+    for l in &logs {
+        let ts: u64 = field(l, "Timestamp").parse().unwrap();
+        let observed: u64 = field(l, "ObservedTimestamp").parse().unwrap();
+        assert!(ts > 0 && ts <= observed, "{l:?}");
+    }
     // the logs carry the rank's resource like spans do
     assert_eq!(get(&outside.resource, "service.name"), Some("nemo"));
     assert_eq!(get(&outside.resource, "nv.dl.rank"), Some("0"));
@@ -358,6 +364,11 @@ fn lens_span_ids_reach_log_and_tracing_records_in_process() {
     assert!(cx.is_valid());
     assert_eq!(ids(&f.record("via log")), span_ids(&cx));
     assert_eq!(ids(&f.record("via tracing")), span_ids(&cx));
+    for l in f.logs.get_emitted_logs().unwrap() {
+        assert!(l.record.timestamp().is_some(), "event time is set");
+        assert_eq!(l.record.target().map(|t| t.as_ref()), Some("trainer"));
+        assert_eq!(l.instrumentation.name(), "lens");
+    }
     assert_eq!(f.spans.get_finished_spans().unwrap().len(), 1);
 }
 
