@@ -187,13 +187,15 @@ fn records_arrive_with_span_ids_severity_filters_and_no_duplicates_over_grpc() {
 }
 
 #[test]
-fn records_arrive_over_http_protobuf() {
+fn records_arrive_over_http_protobuf_and_http_json() {
     let rotel = Rotel::start();
-    let env = vec![
-        ("OTEL_EXPORTER_OTLP_ENDPOINT", rotel.http_endpoint()),
-        ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf".to_owned()),
-    ];
-    check_probe_run(&rotel, "logs-http", env);
+    for (protocol, run_id) in [("http/protobuf", "logs-http"), ("http/json", "logs-json")] {
+        let env = vec![
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", rotel.http_endpoint()),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", protocol.to_owned()),
+        ];
+        check_probe_run(&rotel, run_id, env);
+    }
 }
 
 #[test]
