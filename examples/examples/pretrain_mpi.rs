@@ -14,7 +14,8 @@
 use lens::megatron;
 use lens::propagation::mpi_collective::MpiCollective;
 use lens::propagation::{
-    broadcast_trace_context, context_from_bytes, context_to_bytes, create_linked_span, extract_context,
+    broadcast_trace_context, context_from_bytes, context_to_bytes, create_linked_span,
+    extract_context,
 };
 use lens::{managed_span, LensConfig};
 use mpi::point_to_point::{Destination, Source};
@@ -29,22 +30,33 @@ fn main() -> Result<(), Box<dyn Error>> {
     let universe = mpi::initialize().ok_or("MPI is already initialised")?;
     let world = universe.world();
     let (rank, size) = (world.rank(), world.size());
-    let config = LensConfig::from_env_with(&["MEGATRON_OTEL_", "NEMO_LENS_"], &[&megatron::FAMILY])?;
+    let config =
+        LensConfig::from_env_with(&["MEGATRON_OTEL_", "NEMO_LENS_"], &[&megatron::FAMILY])?;
     let telemetry = lens::setup_telemetry(config, rank as u32, size as u32)?;
     let comm = MpiCollective(world.duplicate());
 
     for iteration in 0..STEPS {
         // rank 0 owns the step; everyone else joins its trace
-        let root_step = (rank == 0).then(|| lens::span_cm!("train.step", "nv.dl.iteration" = iteration));
+        let root_step =
+            (rank == 0).then(|| lens::span_cm!("train.step", "nv.dl.iteration" = iteration));
         let carrier = broadcast_trace_context(&comm, 0)?;
         let parent = extract_context(&carrier).attach();
-        let stage = managed_span!("step", "pp.stage", "nv.dl.rank" = rank, "nv.dl.iteration" = iteration);
+        let stage = managed_span!(
+            "step",
+            "pp.stage",
+            "nv.dl.rank" = rank,
+            "nv.dl.iteration" = iteration
+        );
         for mb in 0..MICROBATCHES {
             let _mb = managed_span!(megatron::MICROBATCH, "microbatch", microbatch = mb);
             if rank > 0 {
                 let (bytes, _status) = world.process_at_rank(rank - 1).receive_vec::<u8>();
                 let sender = context_from_bytes(&bytes).unwrap_or_default();
-                let recv = create_linked_span("recv_forward", &sender, &[("microbatch", &mb), ("src_rank", &(rank - 1))]);
+                let recv = create_linked_span(
+                    "recv_forward",
+                    &sender,
+                    &[("microbatch", &mb), ("src_rank", &(rank - 1))],
+                );
                 drop(recv.enter());
             }
             {
@@ -52,8 +64,16 @@ fn main() -> Result<(), Box<dyn Error>> {
                 std::thread::sleep(Duration::from_millis(2));
             }
             if rank < size - 1 {
-                let send = managed_span!(megatron::COMMUNICATION, "send_forward", microbatch = mb, dst_rank = rank + 1);
-                let bytes = send.as_ref().map(|s| context_to_bytes(s.context())).unwrap_or_default();
+                let send = managed_span!(
+                    megatron::COMMUNICATION,
+                    "send_forward",
+                    microbatch = mb,
+                    dst_rank = rank + 1
+                );
+                let bytes = send
+                    .as_ref()
+                    .map(|s| context_to_bytes(s.context()))
+                    .unwrap_or_default();
                 world.process_at_rank(rank + 1).send(&bytes[..]);
             }
         }

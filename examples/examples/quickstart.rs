@@ -8,7 +8,7 @@
 //!
 //! Groups come from `NEMO_LENS_SPAN_GROUPS` (default here: `per_step`).
 
-use lens::{managed_span, span_cm, trace_fn, ExporterKind, LensConfig};
+use lens::{managed_span, span_cm, trace_fn};
 use std::error::Error;
 use std::time::Duration;
 
@@ -53,21 +53,9 @@ fn evaluate(model: &Model) -> f64 {
 
 fn main() -> Result<(), Box<dyn Error>> {
     // Configuration comes from NEMO_LENS_* variables; this example turns
-    // telemetry on and writes OTLP JSON lines to a file unless told otherwise.
-    let mut config = LensConfig::from_env()?;
-    let env_set = |k: &str| std::env::var_os(k).is_some();
-    if !env_set("NEMO_LENS_ENABLED") {
-        config.enabled = true;
-    }
-    if !env_set("NEMO_LENS_EXPORTER") {
-        config.exporter = ExporterKind::File;
-    }
-    if !env_set("NEMO_LENS_SPAN_GROUPS") {
-        config.span_groups = "per_step".into();
-    }
-    if !env_set("NEMO_LENS_EXPORT_STRATEGY") {
-        config.export_strategy = "all_ranks".into();
-    }
+    // telemetry on and writes OTLP JSON lines to a file unless told otherwise
+    // (OTEL_EXPORTER_OTLP_ENDPOINT set: OTLP to that collector).
+    let config = examples::example_config(&["NEMO_LENS_"], &[], "per_step")?;
     let telemetry = lens::setup_telemetry(config.clone(), 0, 1)?;
 
     {
@@ -86,39 +74,6 @@ fn main() -> Result<(), Box<dyn Error>> {
     }
 
     telemetry.shutdown(Duration::from_secs(10))?;
-    match telemetry.file_path() {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)?;
-            let spans: Vec<String> = text
-                .lines()
-                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-                .flat_map(|req| span_names(&req))
-                .collect();
-            println!(
-                "spans went to {} ({} OTLP JSON lines, {} spans): {}",
-                path.display(),
-                text.lines().count(),
-                spans.len(),
-                spans.join(", ")
-            );
-        }
-        None => println!(
-            "spans went to the {} exporter (exporting: {})",
-            config.exporter,
-            telemetry.is_exporting()
-        ),
-    }
+    examples::report(&telemetry, &config);
     Ok(())
-}
-
-fn span_names(req: &serde_json::Value) -> Vec<String> {
-    let mut out = Vec::new();
-    for rs in req["resourceSpans"].as_array().into_iter().flatten() {
-        for ss in rs["scopeSpans"].as_array().into_iter().flatten() {
-            for s in ss["spans"].as_array().into_iter().flatten() {
-                out.push(s["name"].as_str().unwrap_or("?").to_owned());
-            }
-        }
-    }
-    out
 }

@@ -1,0 +1,111 @@
+//! A Megatron-style pretraining loop: the `megatron` span-group family
+//! (microbatch, layer, communication, data_loading), training metrics
+//! (`nv.dl.*`), checkpoint and evaluate spans, and logs bridged to
+//! OpenTelemetry with the active trace and span ids.
+//!
+//! ```text
+//! cargo run --release -p examples --example megatron_pretrain
+//! MEGATRON_OTEL_SPAN_GROUPS=all cargo run --release -p examples --example megatron_pretrain
+//! OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4317 cargo run --release -p examples --example megatron_pretrain
+//! ```
+//!
+//! Variables are read as `MEGATRON_OTEL_*` first, then `NEMO_LENS_*`.
+
+use lens::logs::{log, setup_logging_bridge, LogBridgeOptions};
+use lens::megatron;
+use lens::metrics::{TrainingMetrics, TrainingRecord};
+use lens::{managed_span, trace_fn};
+use std::error::Error;
+use std::time::{Duration, Instant};
+
+const LAYERS: u32 = 4;
+const MICROBATCHES: u32 = 2;
+const TOKENS_PER_STEP: f64 = 8.0 * 4096.0;
+
+#[trace_fn(group = megatron::DATA_LOADING, name = "data.next_batch", args(step))]
+fn next_batch(step: u64) -> Vec<f32> {
+    (0..256)
+        .map(|i| ((i as u64 + step) % 17) as f32 / 17.0)
+        .collect()
+}
+
+#[trace_fn(group = megatron::LAYER, name = "layer.forward", args(layer))]
+fn layer_forward(layer: u32, x: &mut [f32]) {
+    for v in x.iter_mut() {
+        *v = (*v * 1.01 + layer as f32 * 1e-3).tanh();
+    }
+}
+
+#[trace_fn(group = megatron::COMMUNICATION, name = "allreduce.grads", fields(bytes = n * 4))]
+fn all_reduce(n: usize) {
+    std::thread::sleep(Duration::from_micros(200 + n as u64 / 4));
+}
+
+#[trace_fn(group = "checkpoint", name = "checkpoint.save", args(step), err)]
+fn save_checkpoint(step: u64) -> Result<(), String> {
+    log::info!(target: "trainer::ckpt", "saved checkpoint at step {step}");
+    Ok(())
+}
+
+#[trace_fn(group = "evaluate", name = "evaluate")]
+fn evaluate(step: u64) -> f64 {
+    let loss = 3.0 / (1.0 + step as f64);
+    log::info!(target: "trainer::eval", "validation loss {loss:.3}");
+    loss
+}
+
+fn main() -> Result<(), Box<dyn Error>> {
+    let config = examples::example_config(
+        &["MEGATRON_OTEL_", "NEMO_LENS_"],
+        &[&megatron::FAMILY],
+        "per_step,microbatch",
+    )?;
+    let telemetry = lens::setup_telemetry(config.clone(), 0, 1)?;
+    let _bridge = setup_logging_bridge(&telemetry, LogBridgeOptions::new().with_target("trainer"))?;
+    let metrics = TrainingMetrics::new(&telemetry.meter());
+
+    {
+        let _job = managed_span!("job", "pretrain.job", "nemo.model" = "gpt-tiny");
+        for step in 0..4u64 {
+            let started = Instant::now();
+            let step_span = managed_span!("step", "train.step", "nv.dl.iteration" = step);
+            let mut loss = 0.0;
+            for mb in 0..MICROBATCHES {
+                let _mb = managed_span!(megatron::MICROBATCH, "microbatch", microbatch = mb);
+                let mut x = next_batch(step);
+                {
+                    let _fb = managed_span!("forward_backward", "forward_backward");
+                    for layer in 0..LAYERS {
+                        layer_forward(layer, &mut x);
+                    }
+                }
+                loss += x.iter().map(|v| f64::from(*v)).sum::<f64>() / x.len() as f64;
+                all_reduce(x.len());
+            }
+            {
+                let _opt = managed_span!("optimizer", "optimizer.step", lr = 3e-4);
+            }
+            loss /= f64::from(MICROBATCHES);
+            if let Some(s) = &step_span {
+                s.set_attribute("loss", loss);
+            }
+            let secs = started.elapsed().as_secs_f64();
+            metrics.record(&TrainingRecord {
+                step_duration_s: Some(secs),
+                loss: Some(loss),
+                grad_norm: Some(1.0 / (1.0 + step as f64)),
+                learning_rate: Some(3e-4),
+                tokens_per_sec: Some(TOKENS_PER_STEP / secs),
+                tflops: Some(TOKENS_PER_STEP * 6.0 * 125e6 / secs / 1e12),
+                iterations: Some(1),
+            });
+            log::info!(target: "trainer::loop", "step {step} loss {loss:.4}");
+        }
+        save_checkpoint(4)?;
+        evaluate(4);
+    }
+
+    telemetry.shutdown(Duration::from_secs(10))?;
+    examples::report(&telemetry, &config);
+    Ok(())
+}

@@ -1,0 +1,176 @@
+//! A NeMo-Gym-style RL environment server over HTTP (axum): it extracts the
+//! caller's `traceparent`, opens `server` / `verify` / `aggregate_metrics`
+//! spans (the `nemo_gym` family) and records gym metrics (`gym.*`).
+//!
+//! ```text
+//! cargo run --release -p examples --example nemo_gym_server              # demo: serve + 8 client requests, then exit
+//! cargo run --release -p examples --example nemo_gym_server -- --serve 127.0.0.1:8000
+//! ```
+//!
+//! In the demo, a client plays the RL trainer: it opens a
+//! `rollout_collection` span and sends each rollout with its context in the
+//! request headers, so the server's spans land in the trainer's trace.
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::routing::post;
+use axum::{Json, Router};
+use lens::metrics::{GymMetrics, GymRecord};
+use lens::{managed_span, nemo_gym, trace_fn, Instrument, SpanGuard};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::error::Error;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Deserialize)]
+struct Rollout {
+    task: String,
+    response: String,
+}
+
+struct App {
+    metrics: GymMetrics,
+    served: AtomicU64,
+    passed: AtomicU64,
+}
+
+#[trace_fn(group = nemo_gym::VERIFY, name = "verify", fields(task = task))]
+async fn verify(task: &str, response: &str) -> bool {
+    tokio::time::sleep(Duration::from_millis(2)).await;
+    response.contains(task)
+}
+
+#[trace_fn(group = nemo_gym::AGGREGATE_METRICS, name = "aggregate_metrics")]
+fn aggregate(app: &App) -> f64 {
+    let served = app.served.load(Ordering::Relaxed).max(1);
+    app.passed.load(Ordering::Relaxed) as f64 / served as f64
+}
+
+async fn run(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    Json(rollout): Json<Rollout>,
+) -> Json<Value> {
+    let started = Instant::now();
+    // the trainer's context, then a server span under it (detached: it
+    // travels with the future, current on every poll)
+    let span = {
+        let _parent = lens::propagation::http::extract_headers(&headers).attach();
+        managed_span!(
+            nemo_gym::SERVER,
+            "gym.request",
+            route = "/run",
+            task = rollout.task.as_str()
+        )
+        .map(SpanGuard::into_span)
+    };
+    let app2 = app.clone();
+    let body = async move {
+        let verify_started = Instant::now();
+        let ok = verify(&rollout.task, &rollout.response).await;
+        let verify_ms = verify_started.elapsed().as_secs_f64() * 1e3;
+        let n = app2.served.fetch_add(1, Ordering::Relaxed) + 1;
+        if ok {
+            app2.passed.fetch_add(1, Ordering::Relaxed);
+        }
+        let success_rate = (n % 4 == 0).then(|| aggregate(&app2));
+        app2.metrics.record(&GymRecord {
+            verify_duration_ms: Some(verify_ms),
+            verify_success_rate: success_rate,
+            servers_active: Some(1),
+            ..Default::default()
+        });
+        json!({ "reward": if ok { 1.0 } else { 0.0 } })
+    }
+    .instrument(span)
+    .await;
+    app.metrics.record(&GymRecord {
+        request_duration_ms: Some(started.elapsed().as_secs_f64() * 1e3),
+        ..Default::default()
+    });
+    Json(body)
+}
+
+async fn demo_client(
+    addr: std::net::SocketAddr,
+    metrics: &GymMetrics,
+) -> Result<(), Box<dyn Error>> {
+    let client = reqwest::Client::new();
+    let collection = managed_span!(
+        nemo_gym::ROLLOUT_COLLECTION,
+        "rollout_collection",
+        rollouts = 8
+    )
+    .map(SpanGuard::into_span);
+    let started = Instant::now();
+    async {
+        for i in 0..8 {
+            let mut headers = reqwest::header::HeaderMap::new();
+            lens::propagation::http::inject_headers(&mut headers);
+            let reply: Value = client
+                .post(format!("http://{addr}/run"))
+                .headers(headers)
+                .json(&json!({ "task": format!("t{}", i % 3), "response": format!("answer t{}", i % 2) }))
+                .send()
+                .await?
+                .json()
+                .await?;
+            println!("rollout {i}: {reply}");
+        }
+        Ok::<_, Box<dyn Error>>(())
+    }
+    .instrument(collection)
+    .await?;
+    metrics.record(&GymRecord {
+        rollout_duration_ms: Some(started.elapsed().as_secs_f64() * 1e3),
+        ..Default::default()
+    });
+    Ok(())
+}
+
+fn main() -> Result<(), Box<dyn Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    let serve = args.iter().position(|a| a == "--serve").map(|i| {
+        args.get(i + 1)
+            .cloned()
+            .unwrap_or_else(|| "127.0.0.1:8000".into())
+    });
+    let config = examples::example_config(
+        &["NEMO_GYM_OTEL_", "NEMO_LENS_"],
+        &[&nemo_gym::FAMILY],
+        "all",
+    )?;
+    let telemetry = lens::setup_telemetry(config.clone(), 0, 1)?;
+    let app = Arc::new(App {
+        metrics: GymMetrics::new(&telemetry.meter()),
+        served: AtomicU64::new(0),
+        passed: AtomicU64::new(0),
+    });
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let listener =
+            tokio::net::TcpListener::bind(serve.as_deref().unwrap_or("127.0.0.1:0")).await?;
+        let addr = listener.local_addr()?;
+        println!("nemo_gym_server listening on http://{addr}/run");
+        let router = Router::new()
+            .route("/run", post(run))
+            .with_state(app.clone());
+        let server = tokio::spawn(async move { axum::serve(listener, router).await });
+        if serve.is_some() {
+            tokio::signal::ctrl_c().await?;
+        } else {
+            demo_client(addr, &app.metrics).await?;
+        }
+        server.abort();
+        Ok::<_, Box<dyn Error>>(())
+    })?;
+    drop(rt);
+    telemetry.shutdown(Duration::from_secs(10))?;
+    examples::report(&telemetry, &config);
+    Ok(())
+}
