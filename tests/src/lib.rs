@@ -32,6 +32,35 @@ pub fn rotel_binary() -> PathBuf {
     PathBuf::from("rotel-agent")
 }
 
+/// An example binary built by `cargo test --workspace --all-targets` (or
+/// `cargo build -p examples --example NAME`), next to this test's profile.
+pub fn example_binary(name: &str) -> PathBuf {
+    let file = format!("{name}{}", std::env::consts::EXE_SUFFIX);
+    let mut candidates = Vec::new();
+    if let Ok(exe) = std::env::current_exe() {
+        // target/<profile>/deps/<test>-<hash>
+        if let Some(profile_dir) = exe.parent().and_then(|deps| deps.parent()) {
+            candidates.push(profile_dir.join("examples").join(&file));
+        }
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    for profile in ["debug", "release"] {
+        candidates.push(target.join(profile).join("examples").join(&file));
+    }
+    candidates
+        .iter()
+        .find(|p| p.is_file())
+        .cloned()
+        .unwrap_or_else(|| {
+            panic!(
+                "the {name} example is not built (looked at {candidates:?}); build it with \
+             `cargo test --workspace --all-targets` or `cargo build -p examples --example {name}`"
+            )
+        })
+}
+
 /// A free TCP port on 127.0.0.1.
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")

@@ -1,0 +1,225 @@
+//! The consumer examples run with one command each: file exporter by
+//! default, OTLP when `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+use tests::{example_binary, get, Rotel};
+
+fn clean(cmd: &mut Command) {
+    for (k, _) in std::env::vars() {
+        if k.starts_with("NEMO_") || k.starts_with("OTEL_") || k.starts_with("MEGATRON_OTEL_") {
+            cmd.env_remove(k);
+        }
+    }
+}
+
+fn run_to_file(name: &str, file: &Path) -> String {
+    let mut cmd = Command::new(example_binary(name));
+    clean(&mut cmd);
+    cmd.env("NEMO_LENS_FILE_PATH", file);
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{name}: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains(&file.display().to_string()),
+        "{name} must print where telemetry went: {stdout}"
+    );
+    std::fs::read_to_string(file).unwrap()
+}
+
+/// (span names, metric names, log bodies) in an OTLP JSON lines file.
+fn contents(text: &str) -> (BTreeSet<String>, BTreeSet<String>, Vec<String>) {
+    let (mut spans, mut metrics, mut logs) = (BTreeSet::new(), BTreeSet::new(), Vec::new());
+    for line in text.lines() {
+        let v: serde_json::Value =
+            serde_json::from_str(line).expect("every line is one JSON request");
+        for rs in v["resourceSpans"].as_array().into_iter().flatten() {
+            for ss in rs["scopeSpans"].as_array().into_iter().flatten() {
+                for s in ss["spans"].as_array().into_iter().flatten() {
+                    spans.insert(s["name"].as_str().unwrap().to_owned());
+                }
+            }
+        }
+        for rm in v["resourceMetrics"].as_array().into_iter().flatten() {
+            for sm in rm["scopeMetrics"].as_array().into_iter().flatten() {
+                for m in sm["metrics"].as_array().into_iter().flatten() {
+                    metrics.insert(m["name"].as_str().unwrap().to_owned());
+                }
+            }
+        }
+        for rl in v["resourceLogs"].as_array().into_iter().flatten() {
+            for sl in rl["scopeLogs"].as_array().into_iter().flatten() {
+                for r in sl["logRecords"].as_array().into_iter().flatten() {
+                    assert_eq!(r["traceId"].as_str().map(str::len).unwrap_or(32), 32);
+                    logs.push(r["body"]["stringValue"].as_str().unwrap_or("").to_owned());
+                }
+            }
+        }
+    }
+    (spans, metrics, logs)
+}
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("lens-examples-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(format!("{name}.jsonl"));
+    let _ = std::fs::remove_file(&p);
+    p
+}
+
+fn has_all(set: &BTreeSet<String>, want: &[&str]) {
+    for w in want {
+        assert!(set.contains(*w), "missing {w}; got {set:?}");
+    }
+}
+
+#[test]
+fn quickstart_writes_the_file() {
+    let (spans, _, _) = contents(&run_to_file("quickstart", &tmp("quickstart")));
+    has_all(
+        &spans,
+        &[
+            "job",
+            "model.init",
+            "train.step",
+            "forward_backward",
+            "optimizer_step",
+            "checkpoint.save",
+            "evaluate",
+            "eval.pass",
+        ],
+    );
+}
+
+#[test]
+fn megatron_pretrain_spans_metrics_and_logs() {
+    let (spans, metrics, logs) = contents(&run_to_file("megatron_pretrain", &tmp("megatron")));
+    has_all(
+        &spans,
+        &[
+            "pretrain.job",
+            "train.step",
+            "microbatch",
+            "data.next_batch",
+            "allreduce.grads",
+            "forward_backward",
+            "optimizer.step",
+            "checkpoint.save",
+            "evaluate",
+        ],
+    );
+    assert!(
+        !spans.contains("layer.forward"),
+        "layer is not in the example's default spec"
+    );
+    has_all(
+        &metrics,
+        &[
+            "nv.dl.step.duration",
+            "nv.dl.loss",
+            "nv.dl.iterations",
+            "nv.dl.throughput.tokens_per_sec",
+        ],
+    );
+    assert!(
+        logs.iter().any(|l| l.starts_with("step 3 loss")),
+        "{logs:?}"
+    );
+    assert!(
+        logs.iter().any(|l| l.starts_with("saved checkpoint")),
+        "{logs:?}"
+    );
+}
+
+#[test]
+fn nemo_rl_grpo_phases_and_metrics() {
+    let (spans, metrics, _) = contents(&run_to_file("nemo_rl_grpo", &tmp("grpo")));
+    has_all(
+        &spans,
+        &[
+            "grpo.job",
+            "rl.step",
+            "rollout",
+            "generation",
+            "logprob",
+            "reward",
+            "advantage",
+            "policy_update",
+        ],
+    );
+    has_all(
+        &metrics,
+        &[
+            "rl.reward.mean",
+            "rl.kl_divergence",
+            "rl.rollout.duration_ms",
+            "rl.generation.duration_ms",
+            "gen_ai.server.request.duration",
+            "gen_ai.client.token.usage",
+        ],
+    );
+}
+
+#[test]
+fn nemo_gym_server_joins_the_callers_trace() {
+    let text = run_to_file("nemo_gym_server", &tmp("gym"));
+    let (spans, metrics, _) = contents(&text);
+    has_all(
+        &spans,
+        &[
+            "rollout_collection",
+            "gym.request",
+            "verify",
+            "aggregate_metrics",
+        ],
+    );
+    has_all(
+        &metrics,
+        &[
+            "gym.server.request_duration_ms",
+            "gym.verify.duration_ms",
+            "gym.verify.success_rate",
+            "gym.rollout.duration_ms",
+        ],
+    );
+    // every server span is in the client's trace (traceparent over HTTP)
+    let traces: BTreeSet<&str> = text
+        .lines()
+        .flat_map(|l| {
+            l.match_indices("\"traceId\":\"")
+                .map(move |(i, _)| &l[i + 11..i + 43])
+        })
+        .collect();
+    assert_eq!(traces.len(), 1, "{traces:?}");
+}
+
+#[test]
+fn examples_export_over_otlp_when_an_endpoint_is_set() {
+    let rotel = Rotel::start();
+    let mut cmd = Command::new(example_binary("nemo_rl_grpo"));
+    clean(&mut cmd);
+    cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", rotel.grpc_endpoint())
+        .env("NEMO_LENS_RUN_ID", "grpo-otlp");
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = rotel.wait_for(Duration::from_secs(20), "grpo spans and metrics", |r| {
+        !r.spans_named("policy_update").is_empty()
+            && r.metrics.iter().any(|m| m.name == "rl.reward.mean")
+    });
+    assert_eq!(
+        get(&r.span("grpo.job").resource, "nemo.run.id"),
+        Some("grpo-otlp")
+    );
+    let g = r.metric("rl.reward.mean");
+    assert_eq!(g.data_type, "Gauge");
+}
