@@ -597,6 +597,14 @@ fn level_passes(level: Level) -> bool {
     level as u8 >= MIN_LEVEL.load(Ordering::Relaxed)
 }
 
+/// Stops forwarding (telemetry shutdown calls this, so records after
+/// shutdown are dropped here instead of inside a shut-down provider).
+pub(crate) fn deactivate() {
+    let _setup = SETUP.lock().unwrap_or_else(|e| e.into_inner());
+    MIN_LEVEL.store(LEVEL_OFF, Ordering::Relaxed);
+    *ACTIVE.write().unwrap_or_else(|e| e.into_inner()) = None;
+}
+
 fn current() -> Option<Arc<Active>> {
     ACTIVE.read().unwrap_or_else(|e| e.into_inner()).clone()
 }

@@ -851,6 +851,9 @@ impl TelemetryHandle {
         set_enabled_span_groups(&SpanGroupSet::none());
         open::truncate_all(TRUNCATED_REASON);
         open::set_tracking(false);
+        if installed.logger_provider.is_some() {
+            crate::logs::deactivate();
+        }
         span::clear_tracer_provider();
         opentelemetry::global::set_tracer_provider(
             opentelemetry::trace::noop::NoopTracerProvider::new(),
