@@ -32,6 +32,48 @@ pub fn rotel_binary() -> PathBuf {
     PathBuf::from("rotel-agent")
 }
 
+/// A command for `program` with nothing from the developer's shell leaking
+/// in: every `NEMO_*`, `OTEL_*`, `SLURM_*`, `MEGATRON_OTEL_*` variable and
+/// any inherited trace context are removed.
+pub fn clean_command(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut cmd = Command::new(program);
+    for (k, _) in std::env::vars() {
+        let leaks = ["NEMO_", "OTEL_", "SLURM_", "MEGATRON_OTEL_"]
+            .iter()
+            .any(|p| k.starts_with(p))
+            || ["TRACEPARENT", "TRACESTATE", "BAGGAGE", "LOCAL_RANK"].contains(&k.as_str());
+        if leaks {
+            cmd.env_remove(k);
+        }
+    }
+    cmd
+}
+
+/// [`clean_command`] with telemetry on for every rank and every group, as a
+/// user would switch it on through the environment.
+pub fn lens_command(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut cmd = clean_command(program);
+    cmd.env("NEMO_LENS_ENABLED", "1")
+        .env("NEMO_LENS_EXPORT_STRATEGY", "all_ranks")
+        .env("NEMO_LENS_SPAN_GROUPS", "all");
+    cmd
+}
+
+/// Runs `cmd`, panicking with its output unless it succeeds.
+pub fn run_ok(cmd: &mut Command) -> std::process::Output {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({}):\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// An example binary built by `cargo test --workspace --all-targets` (or
 /// `cargo build -p examples --example NAME`), next to this test's profile.
 pub fn example_binary(name: &str) -> PathBuf {

@@ -3,33 +3,17 @@
 
 use std::process::{Command, Output};
 use std::time::Duration;
-use tests::{get, Rotel};
+use tests::{get, lens_command, run_ok, Rotel};
 
 const PROBE: &str = env!("CARGO_BIN_EXE_lens-probe");
 
 fn probe(args: &[&str], env: &[(&str, String)]) -> Output {
-    let mut cmd = Command::new(PROBE);
+    let mut cmd = lens_command(PROBE);
     cmd.args(args);
-    // a clean slate: nothing from the developer's shell leaks in
-    for (k, _) in std::env::vars() {
-        if k.starts_with("NEMO_LENS_") || k.starts_with("OTEL_") || k.starts_with("SLURM_") {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.env("NEMO_LENS_ENABLED", "1")
-        .env("NEMO_LENS_EXPORT_STRATEGY", "all_ranks")
-        .env("NEMO_LENS_SPAN_GROUPS", "all");
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "probe {args:?} failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    run_ok(&mut cmd)
 }
 
 fn otlp(endpoint: String, protocol: &str) -> Vec<(&'static str, String)> {
@@ -237,29 +221,30 @@ fn collector_outage_does_not_hurt_the_loop_and_export_resumes() {
     assert!(stderr.contains("were not exported"), "{stderr}");
 }
 
-#[test]
-fn sigterm_flushes_open_run_wide_spans_then_dies_as_usual() {
+/// Starts the probe in `hang` mode (an open `probe.job` span), waits until
+/// it is ready, sends SIGTERM and returns how it ended.
+fn hang_then_sigterm(rotel: &Rotel, flush_on_signal: bool) -> std::process::ExitStatus {
     use std::io::{BufRead, BufReader};
-    use std::os::unix::process::ExitStatusExt;
-    let rotel = Rotel::start();
-    let mut cmd = Command::new(PROBE);
-    cmd.args(["hang", "sync"]);
-    for (k, _) in std::env::vars() {
-        if k.starts_with("NEMO_LENS_") || k.starts_with("OTEL_") {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.env("NEMO_LENS_ENABLED", "1")
-        .env("NEMO_LENS_EXPORT_STRATEGY", "all_ranks")
-        .env("NEMO_LENS_SPAN_GROUPS", "all")
-        .env("NEMO_LENS_FLUSH_ON_SIGNAL", "1")
+    let mut cmd = lens_command(PROBE);
+    cmd.args(["hang", "sync"])
+        .env(
+            "NEMO_LENS_FLUSH_ON_SIGNAL",
+            if flush_on_signal { "1" } else { "0" },
+        )
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", rotel.grpc_endpoint());
     let mut child = cmd.stdout(std::process::Stdio::piped()).spawn().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     assert!(lines.any(|l| l.map(|l| l == "ready").unwrap_or(false)));
     // SAFETY: sending SIGTERM to our own child process.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let status = child.wait().unwrap();
+    child.wait().unwrap()
+}
+
+#[test]
+fn sigterm_flushes_open_run_wide_spans_then_dies_as_usual() {
+    use std::os::unix::process::ExitStatusExt;
+    let rotel = Rotel::start();
+    let status = hang_then_sigterm(&rotel, true);
     assert_eq!(
         status.signal(),
         Some(libc::SIGTERM),
@@ -277,25 +262,8 @@ fn sigterm_flushes_open_run_wide_spans_then_dies_as_usual() {
 #[test]
 fn without_the_hook_sigterm_loses_the_open_span() {
     // the control for the test above: the flush really comes from the hook
-    use std::io::{BufRead, BufReader};
     let rotel = Rotel::start();
-    let mut cmd = Command::new(PROBE);
-    cmd.args(["hang", "sync"]);
-    for (k, _) in std::env::vars() {
-        if k.starts_with("NEMO_LENS_") || k.starts_with("OTEL_") {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.env("NEMO_LENS_ENABLED", "1")
-        .env("NEMO_LENS_EXPORT_STRATEGY", "all_ranks")
-        .env("NEMO_LENS_SPAN_GROUPS", "all")
-        .env("OTEL_EXPORTER_OTLP_ENDPOINT", rotel.grpc_endpoint());
-    let mut child = cmd.stdout(std::process::Stdio::piped()).spawn().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    assert!(lines.any(|l| l.map(|l| l == "ready").unwrap_or(false)));
-    // SAFETY: sending SIGTERM to our own child process.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    child.wait().unwrap();
+    hang_then_sigterm(&rotel, false);
     std::thread::sleep(Duration::from_millis(1500));
     assert!(rotel.received().spans_named("probe.job").is_empty());
 }

@@ -3,29 +3,13 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
-use tests::{example_binary, get, Rotel};
-
-fn clean(cmd: &mut Command) {
-    for (k, _) in std::env::vars() {
-        if k.starts_with("NEMO_") || k.starts_with("OTEL_") || k.starts_with("MEGATRON_OTEL_") {
-            cmd.env_remove(k);
-        }
-    }
-}
+use tests::{clean_command, example_binary, get, run_ok, Rotel};
 
 fn run_to_file(name: &str, file: &Path) -> String {
-    let mut cmd = Command::new(example_binary(name));
-    clean(&mut cmd);
+    let mut cmd = clean_command(example_binary(name));
     cmd.env("NEMO_LENS_FILE_PATH", file);
-    let out = cmd.output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{name}: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = String::from_utf8_lossy(&run_ok(&mut cmd).stdout).into_owned();
     assert!(
         stdout.contains(&file.display().to_string()),
         "{name} must print where telemetry went: {stdout}"
@@ -202,16 +186,10 @@ fn nemo_gym_server_joins_the_callers_trace() {
 #[test]
 fn examples_export_over_otlp_when_an_endpoint_is_set() {
     let rotel = Rotel::start();
-    let mut cmd = Command::new(example_binary("nemo_rl_grpo"));
-    clean(&mut cmd);
+    let mut cmd = clean_command(example_binary("nemo_rl_grpo"));
     cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", rotel.grpc_endpoint())
         .env("NEMO_LENS_RUN_ID", "grpo-otlp");
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_ok(&mut cmd);
     let r = rotel.wait_for(Duration::from_secs(20), "grpo spans and metrics", |r| {
         !r.spans_named("policy_update").is_empty()
             && r.metrics.iter().any(|m| m.name == "rl.reward.mean")

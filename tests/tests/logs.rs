@@ -12,7 +12,7 @@ use lens::otel::trace::{
 };
 use lens::otel_sdk::logs::{InMemoryLogExporter, SdkLogRecord, SdkLoggerProvider};
 use lens::otel_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 use tests::{get, Log, Received, Rotel};
@@ -21,28 +21,12 @@ use tracing_subscriber::layer::SubscriberExt as _;
 const PROBE: &str = env!("CARGO_BIN_EXE_lens-probe");
 
 fn probe(env: &[(&str, String)]) -> Output {
-    let mut cmd = Command::new(PROBE);
+    let mut cmd = tests::lens_command(PROBE);
     cmd.args(["logs", "sync"]);
-    // a clean slate: nothing from the developer's shell leaks in
-    for (k, _) in std::env::vars() {
-        if k.starts_with("NEMO_LENS_") || k.starts_with("OTEL_") || k.starts_with("SLURM_") {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.env("NEMO_LENS_ENABLED", "1")
-        .env("NEMO_LENS_EXPORT_STRATEGY", "all_ranks")
-        .env("NEMO_LENS_SPAN_GROUPS", "all");
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "probe logs failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    tests::run_ok(&mut cmd)
 }
 
 /// The records the probe emits that pass its filters (`trainer` and below,

@@ -29,14 +29,21 @@ fn mpirun(rotel: &Rotel, strategy: &str, run_id: &str) {
     let mut cmd = Command::new("mpirun");
     cmd.args(["--allow-run-as-root", "--oversubscribe", "-np", "4"]);
     for (k, _) in std::env::vars() {
-        if k.starts_with("NEMO_LENS_") || k.starts_with("OTEL_") || k.starts_with("MEGATRON_OTEL_") || k == "LOCAL_RANK" {
+        if k.starts_with("NEMO_LENS_")
+            || k.starts_with("OTEL_")
+            || k.starts_with("MEGATRON_OTEL_")
+            || k == "LOCAL_RANK"
+        {
             cmd.env_remove(k);
         }
     }
     let env = [
         ("NEMO_LENS_ENABLED", "1".to_owned()),
         ("NEMO_LENS_EXPORT_STRATEGY", strategy.to_owned()),
-        ("MEGATRON_OTEL_SPAN_GROUPS", "per_step,microbatch,layer".to_owned()),
+        (
+            "MEGATRON_OTEL_SPAN_GROUPS",
+            "per_step,microbatch,layer".to_owned(),
+        ),
         ("NEMO_LENS_RUN_ID", run_id.to_owned()),
         ("OTEL_EXPORTER_OTLP_ENDPOINT", rotel.grpc_endpoint()),
         ("OMPI_ALLOW_RUN_AS_ROOT", "1".to_owned()),
@@ -79,30 +86,66 @@ fn one_trace_per_step_across_four_ranks_with_links() {
             .count()
             == 8
     });
-    let mine: Vec<_> = r.spans.iter().filter(|s| get(&s.resource, "nemo.run.id") == Some("mpi-all")).collect();
-    let instances: BTreeSet<_> = mine.iter().filter_map(|s| get(&s.resource, "service.instance.id")).collect();
+    let mine: Vec<_> = r
+        .spans
+        .iter()
+        .filter(|s| get(&s.resource, "nemo.run.id") == Some("mpi-all"))
+        .collect();
+    let instances: BTreeSet<_> = mine
+        .iter()
+        .filter_map(|s| get(&s.resource, "service.instance.id"))
+        .collect();
     assert_eq!(instances.len(), 4, "{instances:?}");
     let steps: Vec<_> = mine.iter().filter(|s| s.name == "train.step").collect();
     assert_eq!(steps.len(), 2);
     for step in &steps {
-        let stages: Vec<_> = mine.iter().filter(|s| s.name == "pp.stage" && s.trace_id == step.trace_id).collect();
-        assert_eq!(stages.len(), 4, "every rank's stage span is on the step's trace");
-        let ranks: BTreeSet<_> = stages.iter().filter_map(|s| get(&s.resource, "nv.dl.rank")).collect();
+        let stages: Vec<_> = mine
+            .iter()
+            .filter(|s| s.name == "pp.stage" && s.trace_id == step.trace_id)
+            .collect();
+        assert_eq!(
+            stages.len(),
+            4,
+            "every rank's stage span is on the step's trace"
+        );
+        let ranks: BTreeSet<_> = stages
+            .iter()
+            .filter_map(|s| get(&s.resource, "nv.dl.rank"))
+            .collect();
         assert_eq!(ranks.len(), 4);
         for s in &stages {
-            assert_eq!(s.parent_id, step.span_id, "stage parented on rank 0's step span");
+            assert_eq!(
+                s.parent_id, step.span_id,
+                "stage parented on rank 0's step span"
+            );
         }
     }
     // every recv_forward links to the sender's send_forward span
-    let sends: HashMap<&str, _> = mine.iter().filter(|s| s.name == "send_forward").map(|s| (s.span_id.as_str(), *s)).collect();
+    let sends: HashMap<&str, _> = mine
+        .iter()
+        .filter(|s| s.name == "send_forward")
+        .map(|s| (s.span_id.as_str(), *s))
+        .collect();
     let recvs: Vec<_> = mine.iter().filter(|s| s.name == "recv_forward").collect();
-    assert_eq!(recvs.len(), 3 * 2 * 2, "3 receiving ranks x 2 steps x 2 microbatches");
+    assert_eq!(
+        recvs.len(),
+        3 * 2 * 2,
+        "3 receiving ranks x 2 steps x 2 microbatches"
+    );
     for recv in recvs {
         assert_eq!(recv.links.len(), 1, "{recv:?}");
-        let linked = recv.links[0].iter().find(|(k, _)| k.contains("ID") && !k.contains("Trace")).map(|(_, v)| v.as_str());
-        let sender = linked.and_then(|id| sends.get(id)).unwrap_or_else(|| panic!("link {:?} points at no send_forward", recv.links));
+        let linked = recv.links[0]
+            .iter()
+            .find(|(k, _)| k.contains("ID") && !k.contains("Trace"))
+            .map(|(_, v)| v.as_str());
+        let sender = linked
+            .and_then(|id| sends.get(id))
+            .unwrap_or_else(|| panic!("link {:?} points at no send_forward", recv.links));
         let recv_rank: i64 = get(&recv.resource, "nv.dl.rank").unwrap().parse().unwrap();
-        let send_rank: i64 = get(&sender.resource, "nv.dl.rank").unwrap().parse().unwrap();
+        let send_rank: i64 = get(&sender.resource, "nv.dl.rank")
+            .unwrap()
+            .parse()
+            .unwrap();
         assert_eq!(send_rank, recv_rank - 1);
         assert_ne!(recv.parent_id, sender.span_id, "a link, not a parent");
     }
@@ -113,13 +156,24 @@ fn strategies_pick_the_exporting_ranks() {
     let rotel = Rotel::start();
     mpirun(&rotel, "single_rank", "mpi-single");
     rotel.wait_for(Duration::from_secs(30), "single_rank spans", |r| {
-        r.spans.iter().any(|s| get(&s.resource, "nemo.run.id") == Some("mpi-single"))
+        r.spans
+            .iter()
+            .any(|s| get(&s.resource, "nemo.run.id") == Some("mpi-single"))
     });
-    assert_eq!(exporting_ranks(&rotel, "mpi-single"), BTreeSet::from(["3".to_owned()]), "last rank only");
+    assert_eq!(
+        exporting_ranks(&rotel, "mpi-single"),
+        BTreeSet::from(["3".to_owned()]),
+        "last rank only"
+    );
     mpirun(&rotel, "first_rank_per_node", "mpi-node");
     rotel.wait_for(Duration::from_secs(30), "first_rank_per_node spans", |r| {
-        r.spans.iter().any(|s| get(&s.resource, "nemo.run.id") == Some("mpi-node"))
+        r.spans
+            .iter()
+            .any(|s| get(&s.resource, "nemo.run.id") == Some("mpi-node"))
     });
     // one node: only local rank 0 (world rank 0) exports
-    assert_eq!(exporting_ranks(&rotel, "mpi-node"), BTreeSet::from(["0".to_owned()]));
+    assert_eq!(
+        exporting_ranks(&rotel, "mpi-node"),
+        BTreeSet::from(["0".to_owned()])
+    );
 }

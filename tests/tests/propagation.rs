@@ -5,9 +5,9 @@ mod common;
 use common::{assert_child, fixture};
 use lens::otel::trace::TraceContextExt;
 use lens::propagation::{
-    broadcast_trace_context, context_from_bytes, context_from_env_lookup, context_to_bytes, create_linked_span,
-    env_for_child, extract_context, inject_context, pp_trace_carrier, set_pp_trace_carrier, Carrier,
-    LocalCollective,
+    broadcast_trace_context, context_from_bytes, context_from_env_lookup, context_to_bytes,
+    create_linked_span, env_for_child, extract_context, inject_context, pp_trace_carrier,
+    set_pp_trace_carrier, Carrier, LocalCollective,
 };
 use lens::span_cm;
 
@@ -36,9 +36,15 @@ fn baggage_travels_with_the_context() {
     let _g = cx.attach();
     let _s = span_cm!("with.baggage");
     let carrier = inject_context();
-    assert_eq!(carrier.get("baggage").map(String::as_str), Some("job=pretrain"));
+    assert_eq!(
+        carrier.get("baggage").map(String::as_str),
+        Some("job=pretrain")
+    );
     let back = extract_context(&carrier);
-    assert_eq!(back.baggage().get("job").map(|v| v.to_string()), Some("pretrain".into()));
+    assert_eq!(
+        back.baggage().get("job").map(|v| v.to_string()),
+        Some("pretrain".into())
+    );
 }
 
 #[test]
@@ -57,7 +63,10 @@ fn environment_carrier_for_child_processes() {
     }
     assert_child(&f.span("child.rank"), &f.span("launcher"));
     // nothing set: an empty context
-    assert!(!context_from_env_lookup(|_| None).span().span_context().is_valid());
+    assert!(!context_from_env_lookup(|_| None)
+        .span()
+        .span_context()
+        .is_valid());
 }
 
 #[test]
@@ -67,7 +76,11 @@ fn bytes_round_trip_and_garbage_gives_none() {
         let s = span_cm!("tensor.send");
         context_to_bytes(s.context())
     };
-    assert!(!bytes.is_empty() && bytes.len() < 128, "{} bytes", bytes.len());
+    assert!(
+        !bytes.is_empty() && bytes.len() < 128,
+        "{} bytes",
+        bytes.len()
+    );
     let cx = context_from_bytes(&bytes).expect("round trip");
     {
         let _g = cx.attach();
@@ -109,7 +122,13 @@ fn bytes_round_trip_and_garbage_gives_none() {
     for c in &cases {
         if let Some(cx) = context_from_bytes(c) {
             // only a still-valid encoding may decode, and never to the active span
-            assert_ne!(cx.span().span_context().span_id(), lens::otel::Context::current().span().span_context().span_id());
+            assert_ne!(
+                cx.span().span_context().span_id(),
+                lens::otel::Context::current()
+                    .span()
+                    .span_context()
+                    .span_id()
+            );
         }
     }
 }
@@ -127,7 +146,8 @@ fn broadcast_gives_every_rank_the_same_carrier() {
                 let root_cx = root_cx.clone();
                 s.spawn(move || {
                     // only rank 0 has the step span current
-                    let _g = (lens::propagation::Collective::rank(c) == 0).then(|| root_cx.attach());
+                    let _g =
+                        (lens::propagation::Collective::rank(c) == 0).then(|| root_cx.attach());
                     let carrier = broadcast_trace_context(c, 0).unwrap();
                     let _p = extract_context(&carrier).attach();
                     drop(span_cm!("step.worker"));
@@ -138,9 +158,15 @@ fn broadcast_gives_every_rank_the_same_carrier() {
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
     drop(root_span);
-    assert!(carriers.iter().all(|c| c == &carriers[0] && c.contains_key("traceparent")));
+    assert!(carriers
+        .iter()
+        .all(|c| c == &carriers[0] && c.contains_key("traceparent")));
     let root = f.span("step.rank0");
-    let workers: Vec<_> = f.spans().into_iter().filter(|s| s.name == "step.worker").collect();
+    let workers: Vec<_> = f
+        .spans()
+        .into_iter()
+        .filter(|s| s.name == "step.worker")
+        .collect();
     assert_eq!(workers.len(), 4);
     for w in &workers {
         assert_child(w, &root);
@@ -148,7 +174,10 @@ fn broadcast_gives_every_rank_the_same_carrier() {
     // no active span on the root: everyone gets an empty carrier
     let comms = LocalCollective::group(2);
     let empty: Vec<Carrier> = std::thread::scope(|s| {
-        let hs: Vec<_> = comms.iter().map(|c| s.spawn(move || broadcast_trace_context(c, 1).unwrap())).collect();
+        let hs: Vec<_> = comms
+            .iter()
+            .map(|c| s.spawn(move || broadcast_trace_context(c, 1).unwrap()))
+            .collect();
         hs.into_iter().map(|h| h.join().unwrap()).collect()
     });
     assert!(empty.iter().all(Carrier::is_empty));
@@ -171,10 +200,20 @@ fn linked_span_links_without_parenting() {
     let send = f.span("send_forward");
     assert_child(&recv, &f.span("stage1.step"));
     assert_eq!(recv.links.links.len(), 1);
-    assert_eq!(recv.links.links[0].span_context.span_id(), send.span_context.span_id());
-    assert!(recv.attributes.iter().any(|kv| kv.key.as_str() == "microbatch"));
+    assert_eq!(
+        recv.links.links[0].span_context.span_id(),
+        send.span_context.span_id()
+    );
+    assert!(recv
+        .attributes
+        .iter()
+        .any(|kv| kv.key.as_str() == "microbatch"));
     // no valid remote: no link
-    drop(create_linked_span("unlinked", &lens::otel::Context::new(), &[]));
+    drop(create_linked_span(
+        "unlinked",
+        &lens::otel::Context::new(),
+        &[],
+    ));
     assert!(f.span("unlinked").links.links.is_empty());
 }
 
@@ -196,7 +235,9 @@ fn every_setup_path_installs_the_w3c_propagator() {
     let h = lens::setup_telemetry(lens::LensConfig::default(), 0, 1).unwrap();
     let _s = span_cm!("forwarded");
     let mut map = std::collections::HashMap::new();
-    lens::otel::global::get_text_map_propagator(|p| p.inject_context(&lens::otel::Context::current(), &mut map));
+    lens::otel::global::get_text_map_propagator(|p| {
+        p.inject_context(&lens::otel::Context::current(), &mut map)
+    });
     assert!(map.contains_key("traceparent"), "{map:?}");
     drop(h);
 }
@@ -205,17 +246,38 @@ fn every_setup_path_installs_the_w3c_propagator() {
 fn hostile_carriers_never_panic_nor_yield_the_current_context() {
     let _f = fixture("all");
     let _active = span_cm!("active");
-    let current = lens::otel::Context::current().span().span_context().span_id();
+    let current = lens::otel::Context::current()
+        .span()
+        .span_context()
+        .span_id();
     let good = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
     let many: Vec<String> = (0..40).map(|i| format!("k{i}=v{i}")).collect();
     let hostile: Vec<(String, String)> = vec![
         ("traceparent".into(), "x".repeat(100_000)),
-        ("traceparent".into(), "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01é".into()),
-        ("traceparent".into(), "00-0af7651916cd43dd8448eb211c8031-b7ad6b7169203331-01".into()),
-        ("traceparent".into(), "00-00000000000000000000000000000000-b7ad6b7169203331-01".into()),
-        ("traceparent".into(), "00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01".into()),
-        ("traceparent".into(), "ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into()),
-        ("traceparent".into(), "0G-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into()),
+        (
+            "traceparent".into(),
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01é".into(),
+        ),
+        (
+            "traceparent".into(),
+            "00-0af7651916cd43dd8448eb211c8031-b7ad6b7169203331-01".into(),
+        ),
+        (
+            "traceparent".into(),
+            "00-00000000000000000000000000000000-b7ad6b7169203331-01".into(),
+        ),
+        (
+            "traceparent".into(),
+            "00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01".into(),
+        ),
+        (
+            "traceparent".into(),
+            "ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into(),
+        ),
+        (
+            "traceparent".into(),
+            "0G-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into(),
+        ),
         ("traceparent".into(), good.to_uppercase()),
         ("traceparent".into(), "\u{0}\u{1}\u{2}".into()),
         ("traceparent".into(), String::new()),

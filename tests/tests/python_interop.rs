@@ -8,27 +8,21 @@ use tests::Rotel;
 const PROBE: &str = env!("CARGO_BIN_EXE_lens-probe");
 const PEER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/python/peer.py");
 
-fn base(cmd: &mut Command, rotel: &Rotel) {
-    for (k, _) in std::env::vars() {
-        if k.starts_with("NEMO_LENS_") || k.starts_with("OTEL_") || k == "TRACEPARENT" || k == "TRACESTATE" {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.env("NEMO_LENS_ENABLED", "1")
-        .env("NEMO_LENS_EXPORT_STRATEGY", "all_ranks")
-        .env("NEMO_LENS_SPAN_GROUPS", "all")
-        .env("OTEL_EXPORTER_OTLP_ENDPOINT", rotel.grpc_endpoint());
+fn command(program: &str, rotel: &Rotel) -> Command {
+    let mut cmd = tests::lens_command(program);
+    cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", rotel.grpc_endpoint());
+    cmd
 }
 
 fn run(cmd: &mut Command) -> String {
-    let out = cmd.output().expect("python3 with opentelemetry-sdk==1.45.2 (see .ci/run)");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    stdout
+    String::from_utf8_lossy(&tests::run_ok(cmd).stdout).into_owned()
 }
 
 fn python_span(stdout: &str) -> (String, String) {
-    let line = stdout.lines().find(|l| l.starts_with("python-span ")).expect(stdout);
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("python-span "))
+        .expect(stdout);
     let mut it = line.split_whitespace().skip(1);
     (it.next().unwrap().to_owned(), it.next().unwrap().to_owned())
 }
@@ -36,13 +30,15 @@ fn python_span(stdout: &str) -> (String, String) {
 #[test]
 fn python_parent_rust_child_through_traceparent_env() {
     let rotel = Rotel::start();
-    let mut cmd = Command::new("python3");
+    let mut cmd = command("python3", &rotel);
     cmd.args([PEER, "parent", PROBE, "spans", "sync"]);
-    base(&mut cmd, &rotel);
     let stdout = run(&mut cmd);
     let (trace_id, span_id) = python_span(&stdout);
     // the Python SDK 1.45 marks its trace ids random: flags 03 must continue the trace
-    let tp = stdout.lines().find_map(|l| l.strip_prefix("traceparent ")).unwrap();
+    let tp = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("traceparent "))
+        .unwrap();
     assert!(tp.ends_with("-01") || tp.ends_with("-03"), "{tp}");
     let r = rotel.wait_for(Duration::from_secs(20), "python and rust spans", |r| {
         !r.spans_named("python.parent").is_empty() && !r.spans_named("probe.job").is_empty()
@@ -50,18 +46,26 @@ fn python_parent_rust_child_through_traceparent_env() {
     let py = r.span("python.parent");
     let job = r.span("probe.job");
     assert_eq!(py.span_id, span_id);
-    assert_eq!(job.trace_id, trace_id, "the Rust process continues the Python trace");
-    assert_eq!(job.parent_id, py.span_id, "the Rust root span's parent is the Python span");
-    assert_eq!(tests::get(&py.resource, "service.name"), Some("python-peer"));
+    assert_eq!(
+        job.trace_id, trace_id,
+        "the Rust process continues the Python trace"
+    );
+    assert_eq!(
+        job.parent_id, py.span_id,
+        "the Rust root span's parent is the Python span"
+    );
+    assert_eq!(
+        tests::get(&py.resource, "service.name"),
+        Some("python-peer")
+    );
     assert_eq!(tests::get(&job.resource, "service.name"), Some("nemo"));
 }
 
 #[test]
 fn rust_parent_python_child_through_an_injected_map() {
     let rotel = Rotel::start();
-    let mut cmd = Command::new(PROBE);
+    let mut cmd = command(PROBE, &rotel);
     cmd.args(["python-child", "sync", PEER]);
-    base(&mut cmd, &rotel);
     let stdout = run(&mut cmd);
     let (trace_id, _) = python_span(&stdout);
     let r = rotel.wait_for(Duration::from_secs(20), "rust and python spans", |r| {
@@ -71,5 +75,8 @@ fn rust_parent_python_child_through_an_injected_map() {
     let child = r.span("python.child");
     assert_eq!(child.trace_id, parent.trace_id);
     assert_eq!(child.trace_id, trace_id);
-    assert_eq!(child.parent_id, parent.span_id, "the Python span's parent is the Rust span");
+    assert_eq!(
+        child.parent_id, parent.span_id,
+        "the Python span's parent is the Rust span"
+    );
 }

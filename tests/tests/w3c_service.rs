@@ -22,36 +22,8 @@ const TRACE: &str = "12345678901234567890123456789012";
 const PARENT: &str = "1234567890123456";
 const TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Where `cargo test --workspace --all-targets` puts the example: beside
-/// this test's own profile directory, else under `$CARGO_TARGET_DIR` or the
-/// workspace's `target/`.
 fn example_binary() -> PathBuf {
-    let name = format!("w3c_service{}", std::env::consts::EXE_SUFFIX);
-    let mut candidates = Vec::new();
-    if let Ok(exe) = std::env::current_exe() {
-        // target/<profile>/deps/w3c_service-<hash>
-        if let Some(profile_dir) = exe.parent().and_then(|deps| deps.parent()) {
-            candidates.push(profile_dir.join("examples").join(&name));
-        }
-    }
-    let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace.join("target"));
-    for profile in ["debug", "release"] {
-        candidates.push(target.join(profile).join("examples").join(&name));
-    }
-    candidates
-        .iter()
-        .find(|p| p.is_file())
-        .cloned()
-        .unwrap_or_else(|| {
-            panic!(
-                "the w3c_service example is not built (looked at {candidates:?}); \
-                 build it with `cargo test --workspace --all-targets` \
-                 (or `cargo build -p examples --example w3c_service`)"
-            )
-        })
+    tests::example_binary("w3c_service")
 }
 
 /// The running example; killed when dropped.
@@ -158,9 +130,11 @@ impl Receiver {
         let record = seen.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                if let Some((path, headers)) = read_request(stream) {
+                // recorded before the 200 goes out, so the service's reply to
+                // `/test` (sent after our 200) never races the record
+                read_request(stream, |path, headers| {
                     record.lock().unwrap().insert(path, headers);
-                }
+                });
             }
         });
         Receiver { addr, seen }
@@ -179,8 +153,9 @@ impl Receiver {
     }
 }
 
-/// Reads one HTTP/1.1 request, answers 200 and closes the connection.
-fn read_request(stream: TcpStream) -> Option<(String, Headers)> {
+/// Reads one HTTP/1.1 request, hands it to `on_request`, then answers 200
+/// and closes the connection.
+fn read_request(stream: TcpStream, on_request: impl FnOnce(String, Headers)) -> Option<()> {
     stream.set_read_timeout(Some(TIMEOUT)).ok()?;
     let mut reader = BufReader::new(stream);
     let mut line = String::new();
@@ -204,10 +179,11 @@ fn read_request(stream: TcpStream) -> Option<(String, Headers)> {
     }
     let mut body = vec![0; length];
     reader.read_exact(&mut body).ok()?;
+    on_request(path, headers);
     let mut stream = reader.into_inner();
     let reply = "HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
     stream.write_all(reply.as_bytes()).ok()?;
-    Some((path, headers))
+    Some(())
 }
 
 /// Sends `POST /test` with `headers` (written as given: any casing,
