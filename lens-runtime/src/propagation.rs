@@ -23,8 +23,11 @@ pub type Carrier = HashMap<String, String>;
 /// Environment variables that carry a context to a child process, as the
 /// OpenTelemetry "environment variables as context propagation carriers"
 /// specification names them.
-pub const ENV_CARRIER_VARS: [(&str, &str); 3] =
-    [("traceparent", "TRACEPARENT"), ("tracestate", "TRACESTATE"), ("baggage", "BAGGAGE")];
+pub const ENV_CARRIER_VARS: [(&str, &str); 3] = [
+    ("traceparent", "TRACEPARENT"),
+    ("tracestate", "TRACESTATE"),
+    ("baggage", "BAGGAGE"),
+];
 
 fn inject_with(cx: &Context, injector: &mut dyn Injector) {
     W3cPropagator::new().inject_context(cx, injector);
@@ -145,7 +148,10 @@ pub mod http {
     /// lens_runtime::propagation::http::inject_headers(&mut headers);
     /// ```
     pub fn inject_headers(headers: &mut ::http::HeaderMap) {
-        inject_with(&Context::current(), &mut opentelemetry_http::HeaderInjector(headers));
+        inject_with(
+            &Context::current(),
+            &mut opentelemetry_http::HeaderInjector(headers),
+        );
     }
 
     /// The context of `headers` (repeated `tracestate` headers are combined;
@@ -310,9 +316,15 @@ pub trait Collective {
 /// });
 /// assert_eq!(got[0], got[1]);
 /// ```
-pub fn broadcast_trace_context(comm: &dyn Collective, src_rank: usize) -> Result<Carrier, CollectiveError> {
+pub fn broadcast_trace_context(
+    comm: &dyn Collective,
+    src_rank: usize,
+) -> Result<Carrier, CollectiveError> {
     if src_rank >= comm.size() {
-        return Err(CollectiveError(format!("src_rank {src_rank} is not below the world size {}", comm.size())));
+        return Err(CollectiveError(format!(
+            "src_rank {src_rank} is not below the world size {}",
+            comm.size()
+        )));
     }
     let payload = if comm.rank() == src_rank {
         encode_carrier(&inject_context())
@@ -346,7 +358,12 @@ impl LocalCollective {
             barrier: std::sync::Barrier::new(size),
             slot: Mutex::new(Vec::new()),
         });
-        (0..size).map(|rank| LocalCollective { rank, shared: shared.clone() }).collect()
+        (0..size)
+            .map(|rank| LocalCollective {
+                rank,
+                shared: shared.clone(),
+            })
+            .collect()
     }
 }
 
@@ -362,7 +379,12 @@ impl Collective for LocalCollective {
             *self.shared.slot.lock().unwrap_or_else(|e| e.into_inner()) = data;
         }
         self.shared.barrier.wait();
-        let out = self.shared.slot.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let out = self
+            .shared
+            .slot
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         self.shared.barrier.wait();
         Ok(out)
     }
@@ -387,11 +409,16 @@ pub mod mpi_collective {
             self.0.size() as usize
         }
         fn broadcast_bytes(&self, root: usize, data: Vec<u8>) -> Result<Vec<u8>, CollectiveError> {
-            let root_i32 = i32::try_from(root).map_err(|_| CollectiveError(format!("root {root} out of range")))?;
+            let root_i32 = i32::try_from(root)
+                .map_err(|_| CollectiveError(format!("root {root} out of range")))?;
             let proc = self.0.process_at_rank(root_i32);
             let mut len = data.len() as u64;
             proc.broadcast_into(&mut len);
-            let mut buf = if self.rank() == root { data } else { vec![0u8; len as usize] };
+            let mut buf = if self.rank() == root {
+                data
+            } else {
+                vec![0u8; len as usize]
+            };
             proc.broadcast_into(&mut buf[..]);
             Ok(buf)
         }

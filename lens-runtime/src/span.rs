@@ -236,7 +236,9 @@ impl LensSpan {
         name: impl Into<Cow<'static, str>>,
         attributes: &[(&str, &dyn AttributeValue)],
     ) {
-        self.cx.span().add_event(name, crate::attr::collect(attributes));
+        self.cx
+            .span()
+            .add_event(name, crate::attr::collect(attributes));
     }
 
     /// Marks the span ERROR with the error's `Display` text and adds an

@@ -93,7 +93,12 @@ fn single_rank(c: &LensConfig, rank: u32, world_size: u32) -> bool {
 
 /// Variables that give the rank within the node, in the order read:
 /// torchrun's, Open MPI's, SLURM's, MPICH's.
-pub const LOCAL_RANK_VARS: &[&str] = &["LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID"];
+pub const LOCAL_RANK_VARS: &[&str] = &[
+    "LOCAL_RANK",
+    "OMPI_COMM_WORLD_LOCAL_RANK",
+    "SLURM_LOCALID",
+    "MPI_LOCALRANKID",
+];
 
 /// The rank of this process within its node: the first of
 /// [`LOCAL_RANK_VARS`] that is set (missing or unparsable: 0).

@@ -186,8 +186,9 @@ pub mod logs {
 
 #[cfg(feature = "sdk")]
 pub use lens_runtime::propagation::{
-    broadcast_trace_context, context_from_bytes, context_from_env, context_to_bytes, create_linked_span,
-    env_for_child, extract_context, inject_context, pp_trace_carrier, set_pp_trace_carrier,
+    broadcast_trace_context, context_from_bytes, context_from_env, context_to_bytes,
+    create_linked_span, env_for_child, extract_context, inject_context, pp_trace_carrier,
+    set_pp_trace_carrier,
 };
 #[cfg(feature = "sdk")]
 pub use lens_runtime::span::{clear_tracer_provider, set_tracer_provider};
