@@ -57,6 +57,20 @@ fn bit_test(x: u64) -> u64 {
     body(x)
 }
 
+/// The same hand-written test on a word that lives in another crate (lens's
+/// base word, as any group word a site tests): in a position-independent
+/// executable the word's address comes from the GOT, one more instruction
+/// than for a static of the calling crate. This is the floor for lens.
+#[inline(never)]
+fn bit_test_xcrate(x: u64) -> u64 {
+    let _guard = if lens::groups::WORD.load(Ordering::Relaxed) & HAND_MASK != 0 {
+        Some(lens::span_cm!("bit_test_xcrate"))
+    } else {
+        None
+    };
+    body(x)
+}
+
 /// Prototype of a proposed fix (docs/PERFORMANCE.md): the group handle as a
 /// `const` (a reference to the real base word plus the mask), so the gate is
 /// one load of lens's word (through the GOT, as for any static of another
@@ -157,6 +171,7 @@ fn sdk_in_span(tracer: &SdkTracer, i: i64) -> u64 {
 const MODES: &[&str] = &[
     "bare",
     "bit_test",
+    "bit_test_xcrate",
     "lens_off",
     "const_group_off",
     "proposed_off",
@@ -213,6 +228,7 @@ fn run(mode: &str, n: u64) -> Result<(), String> {
     match mode {
         "bare" => disabled!(bare),
         "bit_test" => disabled!(bit_test),
+        "bit_test_xcrate" => disabled!(bit_test_xcrate),
         "lens_off" => disabled!(lens_trace_fn),
         "const_group_off" => disabled!(const_group),
         "proposed_off" => disabled!(proposed),

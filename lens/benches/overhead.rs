@@ -12,6 +12,7 @@ use lens::otel::trace::{Span as _, TraceContextExt as _, Tracer as _};
 use lens::otel::{Context, KeyValue};
 use lens::otel_sdk::trace::SdkTracer;
 use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 #[path = "common/mod.rs"]
 mod common;
@@ -32,6 +33,36 @@ fn bare(x: u64) -> u64 {
 #[lens::trace_fn(group = "step")]
 #[inline(never)]
 fn lens_trace_fn(x: u64) -> u64 {
+    body(x)
+}
+
+/// Reference for (b): the ideal gate written by hand, a `static AtomicU64`
+/// of this crate and a constant mask, around the same span call
+/// (`span_cm!` is the `start_span(name, Vec::new())` of `#[trace_fn]`).
+static HAND_WORD: AtomicU64 = AtomicU64::new(0);
+
+#[inline(never)]
+fn hand_bit_test(x: u64) -> u64 {
+    let _guard = if HAND_WORD.load(Ordering::Relaxed) & (1 << 5) != 0 {
+        Some(lens::span_cm!("hand_bit_test"))
+    } else {
+        None
+    };
+    body(x)
+}
+
+/// Prototype of the proposed fix for (b) (docs/PERFORMANCE.md): the group
+/// handle as a `const`, so the gate loads lens's word directly instead of
+/// first loading the word's address out of the `static` handle.
+const STEP_CONST: lens::SpanGroup = lens::SpanGroup::__new("step", "base", &lens::groups::WORD, 5);
+
+#[inline(never)]
+fn const_group(x: u64) -> u64 {
+    let _guard = if STEP_CONST.is_enabled() {
+        Some(lens::span_cm!("const_group"))
+    } else {
+        None
+    };
     body(x)
 }
 
@@ -104,6 +135,21 @@ fn overhead(c: &mut Criterion) {
         b.iter(|| {
             i = i.wrapping_add(1);
             lens_trace_fn(black_box(i))
+        })
+    });
+    HAND_WORD.store(black_box(0), Ordering::Relaxed);
+    g.bench_function("b_ref_hand_bit_test_off", |b| {
+        let mut i = 0u64;
+        b.iter(|| {
+            i = i.wrapping_add(1);
+            hand_bit_test(black_box(i))
+        })
+    });
+    g.bench_function("b_proto_const_group_off", |b| {
+        let mut i = 0u64;
+        b.iter(|| {
+            i = i.wrapping_add(1);
+            const_group(black_box(i))
         })
     });
     g.bench_function("b_lens_managed_span_off", |b| {
