@@ -94,10 +94,14 @@ fn ensure_panic_hook() {
     });
 }
 
+// Both inline into the `#[inline(never)]` entry points, so the 120-byte
+// `SpanBuilder` is not passed through an extra out-of-line call.
+#[inline(always)]
 fn start_context(name: Cow<'static, str>, attributes: Vec<KeyValue>) -> Context {
     start_builder(SpanBuilder::from_name(name).with_attributes(attributes))
 }
 
+#[inline(always)]
 fn start_builder(builder: SpanBuilder) -> Context {
     ensure_panic_hook();
     #[cfg(feature = "sdk")]
