@@ -248,7 +248,7 @@ pub(crate) fn family(def: FamilyDef, plan: FamilyPlan) -> TokenStream {
         quote! {
             #(#gattrs)*
             #doc
-            pub static #id: ::lens::__private::SpanGroup =
+            pub const #id: ::lens::__private::SpanGroup =
                 ::lens::__private::SpanGroup::__new(#gname, #fam, &__LENS_WORD, #bit);
         }
     });

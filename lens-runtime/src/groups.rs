@@ -186,7 +186,7 @@ pub mod base {
 
     macro_rules! base_groups {
         ($($(#[$doc:meta])* $id:ident = $name:literal, $bit:literal;)*) => {
-            $( $(#[$doc])* pub static $id: SpanGroup = SpanGroup::__new($name, "base", &WORD, $bit); )*
+            $( $(#[$doc])* pub const $id: SpanGroup = SpanGroup::__new($name, "base", &WORD, $bit); )*
             /// The base family.
             pub static FAMILY: SpanGroupFamily = SpanGroupFamily::__new(
                 "base",

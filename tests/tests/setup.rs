@@ -23,32 +23,35 @@ fn enabled(spec: &str) -> LensConfig {
     c
 }
 
-/// Thread names of this process, with multiplicity.
-fn threads() -> std::collections::BTreeMap<String, usize> {
-    let mut names = std::collections::BTreeMap::new();
+/// The threads of this process: thread id → name.
+fn threads() -> std::collections::BTreeMap<String, String> {
+    let mut out = std::collections::BTreeMap::new();
     for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
         let name = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
-        *names.entry(name.trim().to_owned()).or_insert(0) += 1;
+        out.insert(
+            task.file_name().to_string_lossy().into_owned(),
+            name.trim().to_owned(),
+        );
     }
-    names
+    out
 }
 
-/// Telemetry threads (lens's own, the SDK's processors, tokio workers) in
-/// `after` that were not in `before`. Other tests' threads come and go
-/// meanwhile, so only names telemetry could start are compared.
+/// Telemetry threads (lens's own, the SDK's processors, tokio workers) that
+/// exist in `after` but not in `before`, by thread id. Other tests' threads
+/// come and go meanwhile, so only names telemetry could start count.
 fn new_threads(
-    before: &std::collections::BTreeMap<String, usize>,
-    after: &std::collections::BTreeMap<String, usize>,
+    before: &std::collections::BTreeMap<String, String>,
+    after: &std::collections::BTreeMap<String, String>,
 ) -> Vec<String> {
     after
         .iter()
-        .filter(|(name, _)| {
+        .filter(|(tid, _)| !before.contains_key(*tid))
+        .filter(|(_, name)| {
             ["lens", "OpenTelemetry", "tokio"]
                 .iter()
                 .any(|p| name.starts_with(p))
         })
-        .filter(|(name, n)| before.get(*name).copied().unwrap_or(0) < **n)
-        .map(|(name, _)| name.clone())
+        .map(|(_, name)| name.clone())
         .collect()
 }
 
