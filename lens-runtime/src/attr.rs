@@ -216,6 +216,22 @@ impl<T: ArrayElement, const N: usize> AttributeValue for [T; N] {
     }
 }
 
+/// The value recorded under `key`: redacted when the runtime key rule says
+/// so, `None` for `None`.
+///
+/// ```
+/// use lens_runtime::attr::value_for_key;
+/// assert_eq!(value_for_key("api.token", &"t").unwrap().as_str(), "[REDACTED]");
+/// assert!(value_for_key("n", &None::<i64>).is_none());
+/// ```
+pub fn value_for_key<V: AttributeValue + ?Sized>(key: &str, value: &V) -> Option<Value> {
+    if is_redacted_key(key) {
+        value.to_value_redacted()
+    } else {
+        value.to_value()
+    }
+}
+
 /// Pushes `key = value` (skipping `None`), redacting by the runtime key rule.
 ///
 /// ```
@@ -230,12 +246,7 @@ pub fn push_attribute<V: AttributeValue + ?Sized>(
     value: &V,
 ) {
     let key = key.into();
-    let value = if is_redacted_key(key.as_str()) {
-        value.to_value_redacted()
-    } else {
-        value.to_value()
-    };
-    if let Some(value) = value {
+    if let Some(value) = value_for_key(key.as_str(), value) {
         attrs.push(KeyValue::new(key, value));
     }
 }

@@ -392,34 +392,10 @@ fn register(meter: &Meter, reader: Arc<dyn Reader>, devices: &[GpuDevice]) {
 mod tests {
     use super::*;
     use opentelemetry::metrics::MeterProvider as _;
-    use opentelemetry_sdk::metrics::data::{
-        AggregatedMetrics, Metric, MetricData, ResourceMetrics,
-    };
-    use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
+    use opentelemetry_sdk::metrics::data::{AggregatedMetrics, Metric, MetricData};
     use std::sync::atomic::AtomicUsize;
 
-    fn provider() -> (SdkMeterProvider, InMemoryMetricExporter) {
-        let exporter = InMemoryMetricExporter::default();
-        let provider = SdkMeterProvider::builder()
-            .with_reader(PeriodicReader::builder(exporter.clone()).build())
-            .build();
-        (provider, exporter)
-    }
-
-    fn collect(
-        provider: &SdkMeterProvider,
-        exporter: &InMemoryMetricExporter,
-    ) -> Vec<ResourceMetrics> {
-        provider.force_flush().unwrap();
-        exporter.get_finished_metrics().unwrap()
-    }
-
-    fn flat(rms: &[ResourceMetrics]) -> Vec<&Metric> {
-        rms.iter()
-            .flat_map(ResourceMetrics::scope_metrics)
-            .flat_map(|sm| sm.metrics())
-            .collect()
-    }
+    use crate::metrics_test_support::{collect, flat, provider};
 
     /// Counts `tracing` events at DEBUG from target `lens::gpu`.
     struct CountEvents(Arc<AtomicUsize>);

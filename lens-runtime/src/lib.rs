@@ -20,6 +20,8 @@ pub mod ids;
 pub mod logs;
 #[cfg(feature = "sdk")]
 pub mod metrics;
+#[cfg(all(test, feature = "sdk"))]
+mod metrics_test_support;
 #[cfg(feature = "sdk")]
 pub mod propagation;
 #[cfg(feature = "sdk")]

@@ -743,33 +743,9 @@ impl TrainingMetrics {
 mod tests {
     use super::*;
     use opentelemetry::metrics::MeterProvider as _;
-    use opentelemetry_sdk::metrics::data::{
-        AggregatedMetrics, Metric, MetricData, ResourceMetrics,
-    };
-    use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
+    use opentelemetry_sdk::metrics::data::{AggregatedMetrics, Metric, MetricData};
 
-    fn provider() -> (SdkMeterProvider, InMemoryMetricExporter) {
-        let exporter = InMemoryMetricExporter::default();
-        let provider = SdkMeterProvider::builder()
-            .with_reader(PeriodicReader::builder(exporter.clone()).build())
-            .build();
-        (provider, exporter)
-    }
-
-    fn collect(
-        provider: &SdkMeterProvider,
-        exporter: &InMemoryMetricExporter,
-    ) -> Vec<ResourceMetrics> {
-        provider.force_flush().unwrap();
-        exporter.get_finished_metrics().unwrap()
-    }
-
-    fn flat(rms: &[ResourceMetrics]) -> Vec<&Metric> {
-        rms.iter()
-            .flat_map(ResourceMetrics::scope_metrics)
-            .flat_map(|sm| sm.metrics())
-            .collect()
-    }
+    use crate::metrics_test_support::{collect, flat, provider};
 
     fn find<'a>(metrics: &[&'a Metric], name: &str) -> &'a Metric {
         metrics

@@ -1,6 +1,6 @@
 //! Span guards: creation, context attachment, panic marking, end on drop.
 
-use crate::attr::{is_redacted_key, AttributeValue};
+use crate::attr::AttributeValue;
 use opentelemetry::trace::{SpanBuilder, Status, TraceContextExt, Tracer as _};
 use opentelemetry::{Context, ContextGuard, Key, KeyValue};
 use std::borrow::Cow;
@@ -218,12 +218,7 @@ impl LensSpan {
     /// ```
     pub fn set_attribute<V: AttributeValue>(&self, key: impl Into<Key>, value: V) {
         let key = key.into();
-        let value = if is_redacted_key(key.as_str()) {
-            value.to_value_redacted()
-        } else {
-            value.to_value()
-        };
-        if let Some(value) = value {
+        if let Some(value) = crate::attr::value_for_key(key.as_str(), &value) {
             self.cx.span().set_attribute(KeyValue::new(key, value));
         }
     }

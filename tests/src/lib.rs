@@ -559,3 +559,34 @@ impl Received {
             })
     }
 }
+
+/// A global allocator that counts allocations per thread. A test binary
+/// opts in with `#[global_allocator] static A: tests::CountingAlloc = tests::CountingAlloc;`
+/// and measures with [`allocations`].
+#[derive(Debug)]
+pub struct CountingAlloc;
+
+thread_local! {
+    static ALLOCS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+// SAFETY: every call is forwarded unchanged to the system allocator.
+unsafe impl std::alloc::GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
+        // SAFETY: forwarded unchanged to the system allocator.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        // SAFETY: forwarded unchanged to the system allocator.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+}
+
+/// How many allocations this thread made while running `f` (needs
+/// [`CountingAlloc`] as the binary's global allocator).
+pub fn allocations<R>(f: impl FnOnce() -> R) -> usize {
+    let before = ALLOCS.with(std::cell::Cell::get);
+    std::hint::black_box(f());
+    ALLOCS.with(std::cell::Cell::get) - before
+}

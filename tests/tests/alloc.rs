@@ -1,35 +1,11 @@
 //! A disabled site allocates nothing (counting global allocator).
 
 use lens::{managed_span, trace_fn};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
-struct Counting;
-
-thread_local! {
-    static ALLOCS: Cell<usize> = const { Cell::new(0) };
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: tests::CountingAlloc = tests::CountingAlloc;
 
-fn allocations<R>(f: impl FnOnce() -> R) -> usize {
-    let before = ALLOCS.with(Cell::get);
-    std::hint::black_box(f());
-    ALLOCS.with(Cell::get) - before
-}
+use tests::allocations;
 
 #[trace_fn(group = "step", fields(name = format!("step-{i}"), v = vec![1, 2, 3]), args(i))]
 fn step(i: u64) -> u64 {

@@ -12,40 +12,16 @@ use lens::metrics::{
     STEP_DURATION_BUCKETS_S,
 };
 use lens::semconv as sc;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::process::Command;
 use std::time::Duration;
 use tests::{get, Metric, Rotel};
 
 // ------------------------------------------------------------ allocations
 
-struct Counting;
-
-thread_local! {
-    static ALLOCS: Cell<usize> = const { Cell::new(0) };
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: tests::CountingAlloc = tests::CountingAlloc;
 
-fn allocations(f: impl FnOnce()) -> usize {
-    let before = ALLOCS.with(Cell::get);
-    f();
-    ALLOCS.with(Cell::get) - before
-}
+use tests::allocations;
 
 /// One record of every instrument, as the child sends them.
 const INFERENCE: InferenceRecord<'static> = InferenceRecord {
