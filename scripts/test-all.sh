@@ -9,6 +9,9 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
 
 step() { printf '\n==> %s\n' "$*"; }
 
+step "install test dependencies (apt: Open MPI, libclang; pip: rotel, OpenTelemetry SDK)"
+bash scripts/install-test-deps.sh
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what the test suite needs on a fresh Debian machine (as root);
+# each step is skipped when already satisfied. scripts/test-all.sh runs it
+# first, so README's test command works on a new machine too.
+set -euo pipefail
+
+# Toolchain components used by the suite.
+if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
+  rustup component add rustfmt clippy
+fi
+
+# Open MPI for the multi-process tests (rsmpi builds against it with
+# libclang), python3 + pip for the test peers.
+need_apt=()
+command -v mpirun >/dev/null || need_apt+=(openmpi-bin)
+dpkg -s libopenmpi-dev >/dev/null 2>&1 || need_apt+=(libopenmpi-dev)
+dpkg -s libclang-dev >/dev/null 2>&1 || need_apt+=(libclang-dev)
+command -v python3 >/dev/null || need_apt+=(python3)
+python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
+fi
+
+# Test peers: the rotel OTLP collector (its binary ships in the PyPI wheel;
+# the tests start it themselves on free loopback ports) and the Python
+# OpenTelemetry SDK for the interop tests.
+python3 -m pip install -q --disable-pip-version-check "rotel==0.0.1a15" \
+  "opentelemetry-sdk==1.45.2" "opentelemetry-exporter-otlp==1.45.2"
+python3 -c "import rotel, os; p = os.path.join(os.path.dirname(rotel.__file__), 'rotel-agent'); assert os.access(p, os.X_OK), p; print('rotel-agent:', p)"
