@@ -46,7 +46,7 @@ REPEAT=${REPEAT:-3}
 MODES=("$@")
 if [ ${#MODES[@]} -eq 0 ]; then
     MODES=(bare bit_test bit_test_xcrate lens_off const_group_off proposed_off lens_managed_off tracing_off fastrace_off
-           lens_trace_fn_on lens_on lens_setup_on sdk_on sdk_cx_on)
+           lens_trace_fn_on lens_on lens_setup_on sdk_on sdk_cx_on sdk_guard_on)
 fi
 
 command -v valgrind >/dev/null || { echo "valgrind not found" >&2; exit 2; }

@@ -6,6 +6,7 @@ use opentelemetry::{Context, ContextGuard, Key, KeyValue};
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fmt::{self, Display};
+use std::mem::ManuallyDrop;
 use std::sync::Once;
 
 /// Instrumentation scope name of every lens span.
@@ -141,14 +142,41 @@ pub enum SpanStatus {
 /// }).join().unwrap();
 /// ```
 pub struct LensSpan {
+    // Dropped by hand in `drop_span` / `drop_guard`, so that the drop glue of
+    // a `LensSpan`, a `SpanGuard` or an `Option` of either is one inlined
+    // call (and, for `None`, one test) at the instrumented site.
+    inner: ManuallyDrop<SpanInner>,
+}
+
+struct SpanInner {
     cx: Context,
     open: Option<open::Registration>,
+}
+
+impl SpanInner {
+    /// Marks a panic unwinding through the span, ends it and forgets its
+    /// open-span registration; the context itself is dropped by the caller.
+    #[inline(always)]
+    fn finish(&mut self) {
+        if std::thread::panicking() {
+            let msg = LAST_PANIC
+                .try_with(|p| p.try_borrow().ok().and_then(|p| p.clone()))
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| "panicked".to_owned());
+            record_exception(&self.cx, "panic", msg);
+        }
+        self.cx.span().end();
+        if let Some(reg) = self.open.take() {
+            reg.unregister();
+        }
+    }
 }
 
 impl fmt::Debug for LensSpan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LensSpan")
-            .field("span_context", self.cx.span().span_context())
+            .field("span_context", self.cx().span().span_context())
             .finish()
     }
 }
@@ -179,7 +207,14 @@ impl LensSpan {
     #[inline]
     fn new(cx: Context) -> Self {
         let open = open::register(&cx);
-        LensSpan { cx, open }
+        LensSpan {
+            inner: ManuallyDrop::new(SpanInner { cx, open }),
+        }
+    }
+
+    #[inline(always)]
+    fn cx(&self) -> &Context {
+        &self.inner.cx
     }
 
     /// Makes this span the current one on this thread until the guard drops;
@@ -190,10 +225,10 @@ impl LensSpan {
     /// g.set_attribute("n", 1);
     /// ```
     pub fn enter(self) -> SpanGuard {
-        let attached = self.cx.clone().attach();
+        let attached = self.cx().clone().attach();
         SpanGuard {
-            span: self,
-            _attached: attached,
+            span: ManuallyDrop::new(self),
+            attached: ManuallyDrop::new(attached),
         }
     }
 
@@ -205,7 +240,7 @@ impl LensSpan {
     /// let _sc = s.context().span().span_context().clone();
     /// ```
     pub fn context(&self) -> &Context {
-        &self.cx
+        self.cx()
     }
 
     /// Sets `key = value` (skipped for `None`; string values under a
@@ -219,7 +254,7 @@ impl LensSpan {
     pub fn set_attribute<V: AttributeValue>(&self, key: impl Into<Key>, value: V) {
         let key = key.into();
         if let Some(value) = crate::attr::value_for_key(key.as_str(), &value) {
-            self.cx.span().set_attribute(KeyValue::new(key, value));
+            self.cx().span().set_attribute(KeyValue::new(key, value));
         }
     }
 
@@ -235,7 +270,7 @@ impl LensSpan {
         name: impl Into<Cow<'static, str>>,
         attributes: &[(&str, &dyn AttributeValue)],
     ) {
-        self.cx
+        self.cx()
             .span()
             .add_event(name, crate::attr::collect(attributes));
     }
@@ -248,7 +283,7 @@ impl LensSpan {
     /// s.record_error(&"disk full");
     /// ```
     pub fn record_error<E: Display + ?Sized>(&self, err: &E) {
-        record_exception(&self.cx, std::any::type_name::<E>(), err.to_string());
+        record_exception(self.cx(), std::any::type_name::<E>(), err.to_string());
     }
 
     /// Sets the span status.
@@ -259,7 +294,7 @@ impl LensSpan {
     /// s.set_status(SpanStatus::Ok);
     /// ```
     pub fn set_status(&self, status: SpanStatus) {
-        self.cx.span().set_status(match status {
+        self.cx().span().set_status(match status {
             SpanStatus::Unset => Status::Unset,
             SpanStatus::Ok => Status::Ok,
             SpanStatus::Error(description) => Status::Error { description },
@@ -280,20 +315,18 @@ fn record_exception(cx: &Context, ty: &str, message: String) {
 }
 
 impl Drop for LensSpan {
+    #[inline]
     fn drop(&mut self) {
-        if std::thread::panicking() {
-            let msg = LAST_PANIC
-                .try_with(|p| p.try_borrow().ok().and_then(|p| p.clone()))
-                .ok()
-                .flatten()
-                .unwrap_or_else(|| "panicked".to_owned());
-            record_exception(&self.cx, "panic", msg);
-        }
-        self.cx.span().end();
-        if let Some(reg) = self.open.take() {
-            reg.unregister();
-        }
+        drop_span(&mut self.inner);
     }
+}
+
+/// The whole end of a detached span, out of line.
+#[inline(never)]
+fn drop_span(inner: &mut ManuallyDrop<SpanInner>) {
+    inner.finish();
+    // SAFETY: called once, from `LensSpan::drop`; `inner` is not used again.
+    unsafe { ManuallyDrop::drop(inner) }
 }
 
 /// A span that is the current one on this thread until the guard drops; it
@@ -308,8 +341,31 @@ impl Drop for LensSpan {
 /// ```
 #[must_use = "the span ends when the guard is dropped; bind it with `let _guard = ...`"]
 pub struct SpanGuard {
-    span: LensSpan,
-    _attached: ContextGuard,
+    // Both dropped by hand in `drop_guard`: the span ends while it is still
+    // the current one, then the previous context is restored. The span's own
+    // `Drop` never runs (its fields are dropped there instead).
+    span: ManuallyDrop<LensSpan>,
+    attached: ManuallyDrop<ContextGuard>,
+}
+
+impl Drop for SpanGuard {
+    #[inline]
+    fn drop(&mut self) {
+        drop_guard(self);
+    }
+}
+
+/// The whole end of a guard, out of line: the site's drop glue for a
+/// `SpanGuard` or an `Option<SpanGuard>` is then one call.
+#[inline(never)]
+fn drop_guard(guard: &mut SpanGuard) {
+    guard.span.inner.finish();
+    // SAFETY: called once, from `SpanGuard::drop`; neither field is used
+    // again, and `LensSpan::drop` is never run for `span` (ManuallyDrop).
+    unsafe {
+        ManuallyDrop::drop(&mut guard.span.inner);
+        ManuallyDrop::drop(&mut guard.attached);
+    }
 }
 
 impl fmt::Debug for SpanGuard {
@@ -334,9 +390,13 @@ impl SpanGuard {
     /// drop(span); // ends it
     /// ```
     pub fn into_span(self) -> LensSpan {
-        let SpanGuard { span, _attached } = self;
-        drop(_attached);
-        span
+        let mut this = ManuallyDrop::new(self);
+        // SAFETY: `this` is never dropped; each field is taken or dropped
+        // exactly once here.
+        unsafe {
+            ManuallyDrop::drop(&mut this.attached);
+            ManuallyDrop::take(&mut this.span)
+        }
     }
 }
 
@@ -357,41 +417,86 @@ pub(crate) mod open {
     use opentelemetry::trace::TraceContextExt;
     use opentelemetry::{Context, KeyValue};
     use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::{Arc, Mutex, MutexGuard};
+    use std::sync::{Mutex, MutexGuard};
 
     static TRACKING: AtomicBool = AtomicBool::new(false);
-    static LISTS: Mutex<Vec<Arc<OpenList>>> = Mutex::new(Vec::new());
 
+    /// Every list ever made, and the lists of threads that have exited
+    /// (reused by the next new thread, so thread churn does not grow the
+    /// registry). Lists live for the whole process: a registration is a
+    /// plain `&'static` reference, no reference count per span.
+    static LISTS: Mutex<Registry> = Mutex::new(Registry {
+        all: Vec::new(),
+        free: Vec::new(),
+    });
+
+    struct Registry {
+        all: Vec<&'static OpenList>,
+        free: Vec<&'static OpenList>,
+    }
+
+    fn registry() -> MutexGuard<'static, Registry> {
+        LISTS.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The spans one thread started that have not ended yet. Only that
+    /// thread (and the rare shutdown) takes the lock, so it is uncontended.
     #[derive(Debug, Default)]
     pub(crate) struct OpenList {
-        spans: Mutex<(u64, Vec<(u64, Context)>)>,
+        spans: Mutex<Spans>,
+    }
+
+    #[derive(Debug, Default)]
+    struct Spans {
+        next_id: u64,
+        open: Vec<(u64, Context)>,
     }
 
     impl OpenList {
-        fn lock(&self) -> MutexGuard<'_, (u64, Vec<(u64, Context)>)> {
+        fn lock(&self) -> MutexGuard<'_, Spans> {
             self.spans.lock().unwrap_or_else(|e| e.into_inner())
         }
     }
 
+    /// This thread's list; handed back to the free pool when the thread
+    /// exits (spans still open in it stay registered until they end).
+    struct Mine(&'static OpenList);
+
+    impl Drop for Mine {
+        fn drop(&mut self) {
+            registry().free.push(self.0);
+        }
+    }
+
     thread_local! {
-        static MINE: Arc<OpenList> = {
-            let list = Arc::new(OpenList::default());
-            LISTS.lock().unwrap_or_else(|e| e.into_inner()).push(list.clone());
-            list
+        static MINE: Mine = {
+            let mut reg = registry();
+            let list = match reg.free.pop() {
+                Some(list) => list,
+                None => {
+                    let list: &'static OpenList = Box::leak(Box::default());
+                    reg.all.push(list);
+                    list
+                }
+            };
+            Mine(list)
         };
     }
 
+    /// An open span's place in the registry (the span may move to another
+    /// thread; it unregisters from the list it was registered in).
     #[derive(Debug)]
     pub(crate) struct Registration {
-        list: Arc<OpenList>,
+        list: &'static OpenList,
         id: u64,
     }
 
     impl Registration {
         pub(crate) fn unregister(self) {
             let mut g = self.list.lock();
-            if let Some(pos) = g.1.iter().rposition(|(id, _)| *id == self.id) {
-                g.1.swap_remove(pos);
+            // Spans end innermost first: the entry is almost always the last.
+            if let Some(pos) = g.open.iter().rposition(|(id, _)| *id == self.id) {
+                g.open.swap_remove(pos);
             }
         }
     }
@@ -401,15 +506,18 @@ pub(crate) mod open {
         if !TRACKING.load(Ordering::Relaxed) {
             return None;
         }
-        MINE.try_with(|list| {
+        register_slow(cx)
+    }
+
+    #[inline(never)]
+    fn register_slow(cx: &Context) -> Option<Registration> {
+        MINE.try_with(|mine| {
+            let list = mine.0;
             let mut g = list.lock();
-            g.0 += 1;
-            let id = g.0;
-            g.1.push((id, cx.clone()));
-            Registration {
-                list: list.clone(),
-                id,
-            }
+            g.next_id += 1;
+            let id = g.next_id;
+            g.open.push((id, cx.clone()));
+            Registration { list, id }
         })
         .ok()
     }
@@ -422,10 +530,10 @@ pub(crate) mod open {
     /// marking each `nemo.span.truncated = true` with an event of the same
     /// name. Returns how many were ended.
     pub(crate) fn truncate_all(reason: &str) -> usize {
-        let lists: Vec<Arc<OpenList>> = LISTS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let lists: Vec<&'static OpenList> = registry().all.clone();
         let mut n = 0;
         for list in lists {
-            let mut spans = std::mem::take(&mut list.lock().1);
+            let mut spans = std::mem::take(&mut list.lock().open);
             spans.sort_by_key(|s| std::cmp::Reverse(s.0));
             for (_, cx) in spans {
                 let span = cx.span();

@@ -12,8 +12,6 @@
 //! work on the calling thread. With no mode (as under `cargo test --benches`
 //! or `cargo bench`) it runs every mode briefly as a smoke test.
 
-use lens::otel::trace::{Span as _, TraceContextExt as _, Tracer as _};
-use lens::otel::{Context, KeyValue};
 use lens::otel_sdk::trace::SdkTracer;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,24 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 #[path = "common/mod.rs"]
 mod common;
 
-/// The work every variant wraps.
-#[inline(always)]
-fn body(x: u64) -> u64 {
-    black_box(x).wrapping_mul(3)
-}
-
-/// No instrumentation.
-#[inline(never)]
-fn bare(x: u64) -> u64 {
-    body(x)
-}
-
-/// `#[trace_fn]`, no attributes.
-#[lens::trace_fn(group = "step")]
-#[inline(never)]
-fn lens_trace_fn(x: u64) -> u64 {
-    body(x)
-}
+use common::variants::*;
 
 /// The ideal gate written by hand: a local `static AtomicU64` and a constant
 /// mask, then the same span call `#[trace_fn]` makes (`span_cm!` is
@@ -123,50 +104,6 @@ fn proposed(x: u64) -> u64 {
     body(x)
 }
 
-/// `tracing`, level TRACE while the subscriber keeps INFO.
-#[tracing::instrument(level = "trace")]
-#[inline(never)]
-fn tracing_instrument(x: u64) -> u64 {
-    body(x)
-}
-
-/// `fastrace`, no reporter and no root span: nothing sampled.
-#[fastrace::trace]
-#[inline(never)]
-fn fastrace_trace(x: u64) -> u64 {
-    body(x)
-}
-
-/// `managed_span!` with one attribute.
-#[inline(never)]
-fn lens_managed_span(i: i64) -> u64 {
-    let _span = lens::managed_span!("step", "train.step", iteration = i);
-    body(i as u64)
-}
-
-/// Raw SDK: builder with the attribute, start, end.
-#[inline(never)]
-fn sdk_start_end(tracer: &SdkTracer, i: i64) -> u64 {
-    let mut span = tracer
-        .span_builder("train.step")
-        .with_attributes(vec![KeyValue::new("iteration", i)])
-        .start(tracer);
-    let r = body(i as u64);
-    span.end();
-    r
-}
-
-/// Raw SDK, `in_span` style: current context for the body, ends on drop.
-#[inline(never)]
-fn sdk_in_span(tracer: &SdkTracer, i: i64) -> u64 {
-    let builder = tracer
-        .span_builder("train.step")
-        .with_attributes(vec![KeyValue::new("iteration", i)]);
-    let span = tracer.build_with_context(builder, &Context::current());
-    let _attached = Context::current_with_span(span).attach();
-    body(i as u64)
-}
-
 /// The modes, in the order the script reports them.
 const MODES: &[&str] = &[
     "bare",
@@ -183,6 +120,7 @@ const MODES: &[&str] = &[
     "lens_setup_on",
     "sdk_on",
     "sdk_cx_on",
+    "sdk_guard_on",
 ];
 
 /// Enabled modes flush the batch processor every this many spans: valgrind
@@ -259,6 +197,7 @@ fn run(mode: &str, n: u64) -> Result<(), String> {
         }
         "sdk_on" => enabled!(|i, t| sdk_start_end(t, i)),
         "sdk_cx_on" => enabled!(|i, t| sdk_in_span(t, i)),
+        "sdk_guard_on" => enabled!(|i, t| sdk_guard_like(t, i)),
         _ => {
             return Err(format!(
                 "unknown mode `{mode}`; modes: {}",

@@ -8,33 +8,13 @@
 //! the run prints how many spans the processor dropped, which must be 0.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use lens::otel::trace::{Span as _, TraceContextExt as _, Tracer as _};
-use lens::otel::{Context, KeyValue};
-use lens::otel_sdk::trace::SdkTracer;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 #[path = "common/mod.rs"]
 mod common;
 
-/// The work every variant wraps.
-#[inline(always)]
-fn body(x: u64) -> u64 {
-    black_box(x).wrapping_mul(3)
-}
-
-/// (a) no instrumentation.
-#[inline(never)]
-fn bare(x: u64) -> u64 {
-    body(x)
-}
-
-/// (b)/(c) `#[trace_fn]`, no attributes.
-#[lens::trace_fn(group = "step")]
-#[inline(never)]
-fn lens_trace_fn(x: u64) -> u64 {
-    body(x)
-}
+use common::variants::*;
 
 /// Reference for (b): the ideal gate written by hand, a `static AtomicU64`
 /// of this crate and a constant mask, around the same span call
@@ -63,51 +43,6 @@ fn const_group(x: u64) -> u64 {
     } else {
         None
     };
-    body(x)
-}
-
-/// (d) `managed_span!` with one attribute.
-#[inline(never)]
-fn lens_managed_span(i: i64) -> u64 {
-    let _span = lens::managed_span!("step", "train.step", iteration = i);
-    body(i as u64)
-}
-
-/// (e) raw SDK: builder with the attribute, start, end.
-#[inline(never)]
-fn sdk_start_end(tracer: &SdkTracer, i: i64) -> u64 {
-    let mut span = tracer
-        .span_builder("train.step")
-        .with_attributes(vec![KeyValue::new("iteration", i)])
-        .start(tracer);
-    let r = body(i as u64);
-    span.end();
-    r
-}
-
-/// (f) raw SDK, `in_span` style: the span becomes the current context for
-/// the body (what a lens guard also does), and ends when the context drops.
-#[inline(never)]
-fn sdk_in_span(tracer: &SdkTracer, i: i64) -> u64 {
-    let builder = tracer
-        .span_builder("train.step")
-        .with_attributes(vec![KeyValue::new("iteration", i)]);
-    let span = tracer.build_with_context(builder, &Context::current());
-    let _attached = Context::current_with_span(span).attach();
-    body(i as u64)
-}
-
-/// (g) `tracing`, level TRACE while the subscriber keeps INFO.
-#[tracing::instrument(level = "trace")]
-#[inline(never)]
-fn tracing_instrument(x: u64) -> u64 {
-    body(x)
-}
-
-/// (g) `fastrace`, no reporter and no root span: nothing sampled.
-#[fastrace::trace]
-#[inline(never)]
-fn fastrace_trace(x: u64) -> u64 {
     body(x)
 }
 

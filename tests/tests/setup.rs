@@ -195,6 +195,66 @@ fn shutdown_truncates_open_spans_innermost_first_and_is_idempotent() {
     assert!(managed_span!("step", "late").is_none());
 }
 
+/// Open spans are tracked per thread in lists that outlive their thread (an
+/// exited thread's list is reused by the next new thread): shutdown must
+/// still end a span made on a thread that has exited (the span moved to
+/// this one), a span held open by a live worker thread, and nothing that
+/// ended, whichever list it was registered in.
+#[test]
+fn shutdown_truncates_spans_of_other_and_exited_threads() {
+    let _s = serial();
+    let exporter = Capture::default();
+    let h = TelemetryBuilder::new(enabled("all"), 0, 1)
+        .with_span_exporter(exporter.clone())
+        .install()
+        .unwrap();
+    // made on a thread that exits; its list goes back to the pool
+    let moved = std::thread::spawn(|| span_cm!("moved").into_span())
+        .join()
+        .unwrap();
+    // a live worker: one span ended, one held open until after shutdown
+    let (started_tx, started_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let worker = std::thread::spawn(move || {
+        drop(span_cm!("short"));
+        let held = span_cm!("held");
+        started_tx.send(()).unwrap();
+        release_rx.recv().unwrap();
+        drop(held);
+    });
+    started_rx.recv().unwrap();
+    // more thread churn: lists are reused, spans in them end normally
+    for i in 0..8 {
+        std::thread::spawn(move || drop(span_cm!("churn", i = i)))
+            .join()
+            .unwrap();
+    }
+    h.shutdown(Duration::from_secs(5)).unwrap();
+    release_tx.send(()).unwrap();
+    worker.join().unwrap();
+    drop(moved); // already ended: no second export
+
+    let spans = exporter.finished();
+    let truncated = |s: &lens::otel_sdk::trace::SpanData| {
+        s.attributes
+            .iter()
+            .any(|kv| kv.key.as_str() == "nemo.span.truncated")
+    };
+    let mut got: Vec<(String, bool)> = spans
+        .iter()
+        .map(|s| (s.name.to_string(), truncated(s)))
+        .collect();
+    got.sort();
+    let mut want: Vec<(String, bool)> = vec![
+        ("held".into(), true),
+        ("moved".into(), true),
+        ("short".into(), false),
+    ];
+    want.extend((0..8).map(|_| ("churn".to_owned(), false)));
+    want.sort();
+    assert_eq!(got, want, "each span exactly once, open ones truncated");
+}
+
 #[test]
 fn drop_flushes_and_custom_strategy_decides() {
     let _s = serial();

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // each bench uses a different subset
 
+pub(crate) mod variants;
+
 use lens::otel::trace::TracerProvider as _;
 use lens::otel_sdk::error::OTelSdkResult;
 use lens::otel_sdk::trace::{

@@ -1,0 +1,105 @@
+//! The instrumented functions the benches compare. Every variant wraps the
+//! same `#[inline(never)]` body, so the benches differ only in what the site
+//! does around it.
+
+use lens::otel::trace::{Span as _, TraceContextExt as _, Tracer as _};
+use lens::otel::{Context, KeyValue};
+use lens::otel_sdk::trace::SdkTracer;
+use std::hint::black_box;
+
+/// The work every variant wraps.
+#[inline(always)]
+pub(crate) fn body(x: u64) -> u64 {
+    black_box(x).wrapping_mul(3)
+}
+
+/// No instrumentation.
+#[inline(never)]
+pub(crate) fn bare(x: u64) -> u64 {
+    body(x)
+}
+
+/// `#[trace_fn]`, no attributes.
+#[lens::trace_fn(group = "step")]
+#[inline(never)]
+pub(crate) fn lens_trace_fn(x: u64) -> u64 {
+    body(x)
+}
+
+/// `managed_span!` with one attribute.
+#[inline(never)]
+pub(crate) fn lens_managed_span(i: i64) -> u64 {
+    let _span = lens::managed_span!("step", "train.step", iteration = i);
+    body(i as u64)
+}
+
+/// Raw SDK: builder with the attribute, start, end.
+#[inline(never)]
+pub(crate) fn sdk_start_end(tracer: &SdkTracer, i: i64) -> u64 {
+    let mut span = tracer
+        .span_builder("train.step")
+        .with_attributes(vec![KeyValue::new("iteration", i)])
+        .start(tracer);
+    let r = body(i as u64);
+    span.end();
+    r
+}
+
+/// Raw SDK, `in_span` style: the span becomes the current context for the
+/// body (what a lens guard also does), and ends when the context drops.
+#[inline(never)]
+pub(crate) fn sdk_in_span(tracer: &SdkTracer, i: i64) -> u64 {
+    let builder = tracer
+        .span_builder("train.step")
+        .with_attributes(vec![KeyValue::new("iteration", i)]);
+    let span = tracer.build_with_context(builder, &Context::current());
+    let _attached = Context::current_with_span(span).attach();
+    body(i as u64)
+}
+
+/// `tracing`, level TRACE while the subscriber keeps INFO.
+#[tracing::instrument(level = "trace")]
+#[inline(never)]
+pub(crate) fn tracing_instrument(x: u64) -> u64 {
+    body(x)
+}
+
+/// `fastrace`, no reporter and no root span: nothing sampled.
+#[fastrace::trace]
+#[inline(never)]
+pub(crate) fn fastrace_trace(x: u64) -> u64 {
+    body(x)
+}
+
+/// Raw SDK, `in_span` style, but the span ends at the end of the scope (as a
+/// guard's does) rather than whenever the last clone of its context drops:
+/// an explicit `end()` reaches the span through the context's mutex.
+#[inline(never)]
+pub(crate) fn sdk_in_span_end(tracer: &SdkTracer, i: i64) -> u64 {
+    let builder = tracer
+        .span_builder("train.step")
+        .with_attributes(vec![KeyValue::new("iteration", i)]);
+    let span = tracer.build_with_context(builder, &Context::current());
+    let _attached = Context::current_with_span(span).attach();
+    let r = body(i as u64);
+    Context::map_current(|cx| cx.span().end());
+    r
+}
+
+/// The raw-SDK equivalent of a lens guard: the span is current for the body,
+/// the scope keeps its own handle to it (a clone of the context, so that it
+/// can set attributes while a nested span is current) and ends it
+/// explicitly at the end of the scope.
+#[inline(never)]
+pub(crate) fn sdk_guard_like(tracer: &SdkTracer, i: i64) -> u64 {
+    let builder = tracer
+        .span_builder("train.step")
+        .with_attributes(vec![KeyValue::new("iteration", i)]);
+    let span = tracer.build_with_context(builder, &Context::current());
+    let cx = Context::current_with_span(span);
+    let _attached = cx.clone().attach();
+    let r = body(i as u64);
+    cx.span().end();
+    drop(cx);
+    r
+}
