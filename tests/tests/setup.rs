@@ -23,6 +23,16 @@ fn enabled(spec: &str) -> LensConfig {
     c
 }
 
+/// Rank 0 of 1 exporting spans matching `spec` into a fresh [`Capture`].
+fn install_capture(spec: &str) -> (lens::TelemetryHandle, Capture) {
+    let exporter = Capture::default();
+    let h = TelemetryBuilder::new(enabled(spec), 0, 1)
+        .with_span_exporter(exporter.clone())
+        .install()
+        .unwrap();
+    (h, exporter)
+}
+
 /// The threads of this process: thread id → name.
 fn threads() -> std::collections::BTreeMap<String, String> {
     let mut out = std::collections::BTreeMap::new();
@@ -104,11 +114,7 @@ fn disabled_and_non_exporting_ranks_start_nothing() {
 #[test]
 fn second_enabled_setup_is_an_error_unless_reinit() {
     let _s = serial();
-    let exporter = Capture::default();
-    let h = TelemetryBuilder::new(enabled("default"), 0, 1)
-        .with_span_exporter(exporter.clone())
-        .install()
-        .unwrap();
+    let (h, exporter) = install_capture("default");
     let err = lens::setup_telemetry(enabled("default"), 0, 1).unwrap_err();
     assert!(matches!(err, SetupError::AlreadyInitialized));
     assert!(err.to_string().contains("allow_reinit"), "{err}");
@@ -149,11 +155,7 @@ fn bad_config_fails_before_anything_is_installed_on_every_rank() {
 #[test]
 fn shutdown_truncates_open_spans_innermost_first_and_is_idempotent() {
     let _s = serial();
-    let exporter = Capture::default();
-    let h = TelemetryBuilder::new(enabled("all"), 0, 1)
-        .with_span_exporter(exporter.clone())
-        .install()
-        .unwrap();
+    let (h, exporter) = install_capture("all");
     let job = span_cm!("job");
     let step = managed_span!("step", "step");
     let done = span_cm!("done");
@@ -203,11 +205,7 @@ fn shutdown_truncates_open_spans_innermost_first_and_is_idempotent() {
 #[test]
 fn shutdown_truncates_spans_of_other_and_exited_threads() {
     let _s = serial();
-    let exporter = Capture::default();
-    let h = TelemetryBuilder::new(enabled("all"), 0, 1)
-        .with_span_exporter(exporter.clone())
-        .install()
-        .unwrap();
+    let (h, exporter) = install_capture("all");
     // made on a thread that exits; its list goes back to the pool
     let moved = std::thread::spawn(|| span_cm!("moved").into_span())
         .join()
