@@ -266,3 +266,92 @@ pub fn collect(attributes: &[(&str, &dyn AttributeValue)]) -> Vec<KeyValue> {
     }
     attrs
 }
+
+/// Whether `key` is redacted by the default keys or one of `extra` (same
+/// rule: the key or its last dotted segment, ASCII case-insensitive).
+fn is_redacted_with(key: &str, extra: &[&str]) -> bool {
+    let last = key.rsplit('.').next().unwrap_or(key);
+    is_redacted_key(key)
+        || extra
+            .iter()
+            .any(|k| k.eq_ignore_ascii_case(key) || k.eq_ignore_ascii_case(last))
+}
+
+/// A span that [`safe_set_span_attributes`] can write to: a lens
+/// [`LensSpan`](crate::span::LensSpan) or [`SpanGuard`](crate::span::SpanGuard),
+/// the span of an OpenTelemetry [`Context`](opentelemetry::Context), or the
+/// [`SpanRef`](opentelemetry::trace::SpanRef) that
+/// `opentelemetry::trace::get_active_span` hands out.
+///
+/// ```
+/// use lens_runtime::attr::SpanAttributeTarget;
+/// fn takes(_: &impl SpanAttributeTarget) {}
+/// takes(&lens_runtime::otel::Context::current());
+/// ```
+pub trait SpanAttributeTarget {
+    /// Whether the span records (attributes of a non-recording span are not
+    /// even built).
+    fn is_recording(&self) -> bool;
+    /// Sets one attribute that already passed the scalar and redaction rules.
+    fn set_checked_attribute(&self, attribute: KeyValue);
+}
+
+impl SpanAttributeTarget for opentelemetry::Context {
+    fn is_recording(&self) -> bool {
+        use opentelemetry::trace::TraceContextExt as _;
+        self.span().is_recording()
+    }
+    fn set_checked_attribute(&self, attribute: KeyValue) {
+        use opentelemetry::trace::TraceContextExt as _;
+        self.span().set_attribute(attribute);
+    }
+}
+
+impl SpanAttributeTarget for opentelemetry::trace::SpanRef<'_> {
+    fn is_recording(&self) -> bool {
+        opentelemetry::trace::SpanRef::is_recording(self)
+    }
+    fn set_checked_attribute(&self, attribute: KeyValue) {
+        self.set_attribute(attribute);
+    }
+}
+
+/// Sets a dynamic set of attributes on `span` under lens's rules: values
+/// must be scalars, slices/`Vec`s of one scalar type or `Option`s of those
+/// (`None` is skipped); string values under the default redacted keys
+/// ([`REDACTED_KEYS`]) *and* under any of `redact_keys` become
+/// [`REDACTED`] (a key matches when it, or its last dotted segment, equals
+/// one of them, ASCII case-insensitive; the defaults cannot be switched
+/// off). For keys known at the call site, `managed_span!`/`span_cm!` fields
+/// and `SpanGuard::set_attribute` do the same with the check at compile
+/// time. Never panics; a non-recording span is left alone.
+///
+/// ```
+/// use lens_runtime::attr::safe_set_span_attributes;
+/// let span = lens_runtime::span::start_detached("request", Vec::new());
+/// let user = "alice".to_owned();
+/// safe_set_span_attributes(
+///     &span,
+///     &[("http.status", &200), ("user.email", &user), ("prompt", &"hi"), ("retry", &None::<u32>)],
+///     &["email"], // user.email -> "[REDACTED]", as is prompt
+/// );
+/// ```
+pub fn safe_set_span_attributes<S: SpanAttributeTarget + ?Sized>(
+    span: &S,
+    attributes: &[(&str, &dyn AttributeValue)],
+    redact_keys: &[&str],
+) {
+    if !span.is_recording() {
+        return;
+    }
+    for (key, value) in attributes {
+        let value = if is_redacted_with(key, redact_keys) {
+            value.to_value_redacted()
+        } else {
+            value.to_value()
+        };
+        if let Some(value) = value {
+            span.set_checked_attribute(KeyValue::new((*key).to_owned(), value));
+        }
+    }
+}

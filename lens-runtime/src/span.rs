@@ -302,6 +302,24 @@ impl LensSpan {
     }
 }
 
+impl crate::attr::SpanAttributeTarget for LensSpan {
+    fn is_recording(&self) -> bool {
+        self.cx().span().is_recording()
+    }
+    fn set_checked_attribute(&self, attribute: KeyValue) {
+        self.cx().span().set_attribute(attribute);
+    }
+}
+
+impl crate::attr::SpanAttributeTarget for SpanGuard {
+    fn is_recording(&self) -> bool {
+        self.span.is_recording()
+    }
+    fn set_checked_attribute(&self, attribute: KeyValue) {
+        self.span.set_checked_attribute(attribute);
+    }
+}
+
 fn record_exception(cx: &Context, ty: &str, message: String) {
     let span = cx.span();
     span.set_status(Status::error(message.clone()));
@@ -522,6 +540,7 @@ pub(crate) mod open {
         .ok()
     }
 
+    #[cfg_attr(not(feature = "sdk"), allow(dead_code))] // only setup turns it on
     pub(crate) fn set_tracking(on: bool) {
         TRACKING.store(on, Ordering::Relaxed);
     }
@@ -529,6 +548,7 @@ pub(crate) mod open {
     /// Ends every span still open, innermost (most recently started) first,
     /// marking each `nemo.span.truncated = true` with an event of the same
     /// name. Returns how many were ended.
+    #[cfg_attr(not(feature = "sdk"), allow(dead_code))] // only setup and the signal hook
     pub(crate) fn truncate_all(reason: &str) -> usize {
         let lists: Vec<&'static OpenList> = registry().all.clone();
         let mut n = 0;

@@ -150,7 +150,10 @@ pub use lens_macros::span_cm;
 #[doc(inline)]
 pub use lens_macros::define_span_group;
 
-pub use lens_runtime::attr::{is_redacted_key, AttributeValue, REDACTED, REDACTED_KEYS};
+pub use lens_runtime::attr::{
+    is_redacted_key, safe_set_span_attributes, AttributeValue, SpanAttributeTarget, REDACTED,
+    REDACTED_KEYS,
+};
 pub use lens_runtime::config::{ConfigError, ExporterKind, LensConfig};
 pub use lens_runtime::future::{Instrument, Instrumented, IntoInstrumentSpan};
 pub use lens_runtime::groups::{

@@ -147,6 +147,56 @@ fn redaction_literal_and_runtime_keys() {
         .any(|kv| kv.key.as_str() == "input_text" && kv.value == Value::from("[REDACTED]")));
 }
 
+/// `safe_set_span_attributes`: dynamic sets with caller-chosen extra keys,
+/// on every kind of target (guard, detached span, `Context`, the `SpanRef`
+/// of `get_active_span`); defaults stay redacted; `None` skipped.
+#[test]
+fn safe_set_span_attributes_redacts_extra_and_default_keys() {
+    let f = fixture("all");
+    let email = String::from("a@b.c");
+    let attrs: [(&str, &dyn lens::AttributeValue); 5] = [
+        ("user.Email", &email),
+        ("prompt", &"p"),
+        ("http.status", &200),
+        ("ssn", &123),
+        ("retry", &None::<u32>),
+    ];
+    {
+        let g = span_cm!("guard");
+        lens::safe_set_span_attributes(&g, &attrs, &["email", "ssn"]);
+        lens::otel::trace::get_active_span(|s| {
+            lens::safe_set_span_attributes(&s, &[("active.email", &"x")], &["EMAIL"]);
+        });
+        lens::safe_set_span_attributes(&lens::otel::Context::current(), &[("cx", &1)], &[]);
+        let detached = span_cm!("detached").into_span();
+        lens::safe_set_span_attributes(&detached, &attrs, &[]);
+    }
+    let g = f.span("guard");
+    let redacted = Some(Value::from("[REDACTED]"));
+    assert_eq!(
+        attr(&g, "user.Email"),
+        redacted,
+        "extra key, last segment, any case"
+    );
+    assert_eq!(attr(&g, "prompt"), redacted, "default keys always apply");
+    assert_eq!(attr(&g, "http.status"), Some(Value::I64(200)));
+    assert_eq!(
+        attr(&g, "ssn"),
+        Some(Value::I64(123)),
+        "only strings are redacted"
+    );
+    assert_eq!(attr(&g, "retry"), None, "None is skipped");
+    assert_eq!(attr(&g, "active.email"), redacted);
+    assert_eq!(attr(&g, "cx"), Some(Value::I64(1)));
+    let d = f.span("detached");
+    assert_eq!(
+        attr(&d, "user.Email"),
+        Some(Value::from("a@b.c")),
+        "no extra keys here"
+    );
+    assert_eq!(attr(&d, "prompt"), redacted);
+}
+
 #[test]
 fn value_types_and_none_skipped() {
     let f = fixture("all");
