@@ -313,10 +313,10 @@ impl crate::attr::SpanAttributeTarget for LensSpan {
 
 impl crate::attr::SpanAttributeTarget for SpanGuard {
     fn is_recording(&self) -> bool {
-        self.span.is_recording()
+        self.cx().span().is_recording()
     }
     fn set_checked_attribute(&self, attribute: KeyValue) {
-        self.span.set_checked_attribute(attribute);
+        self.cx().span().set_attribute(attribute);
     }
 }
 
