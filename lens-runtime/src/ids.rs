@@ -34,20 +34,24 @@ thread_local! {
     static RNG: RefCell<Option<(u64, SmallRng)>> = const { RefCell::new(None) };
 }
 
+#[inline]
 fn with_rng<R>(f: impl FnOnce(&mut SmallRng) -> R) -> R {
     RNG.with(|cell| {
         let mut slot = cell.borrow_mut();
         let generation = FORK_GENERATION.load(Ordering::Relaxed);
-        match &mut *slot {
-            Some((g, rng)) if *g == generation => f(rng),
-            _ => {
-                let mut rng = SmallRng::from_os_rng();
-                let r = f(&mut rng);
-                *slot = Some((generation, rng));
-                r
-            }
-        }
+        let rng = match &mut *slot {
+            Some((g, rng)) if *g == generation => rng,
+            other => reseed(other, generation),
+        };
+        f(rng)
     })
+}
+
+/// First id on this thread, or first after a `fork()`: a fresh OS seed.
+#[cold]
+#[inline(never)]
+fn reseed(slot: &mut Option<(u64, SmallRng)>, generation: u64) -> &mut SmallRng {
+    &mut slot.insert((generation, SmallRng::from_os_rng())).1
 }
 
 /// The id generator every lens tracer provider uses.
