@@ -45,7 +45,7 @@ EN2=${EN2:-400000}
 REPEAT=${REPEAT:-3}
 MODES=("$@")
 if [ ${#MODES[@]} -eq 0 ]; then
-    MODES=(bare bit_test bit_test_xcrate lens_off const_group_off proposed_off lens_managed_off tracing_off fastrace_off
+    MODES=(bare bit_test bit_test_xcrate lens_off lens_managed_off tracing_off fastrace_off
            lens_trace_fn_on lens_on lens_setup_on sdk_on sdk_cx_on sdk_guard_on)
 fi
 
@@ -128,7 +128,7 @@ check() { # name value op limit
 diff_of() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a - b }'; }
 
 if [ -n "${PER_CALL[bare]:-}" ]; then
-    for m in bit_test bit_test_xcrate lens_off const_group_off proposed_off lens_managed_off tracing_off fastrace_off; do
+    for m in bit_test bit_test_xcrate lens_off lens_managed_off tracing_off fastrace_off; do
         [ -n "${PER_CALL[$m]:-}" ] && printf '      %-45s %s\n' "$m over bare (instr/call)" "$(diff_of "${PER_CALL[$m]}" "${PER_CALL[bare]}")"
     done
 fi

@@ -969,9 +969,9 @@ mod tests {
         assert_eq!(tracestate_after(&["foo= 1"]).as_deref(), Some("foo= 1"));
     }
 
-    #[test]
-    fn tracestate_32_members_kept() {
-        let all = members(32);
+    /// `tracestate` after extracting `all` spread over four repeated headers
+    /// (10, 10, 10 and the rest), which combine into one list.
+    fn tracestate_in_four_headers(all: &[String]) -> Option<String> {
         let headers = [
             all[..10].join(","),
             all[10..20].join(","),
@@ -979,20 +979,18 @@ mod tests {
             all[30..].join(","),
         ];
         let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
-        assert_eq!(tracestate_after(&headers), Some(all.join(",")));
+        tracestate_after(&headers)
+    }
+
+    #[test]
+    fn tracestate_32_members_kept() {
+        let all = members(32);
+        assert_eq!(tracestate_in_four_headers(&all), Some(all.join(",")));
     }
 
     #[test]
     fn tracestate_33_members_dropped() {
-        let all = members(33);
-        let headers = [
-            all[..10].join(","),
-            all[10..20].join(","),
-            all[20..30].join(","),
-            all[30..].join(","),
-        ];
-        let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
-        assert_eq!(tracestate_after(&headers), None);
+        assert_eq!(tracestate_in_four_headers(&members(33)), None);
         // empty members do not count
         let sparse = format!("{},,,", members(32).join(", ,"));
         assert_eq!(tracestate_after(&[&sparse]), Some(members(32).join(",")));

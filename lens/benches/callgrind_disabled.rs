@@ -14,95 +14,12 @@
 
 use lens::otel_sdk::trace::SdkTracer;
 use std::hint::black_box;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 #[path = "common/mod.rs"]
 mod common;
 
 use common::variants::*;
-
-/// The ideal gate written by hand: a local `static AtomicU64` and a constant
-/// mask, then the same span call `#[trace_fn]` makes (`span_cm!` is
-/// `start_span(name, Vec::new())`, the call behind an enabled `#[trace_fn]`).
-/// `main` stores to it once, so the compiler cannot assume it stays 0.
-static HAND_WORD: AtomicU64 = AtomicU64::new(0);
-const HAND_MASK: u64 = 1 << 5;
-
-#[inline(never)]
-fn bit_test(x: u64) -> u64 {
-    let _guard = if HAND_WORD.load(Ordering::Relaxed) & HAND_MASK != 0 {
-        Some(lens::span_cm!("bit_test"))
-    } else {
-        None
-    };
-    body(x)
-}
-
-/// The same hand-written test on a word that lives in another crate (lens's
-/// base word, as any group word a site tests): in a position-independent
-/// executable the word's address comes from the GOT, one more instruction
-/// than for a static of the calling crate. This is the floor for lens.
-#[inline(never)]
-fn bit_test_xcrate(x: u64) -> u64 {
-    let _guard = if lens::groups::WORD.load(Ordering::Relaxed) & HAND_MASK != 0 {
-        Some(lens::span_cm!("bit_test_xcrate"))
-    } else {
-        None
-    };
-    body(x)
-}
-
-/// Prototype of a proposed fix (docs/PERFORMANCE.md): the group handle as a
-/// `const` (a reference to the real base word plus the mask), so the gate is
-/// one load of lens's word (through the GOT, as for any static of another
-/// crate) instead of first loading the `word` pointer out of the `static`
-/// handle. Same gate on the same word as `#[trace_fn(group = "step")]`; it is
-/// also exactly a hand-written bit test on a word exported by another crate.
-const STEP_CONST: lens::SpanGroup = lens::SpanGroup::__new("step", "base", &lens::groups::WORD, 5);
-
-#[inline(never)]
-fn const_group(x: u64) -> u64 {
-    let _guard = if STEP_CONST.is_enabled() {
-        Some(lens::span_cm!("const_group"))
-    } else {
-        None
-    };
-    body(x)
-}
-
-/// Prototype of a second proposed fix: a guard whose own drop glue is one
-/// inlinable call to an outlined end, so dropping `Option<guard>` is a test
-/// of the discriminant. Today LLVM may inline `SpanGuard`'s whole drop
-/// (context detach, two `Arc` decrements, span end) into
-/// `drop_in_place::<Option<SpanGuard>>`, which then is too big to inline:
-/// every disabled site pays an out-of-line call just to find `None`.
-struct ThinDropGuard(std::mem::ManuallyDrop<lens::SpanGuard>);
-
-impl Drop for ThinDropGuard {
-    #[inline(always)]
-    fn drop(&mut self) {
-        end_guard_slow(&mut self.0);
-    }
-}
-
-#[inline(never)]
-fn end_guard_slow(g: &mut std::mem::ManuallyDrop<lens::SpanGuard>) {
-    // SAFETY: called once, from `ThinDropGuard::drop`.
-    unsafe { std::mem::ManuallyDrop::drop(g) }
-}
-
-/// Both prototypes together: what a disabled `#[trace_fn]` would cost.
-#[inline(never)]
-fn proposed(x: u64) -> u64 {
-    let _guard = if STEP_CONST.is_enabled() {
-        Some(ThinDropGuard(std::mem::ManuallyDrop::new(lens::span_cm!(
-            "proposed"
-        ))))
-    } else {
-        None
-    };
-    body(x)
-}
 
 /// The modes, in the order the script reports them.
 const MODES: &[&str] = &[
@@ -110,8 +27,6 @@ const MODES: &[&str] = &[
     "bit_test",
     "bit_test_xcrate",
     "lens_off",
-    "const_group_off",
-    "proposed_off",
     "lens_managed_off",
     "tracing_off",
     "fastrace_off",
@@ -168,8 +83,6 @@ fn run(mode: &str, n: u64) -> Result<(), String> {
         "bit_test" => disabled!(bit_test),
         "bit_test_xcrate" => disabled!(bit_test_xcrate),
         "lens_off" => disabled!(lens_trace_fn),
-        "const_group_off" => disabled!(const_group),
-        "proposed_off" => disabled!(proposed),
         "lens_managed_off" => {
             for i in 0..n {
                 acc = acc.wrapping_add(lens_managed_span(black_box(i as i64)));

@@ -9,41 +9,31 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::hint::black_box;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 #[path = "common/mod.rs"]
 mod common;
 
 use common::variants::*;
 
-/// Reference for (b): the ideal gate written by hand, a `static AtomicU64`
-/// of this crate and a constant mask, around the same span call
-/// (`span_cm!` is the `start_span(name, Vec::new())` of `#[trace_fn]`).
-static HAND_WORD: AtomicU64 = AtomicU64::new(0);
-
-#[inline(never)]
-fn hand_bit_test(x: u64) -> u64 {
-    let _guard = if HAND_WORD.load(Ordering::Relaxed) & (1 << 5) != 0 {
-        Some(lens::span_cm!("hand_bit_test"))
-    } else {
-        None
-    };
-    body(x)
-}
-
-/// Prototype of the proposed fix for (b) (docs/PERFORMANCE.md): the group
-/// handle as a `const`, so the gate loads lens's word directly instead of
-/// first loading the word's address out of the `static` handle.
-const STEP_CONST: lens::SpanGroup = lens::SpanGroup::__new("step", "base", &lens::groups::WORD, 5);
-
-#[inline(never)]
-fn const_group(x: u64) -> u64 {
-    let _guard = if STEP_CONST.is_enabled() {
-        Some(lens::span_cm!("const_group"))
-    } else {
-        None
-    };
-    body(x)
+/// One criterion bench of `f` called with a fresh counter value each
+/// iteration; adds the number of calls to `spans` (spans produced, checked
+/// against spans exported after the enabled benches).
+fn per_call(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    spans: &mut u64,
+    mut f: impl FnMut(u64) -> u64,
+) {
+    let mut i = 0u64;
+    g.bench_function(name, |b| {
+        b.iter(|| {
+            i = i.wrapping_add(1);
+            f(black_box(i))
+        })
+    });
+    // criterion calls the routine `i` times in all (warm-up included)
+    *spans += i;
 }
 
 fn overhead(c: &mut Criterion) {
@@ -57,91 +47,35 @@ fn overhead(c: &mut Criterion) {
     let mut g = c.benchmark_group("overhead");
 
     // --- disabled ---------------------------------------------------------
+    // (no span is made: a local sink takes the call counts)
+    let mut none = 0u64;
     common::lens_off();
-    g.bench_function("a_bare", |b| {
-        let mut i = 0u64;
-        b.iter(|| {
-            i = i.wrapping_add(1);
-            bare(black_box(i))
-        })
-    });
-    g.bench_function("b_lens_trace_fn_off", |b| {
-        let mut i = 0u64;
-        b.iter(|| {
-            i = i.wrapping_add(1);
-            lens_trace_fn(black_box(i))
-        })
-    });
+    per_call(&mut g, "a_bare", &mut none, bare);
+    per_call(&mut g, "b_lens_trace_fn_off", &mut none, lens_trace_fn);
     HAND_WORD.store(black_box(0), Ordering::Relaxed);
-    g.bench_function("b_ref_hand_bit_test_off", |b| {
-        let mut i = 0u64;
-        b.iter(|| {
-            i = i.wrapping_add(1);
-            hand_bit_test(black_box(i))
-        })
+    per_call(&mut g, "b_ref_hand_bit_test_off", &mut none, bit_test);
+    per_call(&mut g, "b_lens_managed_span_off", &mut none, |i| {
+        lens_managed_span(i as i64)
     });
-    g.bench_function("b_proto_const_group_off", |b| {
-        let mut i = 0u64;
-        b.iter(|| {
-            i = i.wrapping_add(1);
-            const_group(black_box(i))
-        })
-    });
-    g.bench_function("b_lens_managed_span_off", |b| {
-        let mut i = 0i64;
-        b.iter(|| {
-            i = i.wrapping_add(1);
-            lens_managed_span(black_box(i))
-        })
-    });
-    g.bench_function("g_tracing_instrument_off", |b| {
-        let mut i = 0u64;
-        b.iter(|| {
-            i = i.wrapping_add(1);
-            tracing_instrument(black_box(i))
-        })
-    });
-    g.bench_function("g_fastrace_trace_off", |b| {
-        let mut i = 0u64;
-        b.iter(|| {
-            i = i.wrapping_add(1);
-            fastrace_trace(black_box(i))
-        })
-    });
+    per_call(
+        &mut g,
+        "g_tracing_instrument_off",
+        &mut none,
+        tracing_instrument,
+    );
+    per_call(&mut g, "g_fastrace_trace_off", &mut none, fastrace_trace);
 
     // --- enabled ----------------------------------------------------------
     common::lens_on(&provider);
-    g.bench_function("c_lens_trace_fn_on", |b| {
-        let mut i = 0u64;
-        b.iter(|| {
-            i = i.wrapping_add(1);
-            produced += 1;
-            lens_trace_fn(black_box(i))
-        })
+    per_call(&mut g, "c_lens_trace_fn_on", &mut produced, lens_trace_fn);
+    per_call(&mut g, "d_lens_managed_span_on_1attr", &mut produced, |i| {
+        lens_managed_span(i as i64)
     });
-    g.bench_function("d_lens_managed_span_on_1attr", |b| {
-        let mut i = 0i64;
-        b.iter(|| {
-            i = i.wrapping_add(1);
-            produced += 1;
-            lens_managed_span(black_box(i))
-        })
+    per_call(&mut g, "e_sdk_start_end_1attr", &mut produced, |i| {
+        sdk_start_end(&tracer, i as i64)
     });
-    g.bench_function("e_sdk_start_end_1attr", |b| {
-        let mut i = 0i64;
-        b.iter(|| {
-            i = i.wrapping_add(1);
-            produced += 1;
-            sdk_start_end(&tracer, black_box(i))
-        })
-    });
-    g.bench_function("f_sdk_in_span_1attr", |b| {
-        let mut i = 0i64;
-        b.iter(|| {
-            i = i.wrapping_add(1);
-            produced += 1;
-            sdk_in_span(&tracer, black_box(i))
-        })
+    per_call(&mut g, "f_sdk_in_span_1attr", &mut produced, |i| {
+        sdk_in_span(&tracer, i as i64)
     });
 
     common::lens_off();
@@ -157,13 +91,12 @@ fn overhead(c: &mut Criterion) {
 
     // --- enabled, through setup_telemetry (the production pipeline) --------
     let handle = common::lens_setup(common::DiscardExporter::default());
-    g.bench_function("d2_lens_managed_span_on_1attr_setup", |b| {
-        let mut i = 0i64;
-        b.iter(|| {
-            i = i.wrapping_add(1);
-            lens_managed_span(black_box(i))
-        })
-    });
+    per_call(
+        &mut g,
+        "d2_lens_managed_span_on_1attr_setup",
+        &mut none,
+        |i| lens_managed_span(i as i64),
+    );
     g.finish();
     let _ = handle.force_flush();
     eprintln!(

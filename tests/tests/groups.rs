@@ -125,21 +125,9 @@ fn macro_base_table_matches_the_runtime() {
     // every base name is accepted by the macros as a literal and maps to the
     // runtime group of the same name
     lens::set_enabled_span_groups(&SpanGroupSet::resolve("all", &[]).unwrap());
-    let sites = [
-        lens::managed_span!("job", "x").is_some(),
-        lens::managed_span!("checkpoint", "x").is_some(),
-        lens::managed_span!("evaluate", "x").is_some(),
-        lens::managed_span!("model_init", "x").is_some(),
-        lens::managed_span!("load_checkpoint", "x").is_some(),
-        lens::managed_span!("step", "x").is_some(),
-        lens::managed_span!("forward_backward", "x").is_some(),
-        lens::managed_span!("optimizer", "x").is_some(),
-    ];
-    assert!(sites.iter().all(|s| *s));
-    for (i, g) in lens::groups::FAMILY.groups().iter().enumerate() {
-        let one = SpanGroupSet::resolve(g.name(), &[]).unwrap();
-        lens::set_enabled_span_groups(&one);
-        let on = [
+    // one site per base group literal, in declaration order
+    let sites = || {
+        [
             lens::managed_span!("job", "x").is_some(),
             lens::managed_span!("checkpoint", "x").is_some(),
             lens::managed_span!("evaluate", "x").is_some(),
@@ -148,8 +136,13 @@ fn macro_base_table_matches_the_runtime() {
             lens::managed_span!("step", "x").is_some(),
             lens::managed_span!("forward_backward", "x").is_some(),
             lens::managed_span!("optimizer", "x").is_some(),
-        ];
-        for (j, o) in on.iter().enumerate() {
+        ]
+    };
+    assert!(sites().iter().all(|s| *s));
+    for (i, g) in lens::groups::FAMILY.groups().iter().enumerate() {
+        let one = SpanGroupSet::resolve(g.name(), &[]).unwrap();
+        lens::set_enabled_span_groups(&one);
+        for (j, o) in sites().iter().enumerate() {
             assert_eq!(*o, i == j, "literal {j} vs group {}", g.name());
         }
     }

@@ -6,6 +6,7 @@ use lens::otel::trace::{Span as _, TraceContextExt as _, Tracer as _};
 use lens::otel::{Context, KeyValue};
 use lens::otel_sdk::trace::SdkTracer;
 use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The work every variant wraps.
 #[inline(always)]
@@ -16,6 +17,38 @@ pub(crate) fn body(x: u64) -> u64 {
 /// No instrumentation.
 #[inline(never)]
 pub(crate) fn bare(x: u64) -> u64 {
+    body(x)
+}
+
+/// The ideal gate written by hand: a `static AtomicU64` of the calling crate
+/// and a constant mask, then the same span call `#[trace_fn]` makes
+/// (`span_cm!` is `start_span(name, Vec::new())`, the call behind an enabled
+/// `#[trace_fn]`). Each bench's `main` stores to it once, so the compiler
+/// cannot assume it stays 0.
+pub(crate) static HAND_WORD: AtomicU64 = AtomicU64::new(0);
+const HAND_MASK: u64 = 1 << 5;
+
+#[inline(never)]
+pub(crate) fn bit_test(x: u64) -> u64 {
+    let _guard = if HAND_WORD.load(Ordering::Relaxed) & HAND_MASK != 0 {
+        Some(lens::span_cm!("bit_test"))
+    } else {
+        None
+    };
+    body(x)
+}
+
+/// The same hand-written test on a word that lives in another crate (lens's
+/// base word, as any group word a site tests): in a position-independent
+/// executable the word's address comes from the GOT, one more instruction
+/// than for a static of the calling crate. This is the floor for lens.
+#[inline(never)]
+pub(crate) fn bit_test_xcrate(x: u64) -> u64 {
+    let _guard = if lens::groups::WORD.load(Ordering::Relaxed) & HAND_MASK != 0 {
+        Some(lens::span_cm!("bit_test_xcrate"))
+    } else {
+        None
+    };
     body(x)
 }
 
