@@ -31,8 +31,15 @@ pub const REDACTED_KEYS: &[&str] = &[
 /// assert!(!is_redacted_key("prompt_tokens"));
 /// ```
 pub fn is_redacted_key(key: &str) -> bool {
+    key_in(key, REDACTED_KEYS)
+}
+
+/// Whether `key`, or its last dot-separated segment, equals one of `list`
+/// (ASCII case-insensitive): the one matching rule for redaction keys.
+fn key_in(key: &str, list: &[&str]) -> bool {
     let last = key.rsplit('.').next().unwrap_or(key);
-    REDACTED_KEYS.iter().any(|k| k.eq_ignore_ascii_case(last))
+    list.iter()
+        .any(|k| k.eq_ignore_ascii_case(last) || k.eq_ignore_ascii_case(key))
 }
 
 /// A value that can be recorded as a span attribute: `bool`, an integer, a
@@ -270,11 +277,7 @@ pub fn collect(attributes: &[(&str, &dyn AttributeValue)]) -> Vec<KeyValue> {
 /// Whether `key` is redacted by the default keys or one of `extra` (same
 /// rule: the key or its last dotted segment, ASCII case-insensitive).
 fn is_redacted_with(key: &str, extra: &[&str]) -> bool {
-    let last = key.rsplit('.').next().unwrap_or(key);
-    is_redacted_key(key)
-        || extra
-            .iter()
-            .any(|k| k.eq_ignore_ascii_case(key) || k.eq_ignore_ascii_case(last))
+    is_redacted_key(key) || key_in(key, extra)
 }
 
 /// A span that [`safe_set_span_attributes`] can write to: a lens
