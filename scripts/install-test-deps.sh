@@ -25,6 +25,11 @@ fi
 # Test peers: the rotel OTLP collector (its binary ships in the PyPI wheel;
 # the tests start it themselves on free loopback ports) and the Python
 # OpenTelemetry SDK for the interop tests.
-python3 -m pip install -q --disable-pip-version-check "rotel==0.0.1a15" \
-  "opentelemetry-sdk==1.45.2" "opentelemetry-exporter-otlp==1.45.2"
+peers=("rotel==0.0.1a15" "opentelemetry-sdk==1.45.2" "opentelemetry-exporter-otlp==1.45.2")
+# A Debian system python3 refuses global installs (PEP 668,
+# "externally-managed-environment"); the tests run `python3` itself, so on
+# such a machine install into it anyway, as root on a throwaway CI box.
+if ! python3 -m pip install -q --disable-pip-version-check "${peers[@]}"; then
+  python3 -m pip install -q --disable-pip-version-check --break-system-packages "${peers[@]}"
+fi
 python3 -c "import rotel, os; p = os.path.join(os.path.dirname(rotel.__file__), 'rotel-agent'); assert os.access(p, os.X_OK), p; print('rotel-agent:', p)"
