@@ -462,6 +462,17 @@ pub fn set_enabled_span_groups(set: &SpanGroupSet) {
     }
 }
 
+/// In a forked child: switches every group of every known family off with
+/// plain atomic stores (no lock: a parent thread may have held it at the
+/// fork).
+#[cfg(feature = "sdk")]
+pub(crate) fn disable_all_after_fork() {
+    base::FAMILY.word.store(0, Ordering::Relaxed);
+    for fam in registered() {
+        fam.word.store(0, Ordering::Relaxed);
+    }
+}
+
 /// Whether the group called `name` (case-insensitive, in any known family)
 /// is enabled. Accepts `family.group` to pick one family. Lock-free.
 ///

@@ -11,7 +11,11 @@ pub mod span;
 pub mod strategy;
 
 #[cfg(feature = "sdk")]
+mod diag;
+#[cfg(feature = "sdk")]
 pub mod export;
+#[cfg(feature = "sdk")]
+mod fork;
 #[cfg(feature = "sdk")]
 pub mod gpu;
 #[cfg(feature = "sdk")]

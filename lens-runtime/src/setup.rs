@@ -3,6 +3,7 @@
 //! flushes and shuts everything down (also on drop).
 
 use crate::config::{ConfigError, ExporterKind, LensConfig};
+use crate::export::batch::{BatchProcessor, BatchSettings};
 use crate::export::{self, console, file, Counting, ExportRuntime, OtlpProtocol, SpanCounters};
 use crate::groups::{set_enabled_span_groups, SpanGroupSet};
 use crate::ids::ForkSafeIdGenerator;
@@ -11,19 +12,17 @@ use crate::sampler::{sampler_from_lookup, RankAwareSampler};
 use crate::span::{self, open};
 use crate::strategy::{self, StrategyError, StrategyFn};
 use opentelemetry::KeyValue;
+use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::logs::SdkLoggerProvider;
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 use opentelemetry_sdk::metrics::{MeterProviderBuilder, PeriodicReader, SdkMeterProvider};
-use opentelemetry_sdk::trace::{
-    BatchConfig, BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider, SpanData, SpanExporter,
-    SpanProcessor,
-};
+use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter, SpanProcessor};
 use opentelemetry_sdk::Resource;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Default span queue: large enough for a per-layer `all` preset burst
 /// (the SDK's 2048 drops spans in ordinary bursts). `OTEL_BSP_MAX_QUEUE_SIZE`
@@ -35,10 +34,25 @@ pub const DEFAULT_MAX_EXPORT_BATCH_SIZE: usize = 2_048;
 pub const DEFAULT_METRIC_EXPORT_INTERVAL: Duration = Duration::from_secs(10);
 /// Time `Drop` gives the shutdown.
 pub const DROP_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
+/// Deadline of [`TelemetryHandle::force_flush`].
+pub const DEFAULT_FLUSH_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default `OTEL_BSP_EXPORT_TIMEOUT` (the OpenTelemetry default, 30 s).
+pub const DEFAULT_EXPORT_TIMEOUT: Duration = Duration::from_secs(30);
+/// The largest accepted `OTEL_BSP_MAX_QUEUE_SIZE` (queue memory grows with
+/// use; this bounds what a runaway producer can make lens hold).
+pub const MAX_QUEUE_SIZE_LIMIT: usize = 1 << 24;
+/// The shortest `OTEL_BSP_SCHEDULE_DELAY` (smaller values, 0 included, are
+/// raised to it: a zero delay would spin the export thread).
+pub const MIN_SCHEDULE_DELAY: Duration = Duration::from_millis(1);
 /// The reason recorded on spans ended by shutdown.
 pub const TRUNCATED_REASON: &str = "still open at telemetry shutdown";
 
-static INSTALLED: AtomicBool = AtomicBool::new(false);
+/// Handles of enabled setups that are still live (the double-init guard).
+static LIVE_HANDLES: AtomicUsize = AtomicUsize::new(0);
+/// The generation whose pipeline owns the process-wide state (span groups,
+/// tracer slot, global providers, open-span tracking); 0 when none.
+static LIVE_GENERATION: AtomicU64 = AtomicU64::new(0);
+static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
 
 /// Why setup failed. Nothing was installed.
 #[derive(Debug)]
@@ -99,8 +113,7 @@ impl fmt::Display for ShutdownError {
 
 impl std::error::Error for ShutdownError {}
 
-type ProcessorFactory =
-    Box<dyn FnOnce(Arc<SpanCounters>, BatchConfig) -> BatchSpanProcessor + Send>;
+type ProcessorFactory = Box<dyn FnOnce(Arc<SpanCounters>, BatchSettings) -> BatchProcessor + Send>;
 type ReaderFactory = Box<dyn FnOnce(MeterProviderBuilder, Duration) -> MeterProviderBuilder + Send>;
 
 /// Sets telemetry up with options beyond the configuration.
@@ -186,11 +199,43 @@ fn env_number<T: std::str::FromStr>(var: &str, expected: &str) -> Result<Option<
     }
 }
 
-/// Everything read from standard `OTEL_*` variables, validated up front.
+/// Everything read from standard `OTEL_*` variables (and the few
+/// `NEMO_LENS_*` ones setup alone uses), validated up front.
 struct OtelEnv {
     protocols: [OtlpProtocol; 3],
-    batch: BatchConfig,
+    batch: BatchSettings,
+    export_timeout: Duration,
     metric_interval: Duration,
+    signal_flush_timeout: Duration,
+}
+
+fn invalid(variable: &str, value: String, expected: &str) -> ConfigError {
+    ConfigError::InvalidValue {
+        variable: variable.to_owned(),
+        value,
+        expected: expected.to_owned(),
+    }
+}
+
+/// A count in `1..=max`.
+fn env_count(var: &str, max: usize) -> Result<Option<usize>, ConfigError> {
+    let expected = format!("a positive integer at most {max}");
+    match env_number::<u64>(var, &expected)? {
+        None => Ok(None),
+        Some(n) if n >= 1 && n <= max as u64 => Ok(Some(n as usize)),
+        Some(n) => Err(invalid(var, n.to_string(), &expected)),
+    }
+}
+
+/// Milliseconds, at most a day.
+fn env_millis(var: &str) -> Result<Option<Duration>, ConfigError> {
+    const DAY_MS: u64 = 86_400_000;
+    let expected = "a duration in milliseconds (0 to 86400000)";
+    match env_number::<u64>(var, expected)? {
+        None => Ok(None),
+        Some(ms) if ms <= DAY_MS => Ok(Some(Duration::from_millis(ms))),
+        Some(ms) => Err(invalid(var, ms.to_string(), expected)),
+    }
 }
 
 impl OtelEnv {
@@ -200,22 +245,19 @@ impl OtelEnv {
             OtlpProtocol::for_signal("METRICS", env)?,
             OtlpProtocol::for_signal("LOGS", env)?,
         ];
-        let count = "a positive integer";
-        let millis = "a duration in milliseconds";
-        let queue = env_number::<usize>("OTEL_BSP_MAX_QUEUE_SIZE", count)?
+        let queue = env_count("OTEL_BSP_MAX_QUEUE_SIZE", MAX_QUEUE_SIZE_LIMIT)?
             .unwrap_or(DEFAULT_MAX_QUEUE_SIZE);
-        let batch_size = env_number::<usize>("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", count)?
+        let batch_size = env_count("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", MAX_QUEUE_SIZE_LIMIT)?
             .unwrap_or(DEFAULT_MAX_EXPORT_BATCH_SIZE)
             .min(queue);
-        let mut b = BatchConfigBuilder::default()
-            .with_max_queue_size(queue.max(1))
-            .with_max_export_batch_size(batch_size.max(1));
-        if let Some(ms) = env_number::<u64>("OTEL_BSP_SCHEDULE_DELAY", millis)? {
-            b = b.with_scheduled_delay(Duration::from_millis(ms));
-        }
-        let _ = env_number::<u64>("OTEL_BSP_EXPORT_TIMEOUT", millis)?;
-        let metric_interval = env_number::<u64>("OTEL_METRIC_EXPORT_INTERVAL", millis)?
-            .map(Duration::from_millis)
+        let scheduled_delay = env_millis("OTEL_BSP_SCHEDULE_DELAY")?
+            .unwrap_or(Duration::from_millis(5_000))
+            .max(MIN_SCHEDULE_DELAY);
+        let export_timeout = env_millis("OTEL_BSP_EXPORT_TIMEOUT")?
+            .filter(|d| !d.is_zero())
+            .unwrap_or(DEFAULT_EXPORT_TIMEOUT);
+        let metric_interval = env_millis("OTEL_METRIC_EXPORT_INTERVAL")?
+            .filter(|d| !d.is_zero())
             .unwrap_or(DEFAULT_METRIC_EXPORT_INTERVAL);
         for var in [
             "OTEL_EXPORTER_OTLP_TIMEOUT",
@@ -223,7 +265,7 @@ impl OtelEnv {
             "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT",
             "OTEL_EXPORTER_OTLP_LOGS_TIMEOUT",
         ] {
-            env_number::<u64>(var, millis)?;
+            env_millis(var)?;
         }
         for var in [
             "OTEL_EXPORTER_OTLP_COMPRESSION",
@@ -233,21 +275,34 @@ impl OtelEnv {
         ] {
             if let Some(v) = env(var) {
                 if !matches!(v.trim().to_ascii_lowercase().as_str(), "gzip" | "none") {
-                    return Err(ConfigError::InvalidValue {
-                        variable: var.into(),
-                        value: v,
-                        expected: "one of: gzip, none".into(),
-                    });
+                    return Err(invalid(var, v, "one of: gzip, none"));
                 }
             }
         }
+        let signal_flush_timeout = match env("NEMO_LENS_SIGNAL_FLUSH_TIMEOUT") {
+            None => crate::signal::DEFAULT_SIGNAL_FLUSH_TIMEOUT,
+            Some(v) => {
+                let expected = "a number of seconds in [0, 3600], e.g. 10 or 2.5";
+                match v.trim().parse::<f64>() {
+                    Ok(secs) if (0.0..=3600.0).contains(&secs) => Duration::from_secs_f64(secs),
+                    _ => return Err(invalid("NEMO_LENS_SIGNAL_FLUSH_TIMEOUT", v, expected)),
+                }
+            }
+        };
         if config.sampler_enabled {
             sampler_from_lookup(env)?;
         }
         Ok(OtelEnv {
             protocols,
-            batch: b.build(),
+            batch: BatchSettings {
+                max_queue_size: queue,
+                max_export_batch_size: batch_size,
+                scheduled_delay,
+                flush_timeout: DEFAULT_FLUSH_TIMEOUT,
+            },
+            export_timeout,
             metric_interval,
+            signal_flush_timeout,
         })
     }
 }
@@ -424,22 +479,40 @@ impl TelemetryBuilder {
             }
         };
         crate::propagation_install();
-        set_enabled_span_groups(&SpanGroupSet::none());
+        crate::span::install_panic_hook();
         if !self.config.enabled {
-            return Ok(TelemetryHandle::inactive(false));
+            // a disabled setup leaves a live pipeline alone
+            if LIVE_HANDLES.load(Ordering::Acquire) == 0 {
+                set_enabled_span_groups(&SpanGroupSet::none());
+            }
+            return Ok(TelemetryHandle::inactive(false, 0));
         }
-        if INSTALLED.swap(true, Ordering::AcqRel) && !self.allow_reinit {
+        // 2. the double-init guard: holds while any enabled handle is live
+        let allow = self.allow_reinit;
+        if LIVE_HANDLES
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n == 0 || allow).then_some(n + 1)
+            })
+            .is_err()
+        {
             return Err(SetupError::AlreadyInitialized);
         }
+        let generation = NEXT_GENERATION.fetch_add(1, Ordering::Relaxed);
+        crate::fork::install_handler();
         if !decide(&self.config, self.rank, self.world_size) {
-            let h = TelemetryHandle::inactive(true);
+            // this rank records nothing: it owns the (empty) process state
+            if let Some(previous) = take_over(generation) {
+                teardown_globals(previous, false);
+            }
+            set_enabled_span_groups(&SpanGroupSet::none());
+            let h = TelemetryHandle::inactive(true, generation);
             h.holds_install.store(true, Ordering::Relaxed);
             return Ok(h);
         }
-        match self.install_exporting(groups, otel_env) {
+        match self.install_exporting(groups, otel_env, generation) {
             Ok(h) => Ok(h),
             Err(e) => {
-                INSTALLED.store(false, Ordering::Release);
+                LIVE_HANDLES.fetch_sub(1, Ordering::AcqRel);
                 Err(e)
             }
         }
@@ -449,6 +522,7 @@ impl TelemetryBuilder {
         self,
         groups: SpanGroupSet,
         otel_env: OtelEnv,
+        generation: u64,
     ) -> Result<TelemetryHandle, SetupError> {
         let cfg = &self.config;
         let detect = Detect {
@@ -481,33 +555,41 @@ impl TelemetryBuilder {
         } else {
             None
         };
+        // One exporter factory per configured backend, so each signal's
+        // branch is one call.
+        enum Backend {
+            File(Arc<file::Sink>),
+            Console,
+            Otlp(tokio::runtime::Handle),
+        }
         let file_path =
             (cfg.exporter == ExporterKind::File).then(|| file_path(cfg, &run_id, self.rank));
-        let sink =
-            match &file_path {
-                Some(p) => Some(file::Sink::file(p).map_err(|e| {
+        let backend =
+            match (&file_path, &runtime) {
+                (Some(p), _) => Backend::File(file::Sink::file(p).map_err(|e| {
                     SetupError::Exporter(format!("cannot open {}: {e}", p.display()))
                 })?),
-                None => None,
+                (None, Some(rt)) => Backend::Otlp(rt.handle()),
+                (None, None) => Backend::Console,
             };
         let counters = Arc::new(SpanCounters::default());
 
         let tracer_provider = if cfg.traces_enabled {
             let processor = match self.span_processor {
                 Some(f) => f(counters.clone(), otel_env.batch),
-                None => match cfg.exporter {
-                    ExporterKind::File => batch_processor(
-                        file::JsonLines::new(sink.clone().expect("sink"), false),
+                None => match &backend {
+                    Backend::File(sink) => batch_processor(
+                        file::JsonLines::new(sink.clone(), false),
                         counters.clone(),
                         otel_env.batch,
                     ),
-                    ExporterKind::Console => {
+                    Backend::Console => {
                         batch_processor(console::console(), counters.clone(), otel_env.batch)
                     }
-                    ExporterKind::Otlp => {
-                        let h = runtime.as_ref().expect("runtime").handle();
-                        let e = export::otlp_spans(otel_env.protocols[0], &h)
-                            .map_err(SetupError::Exporter)?;
+                    Backend::Otlp(h) => {
+                        let e = export::otlp_spans(otel_env.protocols[0], h)
+                            .map_err(SetupError::Exporter)?
+                            .with_timeout(otel_env.export_timeout);
                         batch_processor(e, counters.clone(), otel_env.batch)
                     }
                 },
@@ -535,33 +617,27 @@ impl TelemetryBuilder {
         };
 
         let meter_provider = if cfg.metrics_enabled {
-            let mut b = SdkMeterProvider::builder().with_resource(res.clone());
-            b = match self.metric_reader {
+            let b = SdkMeterProvider::builder().with_resource(res.clone());
+            let reader = |e| {
+                PeriodicReader::builder(e)
+                    .with_interval(otel_env.metric_interval)
+                    .build()
+            };
+            let b = match self.metric_reader {
                 Some(f) => f(b, otel_env.metric_interval),
-                None => match cfg.exporter {
-                    ExporterKind::File => b.with_reader(
-                        PeriodicReader::builder(file::JsonLines::new(
-                            sink.clone().expect("sink"),
-                            false,
-                        ))
+                None => match &backend {
+                    Backend::File(sink) => {
+                        b.with_reader(reader(file::JsonLines::new(sink.clone(), false)))
+                    }
+                    Backend::Console => b.with_reader(reader(console::console())),
+                    Backend::Otlp(h) => b.with_reader(
+                        PeriodicReader::builder(
+                            export::otlp_metrics(otel_env.protocols[1], h)
+                                .map_err(SetupError::Exporter)?,
+                        )
                         .with_interval(otel_env.metric_interval)
                         .build(),
                     ),
-                    ExporterKind::Console => b.with_reader(
-                        PeriodicReader::builder(console::console())
-                            .with_interval(otel_env.metric_interval)
-                            .build(),
-                    ),
-                    ExporterKind::Otlp => {
-                        let h = runtime.as_ref().expect("runtime").handle();
-                        let e = export::otlp_metrics(otel_env.protocols[1], &h)
-                            .map_err(SetupError::Exporter)?;
-                        b.with_reader(
-                            PeriodicReader::builder(e)
-                                .with_interval(otel_env.metric_interval)
-                                .build(),
-                        )
-                    }
                 },
             };
             Some(b.build())
@@ -571,18 +647,14 @@ impl TelemetryBuilder {
 
         let logger_provider = if cfg.logs_enabled {
             let b = SdkLoggerProvider::builder().with_resource(res.clone());
-            let b = match cfg.exporter {
-                ExporterKind::File => {
-                    b.with_batch_exporter(file::JsonLines::new(sink.clone().expect("sink"), false))
+            let b = match &backend {
+                Backend::File(sink) => {
+                    b.with_batch_exporter(file::JsonLines::new(sink.clone(), false))
                 }
-                ExporterKind::Console => b.with_batch_exporter(console::console()),
-                ExporterKind::Otlp => {
-                    let h = runtime.as_ref().expect("runtime").handle();
-                    b.with_batch_exporter(
-                        export::otlp_logs(otel_env.protocols[2], &h)
-                            .map_err(SetupError::Exporter)?,
-                    )
-                }
+                Backend::Console => b.with_batch_exporter(console::console()),
+                Backend::Otlp(h) => b.with_batch_exporter(
+                    export::otlp_logs(otel_env.protocols[2], h).map_err(SetupError::Exporter)?,
+                ),
             };
             Some(b.build())
         } else {
@@ -590,11 +662,21 @@ impl TelemetryBuilder {
         };
 
         // install: from here on nothing fails
-        if let Some(tp) = &tracer_provider {
+        let pipeline = Arc::new(Pipeline {
+            tracer_provider,
+            meter_provider,
+            logger_provider,
+            counters: counters.clone(),
+            _runtime: runtime,
+        });
+        if let Some(previous) = take_over(generation) {
+            teardown_globals(previous, false);
+        }
+        if let Some(tp) = &pipeline.tracer_provider {
             span::set_tracer_provider(tp);
             open::set_tracking(true);
         }
-        if let Some(mp) = &meter_provider {
+        if let Some(mp) = &pipeline.meter_provider {
             opentelemetry::global::set_meter_provider(mp.clone());
             if cfg.gpu_metrics {
                 use opentelemetry::metrics::MeterProvider as _;
@@ -602,24 +684,62 @@ impl TelemetryBuilder {
             }
         }
         set_enabled_span_groups(&groups);
-        let inner = Arc::new(Mutex::new(Some(Installed {
-            tracer_provider,
-            meter_provider,
-            logger_provider,
-            counters,
-            _runtime: runtime,
-        })));
         if cfg.flush_on_signal {
-            crate::signal::install(Arc::downgrade(&inner));
+            let weak = Arc::downgrade(&pipeline);
+            crate::signal::set_live(
+                generation,
+                otel_env.signal_flush_timeout,
+                Box::new(move |truncate, timeout| match weak.upgrade() {
+                    Some(p) => {
+                        if truncate {
+                            open::truncate_all(crate::signal::SIGNAL_REASON);
+                        }
+                        p.flush(timeout)
+                    }
+                    None => Vec::new(),
+                }),
+            );
         }
         Ok(TelemetryHandle {
-            inner,
+            counters: Some(counters),
+            pipeline: Mutex::new(Some(pipeline)),
+            generation,
             enabled: true,
             exporting: true,
             file_path,
             holds_install: AtomicBool::new(true),
         })
     }
+}
+
+/// Makes `generation` the owner of the process-wide state; returns the
+/// generation it replaces (re-init), if any.
+fn take_over(generation: u64) -> Option<u64> {
+    match LIVE_GENERATION.swap(generation, Ordering::AcqRel) {
+        0 => None,
+        g => Some(g),
+    }
+}
+
+/// Releases the process-wide state of a pipeline: span groups off, open
+/// spans ended (only when the pipeline is shut down, not replaced), the lens
+/// tracer and the global providers reset, the log bridge and the signal
+/// hook detached from it.
+fn teardown_globals(generation: u64, truncate_open_spans: bool) {
+    crate::signal::clear_live(generation);
+    set_enabled_span_groups(&SpanGroupSet::none());
+    if truncate_open_spans {
+        open::truncate_all(TRUNCATED_REASON);
+    }
+    open::set_tracking(false);
+    crate::logs::deactivate();
+    span::clear_tracer_provider();
+    opentelemetry::global::set_tracer_provider(
+        opentelemetry::trace::noop::NoopTracerProvider::new(),
+    );
+    opentelemetry::global::set_meter_provider(
+        opentelemetry::metrics::noop::NoopMeterProvider::new(),
+    );
 }
 
 fn file_path(cfg: &LensConfig, run_id: &str, rank: u32) -> PathBuf {
@@ -632,11 +752,9 @@ fn file_path(cfg: &LensConfig, run_id: &str, rank: u32) -> PathBuf {
 fn batch_processor<E: SpanExporter + 'static>(
     exporter: E,
     counters: Arc<SpanCounters>,
-    batch: BatchConfig,
-) -> BatchSpanProcessor {
-    BatchSpanProcessor::builder(Counting::new(exporter, counters))
-        .with_batch_config(batch)
-        .build()
+    batch: BatchSettings,
+) -> BatchProcessor {
+    BatchProcessor::new(Counting::new(exporter, counters.clone()), batch, counters)
 }
 
 /// Counts spans that ended (offered to the batch processor).
@@ -654,10 +772,10 @@ impl<P: SpanProcessor> SpanProcessor for CountEnded<P> {
         self.counters.ended.fetch_add(1, Ordering::Relaxed);
         self.inner.on_end(span);
     }
-    fn force_flush(&self) -> opentelemetry_sdk::error::OTelSdkResult {
+    fn force_flush(&self) -> OTelSdkResult {
         self.inner.force_flush()
     }
-    fn shutdown_with_timeout(&self, timeout: Duration) -> opentelemetry_sdk::error::OTelSdkResult {
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
         self.inner.shutdown_with_timeout(timeout)
     }
     fn set_resource(&mut self, resource: &Resource) {
@@ -665,7 +783,8 @@ impl<P: SpanProcessor> SpanProcessor for CountEnded<P> {
     }
 }
 
-pub(crate) struct Installed {
+/// The providers of one exporting setup.
+struct Pipeline {
     tracer_provider: Option<SdkTracerProvider>,
     meter_provider: Option<SdkMeterProvider>,
     logger_provider: Option<SdkLoggerProvider>,
@@ -673,36 +792,106 @@ pub(crate) struct Installed {
     _runtime: Option<ExportRuntime>,
 }
 
-impl Installed {
-    /// Flushes every signal (used by the signal hook and `force_flush`).
-    pub(crate) fn flush(&self) -> Vec<String> {
-        let mut errors = Vec::new();
-        if let Some(tp) = &self.tracer_provider {
-            if let Err(e) = tp.force_flush() {
-                errors.push(format!("traces: {e}"));
-            }
+type Task = (&'static str, Box<dyn FnOnce() -> OTelSdkResult + Send>);
+
+/// Runs each task on a thread of its own and waits for all of them, at most
+/// `timeout` in all. A task still running then is reported by name and left
+/// to finish on its own: the caller is never held past the deadline.
+fn run_within(tasks: Vec<Task>, timeout: Duration, what: &str) -> Vec<String> {
+    let deadline = Instant::now() + timeout;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut waiting = Vec::new();
+    for (name, task) in tasks {
+        let tx = tx.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("lens-{what}"))
+            .spawn(move || {
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(task))
+                    .unwrap_or_else(|_| {
+                        Err(opentelemetry_sdk::error::OTelSdkError::InternalFailure(
+                            "panicked".into(),
+                        ))
+                    });
+                let _ = tx.send((name, r));
+            });
+        match spawned {
+            Ok(_) => waiting.push(name),
+            Err(e) => return vec![format!("{name}: cannot start the {what} thread: {e}")],
         }
-        if let Some(mp) = &self.meter_provider {
-            if let Err(e) = mp.force_flush() {
-                errors.push(format!("metrics: {e}"));
+    }
+    drop(tx);
+    let mut errors = Vec::new();
+    while !waiting.is_empty() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok((name, r)) => {
+                waiting.retain(|n| *n != name);
+                if let Err(e) = r {
+                    errors.push(format!("{name}: {e}"));
+                }
             }
+            Err(_) => break,
         }
-        if let Some(lp) = &self.logger_provider {
-            if let Err(e) = lp.force_flush() {
-                errors.push(format!("logs: {e}"));
-            }
+    }
+    for name in waiting {
+        errors.push(format!(
+            "{name}: {what} did not finish within {timeout:?} (the exporter or collector is not answering)"
+        ));
+    }
+    errors
+}
+
+impl Pipeline {
+    /// Flushes every signal, within `timeout` in all.
+    fn flush(&self, timeout: Duration) -> Vec<String> {
+        let mut tasks: Vec<Task> = Vec::new();
+        if let Some(tp) = self.tracer_provider.clone() {
+            tasks.push(("traces", Box::new(move || tp.force_flush())));
         }
-        errors
+        if let Some(mp) = self.meter_provider.clone() {
+            tasks.push(("metrics", Box::new(move || mp.force_flush())));
+        }
+        if let Some(lp) = self.logger_provider.clone() {
+            tasks.push(("logs", Box::new(move || lp.force_flush())));
+        }
+        run_within(tasks, timeout, "flush")
+    }
+
+    /// Shuts every signal down, within `timeout` in all.
+    fn shutdown(&self, timeout: Duration) -> Vec<String> {
+        let mut tasks: Vec<Task> = Vec::new();
+        if let Some(tp) = self.tracer_provider.clone() {
+            tasks.push((
+                "traces",
+                Box::new(move || tp.shutdown_with_timeout(timeout)),
+            ));
+        }
+        if let Some(mp) = self.meter_provider.clone() {
+            tasks.push((
+                "metrics",
+                Box::new(move || mp.shutdown_with_timeout(timeout)),
+            ));
+        }
+        if let Some(lp) = self.logger_provider.clone() {
+            tasks.push(("logs", Box::new(move || lp.shutdown_with_timeout(timeout))));
+        }
+        run_within(tasks, timeout, "shutdown")
     }
 }
 
-pub(crate) type Shared = Arc<Mutex<Option<Installed>>>;
-
 /// The result of setup: owns the providers of an exporting rank. Shutdown is
 /// idempotent and also runs on drop, flushing traces, metrics and logs.
+///
+/// A handle tears down only what its own setup installed: after a re-init
+/// (`allow_reinit`), dropping the older handle shuts its own providers down
+/// and leaves the newer pipeline's span groups, tracer and open spans alone.
+/// No lens lock is held while the SDK or an exporter runs, so every
+/// accessor returns at once, also from a metric callback during a flush.
 #[must_use = "dropping the handle shuts telemetry down; keep it for the whole job"]
 pub struct TelemetryHandle {
-    inner: Shared,
+    pipeline: Mutex<Option<Arc<Pipeline>>>,
+    counters: Option<Arc<SpanCounters>>,
+    generation: u64,
     enabled: bool,
     exporting: bool,
     file_path: Option<PathBuf>,
@@ -720,9 +909,11 @@ impl fmt::Debug for TelemetryHandle {
 }
 
 impl TelemetryHandle {
-    fn inactive(enabled: bool) -> Self {
+    fn inactive(enabled: bool, generation: u64) -> Self {
         TelemetryHandle {
-            inner: Arc::new(Mutex::new(None)),
+            pipeline: Mutex::new(None),
+            counters: None,
+            generation,
             enabled,
             exporting: false,
             file_path: None,
@@ -788,40 +979,56 @@ impl TelemetryHandle {
     /// assert!(h.logger_provider().is_none());
     /// ```
     pub fn logger_provider(&self) -> Option<SdkLoggerProvider> {
-        self.lock().as_ref().and_then(|i| i.logger_provider.clone())
+        self.pipeline().and_then(|p| p.logger_provider.clone())
     }
 
-    /// Spans that ended but were not exported (queue full, exporter failing)
-    /// so far.
+    /// Spans that were lost so far: dropped because the queue was full (or
+    /// ended after shutdown), or refused by the exporter. Spans waiting in
+    /// the queue are not counted. Never blocks.
     ///
     /// ```
     /// let h = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
     /// assert_eq!(h.dropped_spans(), 0);
     /// ```
     pub fn dropped_spans(&self) -> u64 {
-        self.lock().as_ref().map_or(0, |i| {
-            let c = &i.counters;
-            c.ended
-                .load(Ordering::Relaxed)
-                .saturating_sub(c.exported.load(Ordering::Relaxed))
+        self.counters.as_ref().map_or(0, |c| {
+            c.dropped.load(Ordering::Relaxed) + c.failed.load(Ordering::Relaxed)
         })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Installed>> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    fn pipeline(&self) -> Option<Arc<Pipeline>> {
+        self.pipeline
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
-    /// Exports everything recorded so far, without shutting down.
+    /// Exports everything recorded so far, without shutting down; returns
+    /// within [`DEFAULT_FLUSH_TIMEOUT`] (see
+    /// [`force_flush_within`](Self::force_flush_within)).
     ///
     /// ```
     /// let h = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
     /// h.force_flush().unwrap();
     /// ```
     pub fn force_flush(&self) -> Result<(), ShutdownError> {
+        self.force_flush_within(DEFAULT_FLUSH_TIMEOUT)
+    }
+
+    /// Exports everything recorded so far, waiting at most `timeout`; the
+    /// error names each signal that did not finish in time.
+    ///
+    /// ```
+    /// let h = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
+    /// h.force_flush_within(std::time::Duration::from_secs(2)).unwrap();
+    /// ```
+    pub fn force_flush_within(&self, timeout: Duration) -> Result<(), ShutdownError> {
+        if crate::fork::in_child() {
+            return Ok(());
+        }
         let errors = self
-            .lock()
-            .as_ref()
-            .map(Installed::flush)
+            .pipeline()
+            .map(|p| p.flush(timeout))
             .unwrap_or_default();
         if errors.is_empty() {
             Ok(())
@@ -832,7 +1039,10 @@ impl TelemetryHandle {
 
     /// Ends spans that are still open (innermost first, marked
     /// `nemo.span.truncated`), flushes and shuts down traces, metrics and
-    /// logs, and reports spans that could not be exported. Idempotent.
+    /// logs, and reports spans that could not be exported. Returns within
+    /// `timeout` (plus a few milliseconds): a signal whose exporter has not
+    /// finished by then is named in the error and left to finish in the
+    /// background. Idempotent. In a forked child it returns at once.
     ///
     /// ```
     /// let h = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
@@ -840,57 +1050,44 @@ impl TelemetryHandle {
     /// h.shutdown(std::time::Duration::from_secs(1)).unwrap(); // idempotent
     /// ```
     pub fn shutdown(&self, timeout: Duration) -> Result<(), ShutdownError> {
-        let taken = self.lock().take();
-        if self.holds_install.swap(false, Ordering::AcqRel) {
-            INSTALLED.store(false, Ordering::Release);
+        let taken = self
+            .pipeline
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if !self.holds_install.swap(false, Ordering::AcqRel) {
+            return Ok(());
         }
-        let Some(installed) = taken else {
+        LIVE_HANDLES.fetch_sub(1, Ordering::AcqRel);
+        if crate::fork::in_child() {
+            // the parent's exporter threads do not exist here: nothing to
+            // flush, and waiting for them would stall
+            std::mem::forget(taken);
+            return Ok(());
+        }
+        let live = LIVE_GENERATION
+            .compare_exchange(self.generation, 0, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok();
+        if live {
+            teardown_globals(self.generation, taken.is_some());
+        }
+        let Some(pipeline) = taken else {
             return Ok(());
         };
-        let mut errors = Vec::new();
-        set_enabled_span_groups(&SpanGroupSet::none());
-        open::truncate_all(TRUNCATED_REASON);
-        open::set_tracking(false);
-        if installed.logger_provider.is_some() {
-            crate::logs::deactivate();
+        let mut errors = pipeline.shutdown(timeout);
+        let c = &pipeline.counters;
+        let lost = c.dropped.load(Ordering::Relaxed) + c.failed.load(Ordering::Relaxed);
+        let ended = c.ended.load(Ordering::Relaxed);
+        if lost > 0 {
+            errors.push(format!(
+                "{lost} of {ended} spans were not exported (queue full or exporter unreachable; raise OTEL_BSP_MAX_QUEUE_SIZE or check the collector)"
+            ));
         }
-        span::clear_tracer_provider();
-        opentelemetry::global::set_tracer_provider(
-            opentelemetry::trace::noop::NoopTracerProvider::new(),
-        );
-        opentelemetry::global::set_meter_provider(
-            opentelemetry::metrics::noop::NoopMeterProvider::new(),
-        );
-        if let Some(tp) = &installed.tracer_provider {
-            if let Err(e) = tp.shutdown_with_timeout(timeout) {
-                errors.push(format!("traces: {e}"));
-            }
-        }
-        if let Some(mp) = &installed.meter_provider {
-            if let Err(e) = mp.shutdown_with_timeout(timeout) {
-                errors.push(format!("metrics: {e}"));
-            }
-        }
-        if let Some(lp) = &installed.logger_provider {
-            if let Err(e) = lp.shutdown_with_timeout(timeout) {
-                errors.push(format!("logs: {e}"));
-            }
-        }
-        let c = &installed.counters;
-        let (ended, exported) = (
-            c.ended.load(Ordering::Relaxed),
-            c.exported.load(Ordering::Relaxed),
-        );
-        if ended > exported {
-            let msg = format!(
-                "{} of {ended} spans were not exported (queue full or exporter unreachable; raise OTEL_BSP_MAX_QUEUE_SIZE or check the collector)",
-                ended - exported
-            );
-            errors.push(msg);
-        }
-        drop(installed);
+        // the export threads hold the last references when a deadline
+        // passed; otherwise this frees the providers now
+        drop(pipeline);
         for e in &errors {
-            eprintln!("lens: shutdown: {e}");
+            crate::diag::warn(format_args!("shutdown: {e}"));
         }
         if errors.is_empty() {
             Ok(())

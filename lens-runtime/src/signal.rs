@@ -1,45 +1,277 @@
-//! Opt-in SIGTERM / SIGINT hook: end open spans, flush every signal, then
-//! let the process die as it would have (SLURM sends SIGTERM at a time
-//! limit; without this, run-wide spans such as `job` are lost).
+//! Opt-in SIGTERM / SIGINT hook: flush every signal before a scheduler
+//! kills the job (SLURM sends SIGTERM at a time limit), and otherwise leave
+//! the process's signal handling exactly as it was.
+//!
+//! The rules:
+//! * A signal that was ignored when the hook is installed stays ignored:
+//!   lens does not hook it.
+//! * A handler that existed before lens is chained: it runs after lens's
+//!   (async-signal-safe) handler has woken the flush thread.
+//! * A handler installed after lens (plain `sigaction`, `signal-hook`,
+//!   tokio) replaces lens's handler in the kernel; `signal-hook` and tokio
+//!   chain to it, so lens still flushes.
+//! * Lens terminates the process only when it is the sole handler over a
+//!   default disposition: lens's handler is still the installed one and
+//!   there was none before it. Then it ends open spans (marking them
+//!   truncated), flushes, restores the default disposition and re-raises.
+//!   Otherwise it flushes what has ended and returns: the application's
+//!   handler decides what happens (a checkpoint on preemption, say), and its
+//!   open spans are ended by its own shutdown.
+//! * One hook per process. It flushes whichever pipeline is live when the
+//!   signal arrives (re-setups move it), within
+//!   `NEMO_LENS_SIGNAL_FLUSH_TIMEOUT` (default 10 s, inside SLURM's default
+//!   30 s between SIGTERM and SIGKILL).
+//! * Nothing on the path panics: the handler only stores atomics and writes
+//!   one byte to a pipe; the flush thread reports through best-effort
+//!   writes and catches any panic of the code it calls.
+//!
+//! The hook is hand-written on `sigaction` rather than `signal-hook`
+//! because lens must know whether another handler exists, which
+//! `signal-hook`'s shared registry cannot tell.
 
-use crate::setup::Shared;
-use crate::span::open;
-use signal_hook::consts::{SIGINT, SIGTERM};
-use std::sync::Weak;
+use crate::diag;
+use std::io::Read;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
 
 /// The reason recorded on spans ended by a signal.
 pub(crate) const SIGNAL_REASON: &str = "process received a termination signal";
 
-pub(crate) fn install(weak: Weak<std::sync::Mutex<Option<crate::setup::Installed>>>) {
-    let mut signals = match signal_hook::iterator::Signals::new([SIGTERM, SIGINT]) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("lens: cannot install the flush-on-signal hook: {e}");
-            return;
+/// Default of `NEMO_LENS_SIGNAL_FLUSH_TIMEOUT`.
+pub(crate) const DEFAULT_SIGNAL_FLUSH_TIMEOUT: Duration = Duration::from_secs(10);
+
+const SIGNALS: [libc::c_int; 2] = [libc::SIGTERM, libc::SIGINT];
+
+/// What the handler needs about one signal, readable from a signal handler.
+struct Hooked {
+    /// Whether lens's handler is installed for this signal.
+    installed: AtomicBool,
+    /// The previous `sa_sigaction` (an address, `SIG_DFL` or `SIG_IGN`).
+    prev_action: AtomicUsize,
+    /// Whether the previous handler took `SA_SIGINFO` arguments.
+    prev_siginfo: AtomicBool,
+    /// Set by the handler, cleared by the flush thread.
+    pending: AtomicBool,
+}
+
+impl Hooked {
+    const fn new() -> Self {
+        Hooked {
+            installed: AtomicBool::new(false),
+            prev_action: AtomicUsize::new(libc::SIG_DFL),
+            prev_siginfo: AtomicBool::new(false),
+            pending: AtomicBool::new(false),
         }
-    };
-    let spawned = std::thread::Builder::new()
-        .name("lens-signal".into())
-        .spawn(move || {
-            if let Some(sig) = signals.forever().next() {
-                if let Some(inner) = Weak::upgrade(&weak) {
-                    flush(&inner);
-                }
-                // die as the process would have without us
-                let _ = signal_hook::low_level::emulate_default_handler(sig);
-            }
-        });
-    if let Err(e) = spawned {
-        eprintln!("lens: cannot start the flush-on-signal thread: {e}");
     }
 }
 
-fn flush(inner: &Shared) {
-    let guard = inner.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(installed) = guard.as_ref() {
-        open::truncate_all(SIGNAL_REASON);
-        for e in installed.flush() {
-            eprintln!("lens: flush on signal: {e}");
+static HOOKED: [Hooked; 2] = [Hooked::new(), Hooked::new()];
+/// Write end of the wake-up pipe (non-blocking), -1 until installed.
+static WAKE_FD: AtomicI32 = AtomicI32::new(-1);
+/// The process that installed the hook (a forked child has another pid).
+static HOOK_PID: AtomicU32 = AtomicU32::new(0);
+
+/// What to flush when a signal arrives: the live pipeline, set by setup.
+pub(crate) type FlushFn = Box<dyn Fn(bool, Duration) -> Vec<String> + Send + Sync>;
+
+struct Live {
+    generation: u64,
+    flush: std::sync::Arc<FlushFn>,
+    timeout: Duration,
+}
+
+static LIVE: Mutex<Option<Live>> = Mutex::new(None);
+
+fn live() -> std::sync::MutexGuard<'static, Option<Live>> {
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Makes `flush` (called with `truncate_open_spans` and a deadline) the
+/// pipeline the hook flushes, and installs the hook once per process.
+pub(crate) fn set_live(generation: u64, timeout: Duration, flush: FlushFn) {
+    *live() = Some(Live {
+        generation,
+        flush: std::sync::Arc::new(flush),
+        timeout,
+    });
+    install_once();
+}
+
+/// Forgets the pipeline of `generation` if it is the live one.
+pub(crate) fn clear_live(generation: u64) {
+    let mut l = live();
+    if l.as_ref().is_some_and(|l| l.generation == generation) {
+        *l = None;
+    }
+}
+
+fn install_once() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        if let Err(e) = install() {
+            diag::warn(format_args!("cannot install the flush-on-signal hook: {e}"));
         }
+    });
+}
+
+fn install() -> std::io::Result<()> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned here.
+    let (read_end, write_end) =
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: plain fcntl on a descriptor we own.
+    unsafe {
+        let flags = libc::fcntl(write_end.as_raw_fd(), libc::F_GETFL);
+        libc::fcntl(
+            write_end.as_raw_fd(),
+            libc::F_SETFL,
+            flags | libc::O_NONBLOCK,
+        );
+    }
+    let reader = std::fs::File::from(read_end);
+    std::thread::Builder::new()
+        .name("lens-signal".into())
+        .spawn(move || watch(reader))?;
+    HOOK_PID.store(std::process::id(), Ordering::Relaxed);
+    // the write end lives for the rest of the process
+    WAKE_FD.store(write_end.as_raw_fd(), Ordering::Release);
+    std::mem::forget(write_end);
+
+    for (i, &sig) in SIGNALS.iter().enumerate() {
+        // SAFETY: sigaction with a null new action only reads the current one.
+        let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+        if unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) } != 0 {
+            continue;
+        }
+        if old.sa_sigaction == libc::SIG_IGN {
+            continue; // ignored stays ignored
+        }
+        let h = &HOOKED[i];
+        h.prev_action.store(old.sa_sigaction, Ordering::Relaxed);
+        h.prev_siginfo
+            .store(old.sa_flags & libc::SA_SIGINFO != 0, Ordering::Relaxed);
+        // SAFETY: a zeroed sigaction with our handler, SA_SIGINFO and an
+        // empty mask is a valid action; `handler` is async-signal-safe.
+        let mut new: libc::sigaction = unsafe { std::mem::zeroed() };
+        new.sa_sigaction = handler as *const () as usize;
+        new.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART | libc::SA_ONSTACK;
+        unsafe { libc::sigemptyset(&mut new.sa_mask) };
+        h.installed.store(true, Ordering::Release);
+        if unsafe { libc::sigaction(sig, &new, std::ptr::null_mut()) } != 0 {
+            h.installed.store(false, Ordering::Release);
+        }
+    }
+    Ok(())
+}
+
+fn index_of(sig: libc::c_int) -> Option<usize> {
+    SIGNALS.iter().position(|&s| s == sig)
+}
+
+/// The signal handler: async-signal-safe only (atomics, write, getpid,
+/// sigaction, raise and the previous handler).
+extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ucontext: *mut libc::c_void) {
+    // SAFETY: errno is thread-local; it is restored before returning.
+    let errno = unsafe { *libc::__errno_location() };
+    if let Some(i) = index_of(sig) {
+        let h = &HOOKED[i];
+        let prev = h.prev_action.load(Ordering::Relaxed);
+        // SAFETY: getpid is async-signal-safe.
+        let same_process = unsafe { libc::getpid() } as u32 == HOOK_PID.load(Ordering::Relaxed);
+        if same_process {
+            h.pending.store(true, Ordering::Release);
+            let fd = WAKE_FD.load(Ordering::Acquire);
+            if fd >= 0 {
+                let b = [sig as u8];
+                // SAFETY: write on a non-blocking pipe; errors are ignored.
+                let _ = unsafe { libc::write(fd, b.as_ptr().cast(), 1) };
+            }
+        }
+        if prev != libc::SIG_DFL && prev != libc::SIG_IGN {
+            // SAFETY: `prev` was the installed handler for `sig`, called
+            // with the arguments its flags declare.
+            unsafe {
+                if h.prev_siginfo.load(Ordering::Relaxed) {
+                    let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+                        std::mem::transmute(prev);
+                    f(sig, info, ucontext);
+                } else {
+                    let f: extern "C" fn(libc::c_int) = std::mem::transmute(prev);
+                    f(sig);
+                }
+            }
+        } else if !same_process && prev == libc::SIG_DFL && is_current_handler(sig) {
+            // a forked child has no flush thread: behave as the default
+            die_by_default(sig);
+        }
+    }
+    // SAFETY: see above.
+    unsafe { *libc::__errno_location() = errno };
+}
+
+/// Whether lens's handler is the one installed for `sig` now.
+fn is_current_handler(sig: libc::c_int) -> bool {
+    // SAFETY: reading the current action only.
+    let mut cur: libc::sigaction = unsafe { std::mem::zeroed() };
+    (unsafe { libc::sigaction(sig, std::ptr::null(), &mut cur) } == 0)
+        && cur.sa_sigaction == handler as *const () as usize
+}
+
+/// Restores the default disposition of `sig` and raises it.
+fn die_by_default(sig: libc::c_int) {
+    // SAFETY: installing SIG_DFL and raising are async-signal-safe.
+    unsafe {
+        let mut dfl: libc::sigaction = std::mem::zeroed();
+        dfl.sa_sigaction = libc::SIG_DFL;
+        libc::sigemptyset(&mut dfl.sa_mask);
+        libc::sigaction(sig, &dfl, std::ptr::null_mut());
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, sig);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        libc::raise(sig);
+    }
+}
+
+/// The flush thread: wakes on the pipe, flushes, then dies by the signal
+/// only where lens is the sole handler over a default disposition.
+fn watch(mut reader: std::fs::File) {
+    let mut buf = [0u8; 16];
+    loop {
+        match reader.read(&mut buf) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return,
+        }
+        for (i, &sig) in SIGNALS.iter().enumerate() {
+            let h = &HOOKED[i];
+            if !h.pending.swap(false, Ordering::AcqRel) {
+                continue;
+            }
+            let sole =
+                h.prev_action.load(Ordering::Relaxed) == libc::SIG_DFL && is_current_handler(sig);
+            let _ = std::panic::catch_unwind(|| on_signal(sig, sole));
+            if sole {
+                die_by_default(sig);
+            }
+        }
+    }
+}
+
+fn on_signal(sig: libc::c_int, sole: bool) {
+    let target = live().as_ref().map(|l| (l.flush.clone(), l.timeout));
+    let Some((flush, timeout)) = target else {
+        return;
+    };
+    let errors = flush(sole, timeout);
+    for e in errors {
+        diag::warn(format_args!("flush on signal {sig}: {e}"));
     }
 }

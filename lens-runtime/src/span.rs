@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fmt::{self, Display};
 use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Once;
 
 /// Instrumentation scope name of every lens span.
@@ -53,6 +54,7 @@ pub fn set_tracer_provider(provider: &opentelemetry_sdk::trace::SdkTracerProvide
     let scope = opentelemetry::InstrumentationScope::builder(SCOPE_NAME)
         .with_version(env!("CARGO_PKG_VERSION"))
         .build();
+    install_panic_hook();
     slot::set(Some(provider.tracer_with_scope(scope)));
     opentelemetry::global::set_tracer_provider(provider.clone());
 }
@@ -68,14 +70,29 @@ pub fn clear_tracer_provider() {
     slot::set(None);
 }
 
+/// In a forked child: forget the parent's tracer (one atomic store).
+#[cfg(feature = "sdk")]
+pub(crate) fn forget_tracer_after_fork() {
+    slot::set(None);
+}
+
 thread_local! {
     static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
 }
 
+/// Set once any panic message was recorded, so that span ends can forget a
+/// stale message cheaply (one relaxed load while no panic ever happened).
+static PANIC_RECORDED: AtomicBool = AtomicBool::new(false);
+
 /// Installs (once) a panic hook that remembers the panic message for the
-/// guards the panic unwinds through, then calls the previous hook.
-fn ensure_panic_hook() {
+/// guards the panic unwinds through, then calls the previous hook. Called by
+/// setup and [`set_tracer_provider`], never on the span path, and never from
+/// a panicking thread (taking the hook there aborts the process).
+pub(crate) fn install_panic_hook() {
     static HOOK: Once = Once::new();
+    if std::thread::panicking() {
+        return;
+    }
     HOOK.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
@@ -90,8 +107,32 @@ fn ensure_panic_hook() {
                     *p = Some(msg);
                 }
             });
+            PANIC_RECORDED.store(true, Ordering::Relaxed);
             previous(info);
         }));
+    });
+}
+
+/// The message of the panic unwinding through a span: the one the hook
+/// recorded on this thread. A panic re-raised with `resume_unwind` does not
+/// run the hook; a message left from an earlier, caught panic is forgotten
+/// at the first span start or end outside a panic, so it is not reused for
+/// it (the span is labelled "panicked").
+fn panic_message() -> String {
+    LAST_PANIC
+        .try_with(|p| p.try_borrow().ok().and_then(|p| p.clone()))
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| "panicked".to_owned())
+}
+
+#[cold]
+#[inline(never)]
+fn forget_panic_message() {
+    let _ = LAST_PANIC.try_with(|p| {
+        if let Ok(mut p) = p.try_borrow_mut() {
+            *p = None;
+        }
     });
 }
 
@@ -104,7 +145,6 @@ fn start_context(name: Cow<'static, str>, attributes: Vec<KeyValue>) -> Context 
 
 #[inline(always)]
 fn start_builder(builder: SpanBuilder) -> Context {
-    ensure_panic_hook();
     #[cfg(feature = "sdk")]
     if let Some(tracer) = slot::get() {
         return Context::map_current(|parent| {
@@ -159,12 +199,9 @@ impl SpanInner {
     #[inline(always)]
     fn finish(&mut self) {
         if std::thread::panicking() {
-            let msg = LAST_PANIC
-                .try_with(|p| p.try_borrow().ok().and_then(|p| p.clone()))
-                .ok()
-                .flatten()
-                .unwrap_or_else(|| "panicked".to_owned());
-            record_exception(&self.cx, "panic", msg);
+            record_exception(&self.cx, "panic", panic_message());
+        } else if PANIC_RECORDED.load(Ordering::Relaxed) {
+            forget_panic_message();
         }
         self.cx.span().end();
         if let Some(reg) = self.open.take() {
@@ -206,6 +243,9 @@ pub fn start_span(name: impl Into<Cow<'static, str>>, attributes: Vec<KeyValue>)
 impl LensSpan {
     #[inline]
     fn new(cx: Context) -> Self {
+        if PANIC_RECORDED.load(Ordering::Relaxed) && !std::thread::panicking() {
+            forget_panic_message();
+        }
         let open = open::register(&cx);
         LensSpan {
             inner: ManuallyDrop::new(SpanInner { cx, open }),

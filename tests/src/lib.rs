@@ -590,3 +590,163 @@ pub fn allocations<R>(f: impl FnOnce() -> R) -> usize {
     std::hint::black_box(f());
     ALLOCS.with(std::cell::Cell::get) - before
 }
+
+/// What a child process did, as [`run_with_timeout`] saw it.
+#[derive(Debug)]
+pub struct Finished {
+    /// Its exit status (after a kill, when it timed out).
+    pub status: std::process::ExitStatus,
+    /// Whether it had to be killed at the timeout.
+    pub timed_out: bool,
+    /// Its standard output.
+    pub stdout: String,
+    /// Its standard error.
+    pub stderr: String,
+    /// Wall-clock time from spawn to exit.
+    pub took: Duration,
+}
+
+impl Finished {
+    /// The signal that ended it, if a signal did.
+    pub fn signal(&self) -> Option<i32> {
+        use std::os::unix::process::ExitStatusExt;
+        self.status.signal()
+    }
+}
+
+/// Spawns `cmd` with piped output, calls `with_child` (e.g. to send it a
+/// signal once it prints `ready`), then waits at most `timeout` for it to
+/// exit, killing it then.
+pub fn run_with_timeout_and(
+    cmd: &mut Command,
+    timeout: Duration,
+    with_child: impl FnOnce(&mut std::process::Child, &mut dyn FnMut(&str) -> bool),
+) -> Finished {
+    use std::io::{BufRead, Read};
+    let start = Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut stderr = child.stderr.take().expect("piped stderr");
+    let (line_tx, line_rx) = std::sync::mpsc::channel::<String>();
+    let out_thread = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let _ = line_tx.send(line.clone());
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    let err_thread = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    // waits for a line on stdout that contains `needle`
+    let mut wait_line = |needle: &str| -> bool {
+        let deadline = start + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match line_rx.recv_timeout(left) {
+                Ok(l) if l.contains(needle) => return true,
+                Ok(_) => {}
+                Err(_) => return false,
+            }
+        }
+    };
+    with_child(&mut child, &mut wait_line);
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("try_wait") {
+            break s;
+        }
+        if start.elapsed() > timeout {
+            timed_out = true;
+            let _ = child.kill();
+            break child.wait().expect("wait");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let took = start.elapsed();
+    Finished {
+        status,
+        timed_out,
+        stdout: out_thread.join().unwrap_or_default(),
+        stderr: err_thread.join().unwrap_or_default(),
+        took,
+    }
+}
+
+/// [`run_with_timeout_and`] with nothing to do while it runs.
+pub fn run_with_timeout(cmd: &mut Command, timeout: Duration) -> Finished {
+    run_with_timeout_and(cmd, timeout, |_, _| {})
+}
+
+/// One span read back from an OTLP JSON lines file.
+#[derive(Debug, Clone)]
+pub struct FileSpan {
+    /// The span name.
+    pub name: String,
+    /// Attributes: key to the OTLP JSON `value` object.
+    pub attributes: serde_json::Map<String, serde_json::Value>,
+    /// Event names.
+    pub events: Vec<String>,
+    /// `status.message`, when set.
+    pub status_message: Option<String>,
+}
+
+impl FileSpan {
+    /// The `stringValue` of attribute `key`.
+    pub fn str_attr(&self, key: &str) -> Option<&str> {
+        self.attributes.get(key)?.get("stringValue")?.as_str()
+    }
+}
+
+/// Every span in an OTLP JSON lines file (lens's `file` exporter); lines
+/// that are not JSON make it panic, as they are a defect.
+pub fn file_spans(path: &std::path::Path) -> Vec<FileSpan> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut spans = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| {
+            panic!(
+                "line {} of {} is not JSON ({e}): {line}",
+                i + 1,
+                path.display()
+            )
+        });
+        let Some(rs) = v.get("resourceSpans").and_then(|r| r.as_array()) else {
+            continue;
+        };
+        for r in rs {
+            for ss in r["scopeSpans"].as_array().into_iter().flatten() {
+                for s in ss["spans"].as_array().into_iter().flatten() {
+                    let mut attributes = serde_json::Map::new();
+                    for kv in s["attributes"].as_array().into_iter().flatten() {
+                        if let Some(k) = kv["key"].as_str() {
+                            attributes.insert(k.to_owned(), kv["value"].clone());
+                        }
+                    }
+                    spans.push(FileSpan {
+                        name: s["name"].as_str().unwrap_or_default().to_owned(),
+                        attributes,
+                        events: s["events"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .filter_map(|e| e["name"].as_str().map(str::to_owned))
+                            .collect(),
+                        status_message: s["status"]["message"].as_str().map(str::to_owned),
+                    });
+                }
+            }
+        }
+    }
+    spans
+}

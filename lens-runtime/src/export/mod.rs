@@ -10,6 +10,7 @@
 //! the runtime's handle. This works from a synchronous `main`, from inside a
 //! multi-thread runtime and from inside a current-thread runtime.
 
+pub(crate) mod batch;
 pub(crate) mod console;
 pub(crate) mod file;
 
@@ -67,11 +68,20 @@ impl Drop for ExportRuntime {
 }
 
 /// Runs `fut` to completion on `handle` from any thread (also from inside
-/// another tokio runtime) by blocking a scoped helper thread on it.
-fn run_on<F>(handle: &Handle, fut: F) -> OTelSdkResult
+/// another tokio runtime) by blocking a scoped helper thread on it, giving
+/// up after `timeout` when one is set.
+fn run_on<F>(handle: &Handle, timeout: Option<Duration>, fut: F) -> OTelSdkResult
 where
     F: Future<Output = OTelSdkResult> + Send,
 {
+    let fut = async move {
+        match timeout {
+            Some(t) => tokio::time::timeout(t, fut)
+                .await
+                .unwrap_or(Err(OTelSdkError::Timeout(t))),
+            None => fut.await,
+        }
+    };
     std::thread::scope(|s| {
         std::thread::Builder::new()
             .name("lens-export-call".into())
@@ -87,25 +97,39 @@ where
 pub(crate) struct OnRuntime<E> {
     inner: E,
     handle: Handle,
+    /// Deadline of one export call (`OTEL_BSP_EXPORT_TIMEOUT` for spans).
+    timeout: Option<Duration>,
 }
 
 impl<E> OnRuntime<E> {
     pub(crate) fn new(inner: E, handle: Handle) -> Self {
-        OnRuntime { inner, handle }
+        OnRuntime {
+            inner,
+            handle,
+            timeout: None,
+        }
+    }
+
+    /// Gives up each export call after `timeout`.
+    pub(crate) fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
     }
 }
 
 impl<E: SpanExporter> SpanExporter for OnRuntime<E> {
     async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
-        run_on(&self.handle, self.inner.export(batch))
+        run_on(&self.handle, self.timeout, self.inner.export(batch))
     }
     fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
-        run_on(&self.handle, async {
+        run_on(&self.handle, self.timeout, async {
             self.inner.shutdown_with_timeout(timeout)
         })
     }
     fn force_flush(&self) -> OTelSdkResult {
-        run_on(&self.handle, async { self.inner.force_flush() })
+        run_on(&self.handle, self.timeout, async {
+            self.inner.force_flush()
+        })
     }
     fn set_resource(&mut self, resource: &Resource) {
         self.inner.set_resource(resource);
@@ -114,13 +138,15 @@ impl<E: SpanExporter> SpanExporter for OnRuntime<E> {
 
 impl<E: PushMetricExporter> PushMetricExporter for OnRuntime<E> {
     async fn export(&self, metrics: &ResourceMetrics) -> OTelSdkResult {
-        run_on(&self.handle, self.inner.export(metrics))
+        run_on(&self.handle, self.timeout, self.inner.export(metrics))
     }
     fn force_flush(&self) -> OTelSdkResult {
-        run_on(&self.handle, async { self.inner.force_flush() })
+        run_on(&self.handle, self.timeout, async {
+            self.inner.force_flush()
+        })
     }
     fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
-        run_on(&self.handle, async {
+        run_on(&self.handle, self.timeout, async {
             self.inner.shutdown_with_timeout(timeout)
         })
     }
@@ -131,10 +157,10 @@ impl<E: PushMetricExporter> PushMetricExporter for OnRuntime<E> {
 
 impl<E: LogExporter> LogExporter for OnRuntime<E> {
     async fn export(&self, batch: LogBatch<'_>) -> OTelSdkResult {
-        run_on(&self.handle, self.inner.export(batch))
+        run_on(&self.handle, self.timeout, self.inner.export(batch))
     }
     fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
-        run_on(&self.handle, async {
+        run_on(&self.handle, self.timeout, async {
             self.inner.shutdown_with_timeout(timeout)
         })
     }
@@ -148,6 +174,9 @@ impl<E: LogExporter> LogExporter for OnRuntime<E> {
 #[derive(Debug, Default)]
 pub(crate) struct SpanCounters {
     pub(crate) ended: AtomicU64,
+    /// Dropped before export: queue full, ended after shutdown, or in a
+    /// forked child.
+    pub(crate) dropped: AtomicU64,
     pub(crate) exported: AtomicU64,
     pub(crate) failed: AtomicU64,
 }

@@ -1,0 +1,347 @@
+//! Lens's batch span processor.
+//!
+//! The SDK's `BatchSpanProcessor` reserves its whole queue up front (a
+//! `sync_channel` of `OTEL_BSP_MAX_QUEUE_SIZE` slots, about 23 MB at lens's
+//! default of 65,536) and keeps it for as long as anything references the
+//! provider, which lens's lock-free tracer slot does for the life of the
+//! process. This processor keeps the same contract (bounded queue, batches of
+//! at most `max_export_batch_size`, a scheduled delay, one exporter thread)
+//! with memory that grows with use and is released at shutdown, a counted
+//! drop when the queue is full, deadlines on flush and shutdown, and inert
+//! behaviour in a forked child (whose exporter thread does not exist).
+
+use super::SpanCounters;
+use crate::diag;
+use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
+use opentelemetry_sdk::trace::{SpanData, SpanExporter, SpanProcessor};
+use opentelemetry_sdk::Resource;
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// Queue and batch settings (from `OTEL_BSP_*`, validated by the config).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BatchSettings {
+    /// Spans held at most; more are dropped and counted.
+    pub(crate) max_queue_size: usize,
+    /// Spans per export call at most.
+    pub(crate) max_export_batch_size: usize,
+    /// Longest wait before a partial batch is exported.
+    pub(crate) scheduled_delay: Duration,
+    /// Default deadline of `force_flush` (the SDK calls it without one).
+    pub(crate) flush_timeout: Duration,
+}
+
+#[derive(Default)]
+struct State {
+    queue: VecDeque<SpanData>,
+    /// Incremented by each flush request; the worker copies it to
+    /// `flushed` once everything queued before the request is exported.
+    flush_requested: u64,
+    flushed: u64,
+    shutdown: bool,
+    finished: bool,
+    resource: Option<Resource>,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    /// Wakes the exporter thread.
+    work: Condvar,
+    /// Wakes flushers and the shutdown waiting for the exporter thread.
+    done: Condvar,
+    settings: BatchSettings,
+    counters: Arc<SpanCounters>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A batch span processor whose exporter runs on a thread of its own.
+pub(crate) struct BatchProcessor {
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for BatchProcessor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BatchProcessor")
+            .field("settings", &self.shared.settings)
+            .finish()
+    }
+}
+
+impl BatchProcessor {
+    /// Starts the exporter thread. If it cannot start, every span is
+    /// dropped (and counted) rather than failing the job.
+    pub(crate) fn new<E: SpanExporter + 'static>(
+        exporter: E,
+        settings: BatchSettings,
+        counters: Arc<SpanCounters>,
+    ) -> Self {
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            work: Condvar::new(),
+            done: Condvar::new(),
+            settings,
+            counters,
+        });
+        let worker = shared.clone();
+        let spawned = std::thread::Builder::new()
+            .name("lens-span-export".into())
+            .spawn(move || run(exporter, &worker));
+        if let Err(e) = spawned {
+            diag::warn(format_args!(
+                "cannot start the span export thread ({e}); spans will be dropped"
+            ));
+            let mut st = shared.lock();
+            st.shutdown = true;
+            st.finished = true;
+        }
+        BatchProcessor { shared }
+    }
+
+    /// Waits until everything queued now is exported, at most `timeout`.
+    pub(crate) fn flush_within(&self, timeout: Duration) -> OTelSdkResult {
+        if crate::fork::in_child() {
+            return Ok(());
+        }
+        let deadline = Instant::now() + timeout;
+        let mut st = self.shared.lock();
+        if st.finished {
+            return Ok(());
+        }
+        st.flush_requested += 1;
+        let ticket = st.flush_requested;
+        self.shared.work.notify_one();
+        while st.flushed < ticket && !st.finished {
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(OTelSdkError::Timeout(timeout));
+            }
+            st = self
+                .shared
+                .done
+                .wait_timeout(st, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        Ok(())
+    }
+}
+
+impl SpanProcessor for BatchProcessor {
+    fn on_start(&self, _span: &mut opentelemetry_sdk::trace::Span, _cx: &opentelemetry::Context) {}
+
+    fn on_end(&self, span: SpanData) {
+        if !span.span_context.is_sampled() {
+            return;
+        }
+        let counters = &self.shared.counters;
+        // In a forked child the exporter thread does not exist, and the
+        // queue's lock may have been held by a parent thread at fork time.
+        if crate::fork::in_child() {
+            counters.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let settings = &self.shared.settings;
+        let mut st = self.shared.lock();
+        if st.shutdown || st.queue.len() >= settings.max_queue_size {
+            drop(st);
+            counters.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        st.queue.push_back(span);
+        let full_batch = st.queue.len() == settings.max_export_batch_size;
+        drop(st);
+        if full_batch {
+            self.shared.work.notify_one();
+        }
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        self.flush_within(self.shared.settings.flush_timeout)
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        if crate::fork::in_child() {
+            return Ok(());
+        }
+        let deadline = Instant::now() + timeout;
+        let mut st = self.shared.lock();
+        st.shutdown = true;
+        self.shared.work.notify_one();
+        while !st.finished {
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(OTelSdkError::Timeout(timeout));
+            }
+            st = self
+                .shared
+                .done
+                .wait_timeout(st, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        Ok(())
+    }
+
+    fn set_resource(&mut self, resource: &Resource) {
+        self.shared.lock().resource = Some(resource.clone());
+    }
+}
+
+/// The exporter thread: waits for a full batch, the scheduled delay, a flush
+/// or shutdown; exports without holding the queue's lock.
+fn run<E: SpanExporter>(mut exporter: E, shared: &Shared) {
+    let settings = shared.settings;
+    let mut spare: VecDeque<SpanData> = VecDeque::new();
+    let mut last_export = Instant::now();
+    loop {
+        let mut st = shared.lock();
+        loop {
+            let due = last_export + settings.scheduled_delay;
+            let now = Instant::now();
+            if st.shutdown
+                || st.flush_requested > st.flushed
+                || st.queue.len() >= settings.max_export_batch_size
+                || (now >= due && !st.queue.is_empty())
+            {
+                break;
+            }
+            let wait = if st.queue.is_empty() {
+                // nothing to export: sleep until woken (a long timeout only
+                // guards against a lost wake-up)
+                settings.scheduled_delay.max(Duration::from_millis(100))
+            } else {
+                due.saturating_duration_since(now)
+            };
+            st = shared
+                .work
+                .wait_timeout(st, wait)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+            if st.queue.is_empty() {
+                last_export = Instant::now();
+            }
+        }
+        let resource = st.resource.take();
+        std::mem::swap(&mut st.queue, &mut spare);
+        let ticket = st.flush_requested;
+        let shutting_down = st.shutdown;
+        drop(st);
+
+        if let Some(r) = resource {
+            exporter.set_resource(&r);
+        }
+        while !spare.is_empty() {
+            let n = spare.len().min(settings.max_export_batch_size);
+            let batch: Vec<SpanData> = spare.drain(..n).collect();
+            // the result is counted by the `Counting` wrapper
+            let _ = futures_executor::block_on(exporter.export(batch));
+        }
+        last_export = Instant::now();
+
+        let mut st = shared.lock();
+        st.flushed = st.flushed.max(ticket);
+        if shutting_down {
+            // spans that raced the shutdown flag are dropped and counted
+            let late = st.queue.len() as u64;
+            st.queue = VecDeque::new();
+            drop(st);
+            shared.counters.dropped.fetch_add(late, Ordering::Relaxed);
+            let _ = exporter.shutdown();
+            drop(exporter);
+            let mut st = shared.lock();
+            st.finished = true;
+            shared.done.notify_all();
+            return;
+        }
+        // keep at most one batch of spare capacity: memory follows use
+        if spare.capacity() > settings.max_export_batch_size * 2 {
+            spare = VecDeque::new();
+        }
+        shared.done.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opentelemetry::trace::{Tracer as _, TracerProvider as _};
+    use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+
+    fn settings(queue: usize, batch: usize) -> BatchSettings {
+        BatchSettings {
+            max_queue_size: queue,
+            max_export_batch_size: batch,
+            scheduled_delay: Duration::from_millis(50),
+            flush_timeout: Duration::from_secs(5),
+        }
+    }
+
+    #[test]
+    fn exports_in_batches_and_flushes() {
+        let exporter = InMemorySpanExporter::default();
+        let counters = Arc::new(SpanCounters::default());
+        let p = BatchProcessor::new(
+            super::super::Counting::new(exporter.clone(), counters.clone()),
+            settings(100, 7),
+            counters.clone(),
+        );
+        let provider = SdkTracerProvider::builder().with_span_processor(p).build();
+        let tracer = provider.tracer("t");
+        for i in 0..50 {
+            tracer.in_span(format!("s{i}"), |_| {});
+        }
+        provider.force_flush().unwrap();
+        assert_eq!(exporter.get_finished_spans().unwrap().len(), 50);
+        assert_eq!(counters.exported.load(Ordering::Relaxed), 50);
+        provider.shutdown().unwrap();
+    }
+
+    #[test]
+    fn a_full_queue_drops_and_counts() {
+        #[derive(Debug)]
+        struct Slow;
+        impl SpanExporter for Slow {
+            async fn export(&self, _batch: Vec<SpanData>) -> OTelSdkResult {
+                std::thread::sleep(Duration::from_millis(200));
+                Ok(())
+            }
+        }
+        let counters = Arc::new(SpanCounters::default());
+        let p = BatchProcessor::new(Slow, settings(10, 10), counters.clone());
+        let provider = SdkTracerProvider::builder().with_span_processor(p).build();
+        let tracer = provider.tracer("t");
+        for _ in 0..100 {
+            tracer.in_span("s", |_| {});
+        }
+        assert!(counters.dropped.load(Ordering::Relaxed) >= 70);
+        provider.shutdown().unwrap();
+    }
+
+    #[test]
+    fn flush_and_shutdown_meet_their_deadline_with_a_hung_exporter() {
+        #[derive(Debug)]
+        struct Hung;
+        impl SpanExporter for Hung {
+            async fn export(&self, _batch: Vec<SpanData>) -> OTelSdkResult {
+                std::thread::sleep(Duration::from_secs(3));
+                Ok(())
+            }
+        }
+        let counters = Arc::new(SpanCounters::default());
+        let p = BatchProcessor::new(Hung, settings(10, 1), counters);
+        let provider = SdkTracerProvider::builder().with_span_processor(p).build();
+        provider.tracer("t").in_span("s", |_| {});
+        let t = Instant::now();
+        // the SDK returns the processor's error through the provider
+        let _ = provider.shutdown_with_timeout(Duration::from_millis(300));
+        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    }
+}

@@ -1,0 +1,401 @@
+//! Fault probe: a small program that meets one hostile situation of a real
+//! job through lens's public API, for `tests/tests/faults`. Each mode prints
+//! what the test needs on stdout (`ready` when it waits for a signal) and
+//! exits 0 when lens behaved, or non-zero with a reason.
+//!
+//! Configuration comes from the environment a user would set
+//! (`NEMO_LENS_*`, `OTEL_*`); `lens-fault <mode> [arg]`.
+
+use lens::{managed_span, span_cm, LensConfig, TelemetryBuilder, TelemetryHandle};
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+type Res = Result<(), Box<dyn std::error::Error>>;
+
+fn builder() -> Result<TelemetryBuilder, Box<dyn std::error::Error>> {
+    Ok(TelemetryBuilder::new(LensConfig::from_env()?, 0, 1))
+}
+
+fn setup() -> Result<TelemetryHandle, Box<dyn std::error::Error>> {
+    Ok(builder()?.install()?)
+}
+
+fn say(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+static APP_GOT_SIGNAL: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn app_handler(_sig: libc::c_int) {
+    APP_GOT_SIGNAL.store(true, Ordering::SeqCst);
+}
+
+fn install_app_sigaction(sig: libc::c_int) {
+    // SAFETY: a plain handler that stores an atomic.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = app_handler as *const () as usize;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(sig, &sa, std::ptr::null_mut());
+    }
+}
+
+/// The application's "checkpoint on preemption": waits for its own
+/// handler, then checkpoints and exits normally.
+fn wait_and_checkpoint(flag: &AtomicBool) -> Res {
+    let start = Instant::now();
+    while !flag.load(Ordering::SeqCst) {
+        if start.elapsed() > Duration::from_secs(60) {
+            return Err("the application's handler never ran".into());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ckpt = span_cm!("app.checkpoint");
+    say("checkpoint done");
+    Ok(())
+}
+
+fn job_with_open_span(handle: &TelemetryHandle) -> lens::SpanGuard {
+    let job = span_cm!("fault.job");
+    drop(managed_span!("step", "fault.step", "nv.dl.iteration" = 0));
+    let _ = handle.force_flush();
+    job
+}
+
+/// Resident set size in KiB.
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * 4)
+}
+
+fn cpu_time() -> Duration {
+    // SAFETY: getrusage fills the struct.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+fn run(mode: &str, arg: Option<&str>) -> Res {
+    match mode {
+        // SIGTERM with the application's own handler, installed before or
+        // after lens, through several APIs: lens flushes, never kills
+        "app-handler" => {
+            let how = arg.unwrap_or("sigaction-before");
+            let flag: Arc<AtomicBool> = Arc::new(AtomicBool::new(false));
+            if how == "sigaction-before" {
+                install_app_sigaction(libc::SIGTERM);
+            }
+            if how == "signal-hook-before" {
+                signal_hook::flag::register(libc::SIGTERM, flag.clone())?;
+            }
+            let h = setup()?;
+            match how {
+                "sigaction-after" => install_app_sigaction(libc::SIGTERM),
+                "signal-hook-after" => {
+                    signal_hook::flag::register(libc::SIGTERM, flag.clone())?;
+                }
+                "tokio-after" => {
+                    let rt = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()?;
+                    let job = job_with_open_span(&h);
+                    rt.block_on(async {
+                        let mut term = tokio::signal::unix::signal(
+                            tokio::signal::unix::SignalKind::terminate(),
+                        )?;
+                        say("ready");
+                        term.recv().await;
+                        Ok::<_, std::io::Error>(())
+                    })?;
+                    let _ckpt = span_cm!("app.checkpoint");
+                    say("checkpoint done");
+                    drop(job);
+                    return Ok(());
+                }
+                _ => {}
+            }
+            let job = job_with_open_span(&h);
+            say("ready");
+            if how.starts_with("signal-hook") {
+                wait_and_checkpoint(&flag)?;
+            } else {
+                wait_and_checkpoint(&APP_GOT_SIGNAL)?;
+            }
+            drop(job);
+            Ok(())
+        }
+        // SIGINT ignored before setup (`cmd &` in a batch script) stays
+        // ignored; SIGTERM still flushes and kills
+        "sigint-ignored" => {
+            // SAFETY: setting a disposition.
+            unsafe { libc::signal(libc::SIGINT, libc::SIG_IGN) };
+            let h = setup()?;
+            let _job = job_with_open_span(&h);
+            say("ready");
+            std::thread::sleep(Duration::from_secs(60));
+            Err("not killed".into())
+        }
+        // lens alone over the default disposition: flush, then die by it
+        "sole" => {
+            let h = setup()?;
+            let _job = job_with_open_span(&h);
+            say("ready");
+            std::thread::sleep(Duration::from_secs(60));
+            Err("not killed".into())
+        }
+        // the hook follows the live handle across a re-setup
+        "resetup" => {
+            let first = setup()?;
+            drop(span_cm!("first.span"));
+            first.shutdown(Duration::from_secs(5))?;
+            drop(first);
+            let second = setup()?;
+            let _job = job_with_open_span(&second);
+            say("ready");
+            std::thread::sleep(Duration::from_secs(60));
+            Err("not killed".into())
+        }
+        // stderr is closed (or a broken pipe): lens's warnings must not panic
+        "stderr-closed" => {
+            // SAFETY: closing our own stderr on purpose.
+            unsafe { libc::close(2) };
+            let h = setup()?;
+            let _job = job_with_open_span(&h);
+            if arg == Some("shutdown") {
+                drop(_job);
+                let _ = h.shutdown(Duration::from_secs(2));
+                say("shut down");
+                return Ok(());
+            }
+            say("ready");
+            std::thread::sleep(Duration::from_secs(60));
+            Err("not killed".into())
+        }
+        // a metric callback reads the handle while a flush runs
+        "callback-reads-handle" => {
+            let h = Arc::new(setup()?);
+            let weak = Arc::downgrade(&h);
+            let _gauge = h
+                .meter()
+                .u64_observable_gauge("fault.dropped")
+                .with_callback(move |o| {
+                    if let Some(h) = weak.upgrade() {
+                        o.observe(h.dropped_spans(), &[]);
+                    }
+                })
+                .build();
+            drop(span_cm!("fault.span"));
+            let t = Instant::now();
+            h.force_flush()?;
+            say(&format!("flushed in {:?}", t.elapsed()));
+            if arg == Some("signal") {
+                say("ready");
+                std::thread::sleep(Duration::from_secs(60));
+                return Err("not killed".into());
+            }
+            Ok(())
+        }
+        // the application holds the stdout lock while lens exports to the
+        // console
+        "stdout-locked" => {
+            let h = setup()?;
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let _lock = std::io::stdout().lock();
+                let _ = tx.send(());
+                std::thread::sleep(Duration::from_secs(30));
+            });
+            let _ = rx.recv();
+            for i in 0..10 {
+                drop(span_cm!("fault.console", i = i));
+            }
+            let t = Instant::now();
+            let r = h.force_flush_within(Duration::from_secs(2));
+            let took = t.elapsed();
+            let r2 = h.shutdown(Duration::from_secs(2));
+            // stdout is locked: report on stderr
+            eprintln!(
+                "flush {:?} in {took:?}; shutdown {:?}",
+                r.is_ok(),
+                r2.is_ok()
+            );
+            if took > Duration::from_secs(4) {
+                return Err(format!("flush took {took:?}").into());
+            }
+            std::process::exit(0);
+        }
+        // shutdown within its deadline against a collector that never answers
+        "hung-collector" => {
+            let h = setup()?;
+            for i in 0..100 {
+                drop(span_cm!("fault.hung", i = i));
+            }
+            let _ = h.meter().u64_counter("fault.counter").build();
+            let t = Instant::now();
+            let r = h.shutdown(Duration::from_secs(2));
+            say(&format!(
+                "shutdown took_ms={} ok={}",
+                t.elapsed().as_millis(),
+                r.is_ok()
+            ));
+            if let Err(e) = r {
+                say(&format!("error: {e}"));
+            }
+            Ok(())
+        }
+        // re-init: the old handle tears down only what it installed
+        "reinit" => {
+            let a = builder()?.allow_reinit(true).install()?;
+            let b = builder()?.allow_reinit(true).install()?;
+            let open = span_cm!("b.open");
+            drop(a);
+            if !lens::groups::STEP.is_enabled() {
+                return Err("dropping the old handle disabled the groups".into());
+            }
+            drop(managed_span!("step", "b.step").ok_or("step group off")?);
+            match builder()?.install() {
+                Err(lens::SetupError::AlreadyInitialized) => {}
+                Err(e) => return Err(format!("unexpected error: {e}").into()),
+                Ok(_) => return Err("a third setup succeeded while a handle is live".into()),
+            }
+            drop(open);
+            b.shutdown(Duration::from_secs(5))?;
+            say("reinit ok");
+            Ok(())
+        }
+        // many setup/shutdown cycles: memory stays flat
+        "soak" => {
+            let n: u32 = arg.unwrap_or("1000").parse()?;
+            let mut first = 0;
+            for i in 0..n {
+                let h = setup()?;
+                for _ in 0..5 {
+                    drop(span_cm!("soak.span"));
+                }
+                h.shutdown(Duration::from_secs(5))?;
+                drop(h);
+                if i == 19 {
+                    first = rss_kib();
+                }
+            }
+            say(&format!("rss_kib after 20={first} after {n}={}", rss_kib()));
+            Ok(())
+        }
+        // the first span created during unwinding (a Drop in a panic)
+        "span-in-unwind" => {
+            struct MakesSpanOnDrop;
+            impl Drop for MakesSpanOnDrop {
+                fn drop(&mut self) {
+                    let _g = span_cm!("during.unwind");
+                }
+            }
+            let h = setup()?;
+            let r = std::panic::catch_unwind(|| {
+                let _d = MakesSpanOnDrop;
+                panic!("boom");
+            });
+            if r.is_ok() {
+                return Err("no panic".into());
+            }
+            h.shutdown(Duration::from_secs(5))?;
+            say("survived");
+            Ok(())
+        }
+        // resume_unwind is not labelled with an older panic's message
+        "resume-unwind" => {
+            let h = setup()?;
+            let _ = std::panic::catch_unwind(|| panic!("old panic"));
+            let r = std::panic::catch_unwind(|| {
+                let _g = span_cm!("resumed");
+                std::panic::resume_unwind(Box::new("new payload"));
+            });
+            if r.is_ok() {
+                return Err("no unwind".into());
+            }
+            h.shutdown(Duration::from_secs(5))?;
+            Ok(())
+        }
+        // fork while other threads hold open spans
+        "fork" => {
+            let h = setup()?;
+            let job = span_cm!("parent.job");
+            let (tx, rx) = std::sync::mpsc::channel();
+            let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+            let worker = std::thread::spawn(move || {
+                let _held = span_cm!("parent.worker");
+                let _ = tx.send(());
+                let _ = done_rx.recv();
+            });
+            let _ = rx.recv();
+            // SAFETY: the child only uses lens's API and exits.
+            let pid = unsafe { libc::fork() };
+            if pid == 0 {
+                let t = Instant::now();
+                drop(span_cm!("child.span"));
+                drop(managed_span!("step", "child.step"));
+                let r = h.shutdown(Duration::from_secs(5));
+                drop(h);
+                let took = t.elapsed();
+                let code = if r.is_ok() && took < Duration::from_secs(1) {
+                    0
+                } else {
+                    3
+                };
+                // SAFETY: leave the child without running the parent's
+                // atexit handlers or destructors
+                unsafe { libc::_exit(code) };
+            }
+            let mut status = 0;
+            // SAFETY: waiting for our child.
+            unsafe { libc::waitpid(pid, &mut status, 0) };
+            let _ = done_tx.send(());
+            let _ = worker.join();
+            drop(job);
+            h.shutdown(Duration::from_secs(5))?;
+            if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+                return Err(format!("child failed: status {status}").into());
+            }
+            say("fork ok");
+            Ok(())
+        }
+        // an idle pipeline with OTEL_BSP_SCHEDULE_DELAY=0 does not spin
+        "idle" => {
+            let h = setup()?;
+            drop(span_cm!("idle.span"));
+            let before = cpu_time();
+            std::thread::sleep(Duration::from_secs(2));
+            let used = cpu_time() - before;
+            say(&format!("idle_cpu_ms={}", used.as_millis()));
+            h.shutdown(Duration::from_secs(5))?;
+            Ok(())
+        }
+        // dropped_spans counts losses, not queued spans
+        "dropped-count" => {
+            let h = setup()?;
+            for _ in 0..1000 {
+                drop(span_cm!("queued"));
+            }
+            let dropped = h.dropped_spans();
+            h.shutdown(Duration::from_secs(5))?;
+            say(&format!("dropped={dropped}"));
+            Ok(())
+        }
+        other => Err(format!("unknown mode {other}").into()),
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let mode = args.get(1).map_or("", String::as_str);
+    if let Err(e) = run(mode, args.get(2).map(String::as_str)) {
+        let _ = writeln!(std::io::stderr(), "lens-fault {mode}: {e}");
+        std::process::exit(2);
+    }
+}

@@ -1,0 +1,249 @@
+//! Flush and shutdown deadlines, re-init, memory, panics, fork, and the
+//! smaller runtime items.
+
+use crate::support::*;
+use std::time::Duration;
+
+#[test]
+fn force_flush_with_a_callback_reading_the_handle_returns() {
+    let dir = temp_dir("callback");
+    let f = run_with_timeout(
+        fault("callback-reads-handle", None, &dir).env("NEMO_LENS_METRICS_ENABLED", "1"),
+        TIMEOUT,
+    );
+    check(
+        f.status.success() && f.stdout.contains("flushed in"),
+        "flush deadlocked",
+        &f,
+    );
+}
+
+#[test]
+fn console_export_does_not_wait_for_the_applications_stdout_lock() {
+    let dir = temp_dir("stdout-locked");
+    let f = run_with_timeout(
+        fault("stdout-locked", None, &dir).env("NEMO_LENS_EXPORTER", "console"),
+        Duration::from_secs(20),
+    );
+    check(
+        f.status.success() && !f.timed_out,
+        "console export hung",
+        &f,
+    );
+}
+
+#[test]
+fn shutdown_meets_its_deadline_with_a_hung_collector() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let _keep = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in listener.incoming().flatten() {
+            held.push(s);
+        }
+    });
+    for protocol in ["grpc", "http/protobuf"] {
+        let dir = temp_dir("hung");
+        let f = run_with_timeout(
+            fault("hung-collector", None, &dir)
+                .env("NEMO_LENS_EXPORTER", "otlp")
+                .env("NEMO_LENS_METRICS_ENABLED", "1")
+                .env("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+                .env("OTEL_EXPORTER_OTLP_ENDPOINT", format!("http://{addr}")),
+            TIMEOUT,
+        );
+        check(f.status.success(), protocol, &f);
+        let ms: u64 = f
+            .stdout
+            .split("took_ms=")
+            .nth(1)
+            .and_then(|s| s.split_whitespace().next())
+            .and_then(|s| s.parse().ok())
+            .expect("took_ms");
+        check(
+            ms < 3_000,
+            &format!("{protocol}: shutdown(2 s) took {ms} ms"),
+            &f,
+        );
+        check(
+            f.stdout.contains("did not finish within"),
+            &format!("{protocol}: the error must name what timed out"),
+            &f,
+        );
+    }
+}
+
+#[test]
+fn export_timeout_is_honoured() {
+    // OTEL_BSP_EXPORT_TIMEOUT bounds one export call: with 300 ms, the span
+    // export fails fast and the shutdown reports lost spans, not a timeout
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let _keep = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in listener.incoming().flatten() {
+            held.push(s);
+        }
+    });
+    let dir = temp_dir("export-timeout");
+    let f = run_with_timeout(
+        fault("hung-collector", None, &dir)
+            .env("NEMO_LENS_EXPORTER", "otlp")
+            .env("OTEL_BSP_EXPORT_TIMEOUT", "300")
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", format!("http://{addr}")),
+        TIMEOUT,
+    );
+    check(
+        f.stdout.contains("spans were not exported")
+            && !f.stdout.contains("traces: shutdown did not finish"),
+        "the export call must give up after OTEL_BSP_EXPORT_TIMEOUT",
+        &f,
+    );
+}
+
+#[test]
+fn reinit_tears_down_only_what_each_handle_installed() {
+    let dir = temp_dir("reinit");
+    let f = run_with_timeout(&mut fault("reinit", None, &dir), TIMEOUT);
+    check(
+        f.status.success() && f.stdout.contains("reinit ok"),
+        "re-init",
+        &f,
+    );
+    let spans = file_spans(&dir.join("spans.jsonl"));
+    let open = spans
+        .iter()
+        .find(|s| s.name == "b.open")
+        .expect("b.open exported");
+    assert!(
+        !open.attributes.contains_key("nemo.span.truncated"),
+        "{open:?}"
+    );
+    assert!(spans.iter().any(|s| s.name == "b.step"));
+}
+
+#[test]
+fn setup_shutdown_cycles_keep_memory_flat() {
+    let cycles = std::env::var("LENS_SOAK_CYCLES").unwrap_or_else(|_| "1000".into());
+    let dir = temp_dir("soak");
+    let f = run_with_timeout(
+        &mut fault("soak", Some(&cycles), &dir),
+        Duration::from_secs(600),
+    );
+    check(f.status.success(), "soak", &f);
+    let num = |key: &str| -> u64 {
+        f.stdout
+            .split(key)
+            .nth(1)
+            .and_then(|s| s.split_whitespace().next())
+            .and_then(|s| s.parse().ok())
+            .expect("rss")
+    };
+    let (early, late) = (num("after 20="), num(&format!("after {cycles}=")));
+    check(
+        late < early + 8 * 1024,
+        &format!("RSS grew from {early} KiB to {late} KiB over {cycles} cycles"),
+        &f,
+    );
+    assert!(span_names(&dir).len() >= 5);
+}
+
+#[test]
+fn an_impossible_queue_size_is_an_error_naming_the_variable() {
+    let dir = temp_dir("queue");
+    for v in ["1000000000000000", "0", "-3"] {
+        let f = run_with_timeout(
+            fault("dropped-count", None, &dir).env("OTEL_BSP_MAX_QUEUE_SIZE", v),
+            TIMEOUT,
+        );
+        check(
+            f.status.code() == Some(2) && f.stderr.contains("OTEL_BSP_MAX_QUEUE_SIZE"),
+            v,
+            &f,
+        );
+    }
+}
+
+#[test]
+fn the_first_span_created_during_unwinding_does_not_abort() {
+    let dir = temp_dir("unwind");
+    let f = run_with_timeout(&mut fault("span-in-unwind", None, &dir), TIMEOUT);
+    check(
+        f.status.success() && f.stdout.contains("survived"),
+        "span in a Drop during a panic",
+        &f,
+    );
+    let spans = file_spans(&dir.join("spans.jsonl"));
+    let s = spans
+        .iter()
+        .find(|s| s.name == "during.unwind")
+        .expect("exported");
+    assert_eq!(s.status_message.as_deref(), Some("boom"), "{s:?}");
+}
+
+#[test]
+fn resume_unwind_is_not_labelled_with_an_older_panic() {
+    let dir = temp_dir("resume");
+    let f = run_with_timeout(&mut fault("resume-unwind", None, &dir), TIMEOUT);
+    check(f.status.success(), "resume_unwind", &f);
+    let spans = file_spans(&dir.join("spans.jsonl"));
+    let s = spans
+        .iter()
+        .find(|s| s.name == "resumed")
+        .expect("exported");
+    assert_ne!(s.status_message.as_deref(), Some("old panic"), "{s:?}");
+    assert!(
+        s.status_message.is_some(),
+        "the span must still be marked ERROR: {s:?}"
+    );
+}
+
+#[test]
+fn a_forked_child_is_inert_and_never_exports_the_parents_spans() {
+    let dir = temp_dir("fork");
+    let f = run_with_timeout(&mut fault("fork", None, &dir), TIMEOUT);
+    check(
+        f.status.success() && f.stdout.contains("fork ok"),
+        "fork",
+        &f,
+    );
+    let names = span_names(&dir);
+    for n in ["parent.job", "parent.worker"] {
+        assert_eq!(
+            names.iter().filter(|s| *s == n).count(),
+            1,
+            "{n}: {names:?}"
+        );
+    }
+    assert!(!names.iter().any(|n| n.starts_with("child.")), "{names:?}");
+}
+
+#[test]
+fn a_zero_schedule_delay_does_not_spin() {
+    let dir = temp_dir("idle");
+    let f = run_with_timeout(
+        fault("idle", None, &dir).env("OTEL_BSP_SCHEDULE_DELAY", "0"),
+        TIMEOUT,
+    );
+    check(f.status.success(), "idle", &f);
+    let ms: u64 = f
+        .stdout
+        .split("idle_cpu_ms=")
+        .nth(1)
+        .and_then(|s| s.trim().parse().ok())
+        .expect("idle_cpu_ms");
+    // a spinning export thread would burn ~2000 ms of CPU in the 2 s
+    check(ms < 500, &format!("{ms} ms of CPU while idle for 2 s"), &f);
+}
+
+#[test]
+fn dropped_spans_counts_losses_not_queued_spans() {
+    let dir = temp_dir("dropped");
+    let f = run_with_timeout(&mut fault("dropped-count", None, &dir), TIMEOUT);
+    check(
+        f.status.success() && f.stdout.contains("dropped=0"),
+        "dropped_spans",
+        &f,
+    );
+    assert_eq!(span_names(&dir).len(), 1000);
+}

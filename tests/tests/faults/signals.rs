@@ -1,0 +1,204 @@
+//! SIGTERM / SIGINT: lens flushes and otherwise leaves signal handling as
+//! the process had it.
+
+use crate::support::*;
+
+fn with_app_handler(how: &str) {
+    let dir = temp_dir(&format!("app-{how}"));
+    let f = run_with_timeout_and(
+        &mut fault("app-handler", Some(how), &dir),
+        TIMEOUT,
+        |child, wait| {
+            assert!(wait("ready"), "the probe never got ready");
+            kill(child, libc::SIGTERM);
+        },
+    );
+    check(
+        f.status.success() && f.stdout.contains("checkpoint done"),
+        &format!("{how}: the application's own SIGTERM handler must run and the process must end normally"),
+        &f,
+    );
+    let names = span_names(&dir);
+    for n in ["fault.step", "app.checkpoint", "fault.job"] {
+        assert!(
+            names.iter().any(|s| s == n),
+            "{how}: {n} not exported: {names:?}"
+        );
+    }
+    // the job span ended normally, after the checkpoint: not truncated
+    let job = file_spans(&dir.join("spans.jsonl"))
+        .into_iter()
+        .find(|s| s.name == "fault.job")
+        .expect("job");
+    assert!(
+        !job.attributes.contains_key("nemo.span.truncated"),
+        "{job:?}"
+    );
+}
+
+#[test]
+fn app_handler_installed_before_with_sigaction_survives() {
+    with_app_handler("sigaction-before");
+}
+
+#[test]
+fn app_handler_installed_after_with_sigaction_survives() {
+    with_app_handler("sigaction-after");
+}
+
+#[test]
+fn app_handler_installed_before_with_signal_hook_survives() {
+    with_app_handler("signal-hook-before");
+}
+
+#[test]
+fn app_handler_installed_after_with_signal_hook_survives() {
+    with_app_handler("signal-hook-after");
+}
+
+#[test]
+fn app_handler_installed_after_with_tokio_survives() {
+    with_app_handler("tokio-after");
+}
+
+/// Lens is the only handler over the default disposition: it ends the open
+/// spans (truncated), flushes, then dies by the signal as the process would
+/// have.
+fn dies_by(mode: &str, sig: i32) -> (Finished, std::path::PathBuf) {
+    let dir = temp_dir(&format!("{mode}-{sig}"));
+    let f = run_with_timeout_and(&mut fault(mode, None, &dir), TIMEOUT, |child, wait| {
+        assert!(wait("ready"), "the probe never got ready");
+        kill(child, sig);
+    });
+    check(
+        f.signal() == Some(sig),
+        &format!("{mode}: must die by signal {sig}"),
+        &f,
+    );
+    (f, dir)
+}
+
+#[test]
+fn sole_handler_flushes_truncated_spans_then_dies_by_sigterm() {
+    let (_, dir) = dies_by("sole", libc::SIGTERM);
+    let spans = file_spans(&dir.join("spans.jsonl"));
+    let job = spans
+        .iter()
+        .find(|s| s.name == "fault.job")
+        .expect("job span flushed");
+    assert!(
+        job.attributes.contains_key("nemo.span.truncated"),
+        "{job:?}"
+    );
+}
+
+#[test]
+fn sole_handler_dies_by_sigint() {
+    dies_by("sole", libc::SIGINT);
+}
+
+#[test]
+fn an_ignored_sigint_stays_ignored() {
+    let dir = temp_dir("sigint-ignored");
+    let f = run_with_timeout_and(
+        &mut fault("sigint-ignored", None, &dir),
+        TIMEOUT,
+        |child, wait| {
+            assert!(wait("ready"), "the probe never got ready");
+            kill(child, libc::SIGINT);
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            kill(child, libc::SIGINT);
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "an ignored SIGINT killed the process"
+            );
+            kill(child, libc::SIGTERM);
+        },
+    );
+    check(
+        f.signal() == Some(libc::SIGTERM),
+        "SIGTERM must still end it",
+        &f,
+    );
+    assert!(span_names(&dir).iter().any(|n| n == "fault.job"));
+}
+
+#[test]
+fn the_hook_follows_the_live_handle_across_a_resetup() {
+    let (_, dir) = dies_by("resetup", libc::SIGTERM);
+    let names = span_names(&dir);
+    assert!(names.iter().any(|n| n == "first.span"), "{names:?}");
+    assert!(
+        names.iter().any(|n| n == "fault.job"),
+        "the live pipeline's open span was lost: {names:?}"
+    );
+}
+
+#[test]
+fn a_closed_stderr_does_not_break_the_hook() {
+    let (_, dir) = dies_by("stderr-closed", libc::SIGTERM);
+    assert!(span_names(&dir).iter().any(|n| n == "fault.job"));
+    // and a second SIGTERM-style death is still possible: run it again
+    let (_, _) = dies_by("stderr-closed", libc::SIGTERM);
+}
+
+#[test]
+fn shutdown_with_a_closed_stderr_does_not_panic() {
+    let dir = temp_dir("stderr-closed-shutdown");
+    // the queue holds one span: the warning about lost spans is written
+    let f = run_with_timeout(
+        fault("stderr-closed", Some("shutdown"), &dir).env("OTEL_BSP_MAX_QUEUE_SIZE", "1"),
+        TIMEOUT,
+    );
+    check(
+        f.status.success() && f.stdout.contains("shut down"),
+        "shutdown must not panic",
+        &f,
+    );
+}
+
+#[test]
+fn a_sigterm_flush_with_a_callback_reading_the_handle_ends() {
+    let dir = temp_dir("callback-signal");
+    let f = run_with_timeout_and(
+        fault("callback-reads-handle", Some("signal"), &dir).env("NEMO_LENS_METRICS_ENABLED", "1"),
+        TIMEOUT,
+        |child, wait| {
+            assert!(wait("ready"), "the probe never got ready");
+            kill(child, libc::SIGTERM);
+        },
+    );
+    check(f.signal() == Some(libc::SIGTERM), "must die by SIGTERM", &f);
+}
+
+#[test]
+fn the_signal_flush_has_a_deadline() {
+    // a collector that accepts connections and never answers
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let _keep = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in listener.incoming().flatten() {
+            held.push(s);
+        }
+    });
+    let dir = temp_dir("signal-deadline");
+    let mut cmd = fault("sole", None, &dir);
+    cmd.env("NEMO_LENS_EXPORTER", "otlp")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", format!("http://{addr}"))
+        .env("NEMO_LENS_SIGNAL_FLUSH_TIMEOUT", "1");
+    let mut sent = None;
+    let f = run_with_timeout_and(&mut cmd, TIMEOUT, |child, wait| {
+        assert!(wait("ready"), "the probe never got ready");
+        sent = Some(std::time::Instant::now());
+        kill(child, libc::SIGTERM);
+    });
+    check(f.signal() == Some(libc::SIGTERM), "must die by SIGTERM", &f);
+    let after = sent.unwrap().elapsed();
+    check(
+        after < std::time::Duration::from_secs(4),
+        &format!("died {after:?} after SIGTERM with NEMO_LENS_SIGNAL_FLUSH_TIMEOUT=1"),
+        &f,
+    );
+}

@@ -1,0 +1,62 @@
+//! Shared helpers of the fault suite.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+pub use tests::{file_spans, run_with_timeout, run_with_timeout_and, FileSpan, Finished};
+
+/// The fault probe with telemetry on (file exporter into `dir`, every
+/// group, flush on signal) and nothing from the developer's shell.
+pub fn fault(mode: &str, arg: Option<&str>, dir: &std::path::Path) -> Command {
+    let mut cmd = tests::lens_command(env!("CARGO_BIN_EXE_lens-fault"));
+    cmd.arg(mode);
+    if let Some(a) = arg {
+        cmd.arg(a);
+    }
+    cmd.env("NEMO_LENS_EXPORTER", "file")
+        .env("NEMO_LENS_FILE_PATH", dir.join("spans.jsonl"))
+        .env("NEMO_LENS_FLUSH_ON_SIGNAL", "1")
+        .env("NEMO_LENS_METRICS_ENABLED", "0");
+    cmd
+}
+
+/// A fresh empty directory for one test.
+pub fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("lens-faults-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+/// Sends `sig` to the child.
+pub fn kill(child: &std::process::Child, sig: i32) {
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, sig) };
+}
+
+/// Panics with the child's output unless `ok`.
+#[track_caller]
+pub fn check(ok: bool, what: &str, f: &Finished) {
+    assert!(
+        ok,
+        "{what}\nstatus: {:?} (signal {:?}, timed out: {}, took {:?})\nstdout:\n{}\nstderr:\n{}",
+        f.status,
+        f.signal(),
+        f.timed_out,
+        f.took,
+        f.stdout,
+        f.stderr
+    );
+}
+
+pub const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Names of the spans in `dir/spans.jsonl`.
+pub fn span_names(dir: &std::path::Path) -> Vec<String> {
+    file_spans(&dir.join("spans.jsonl"))
+        .into_iter()
+        .map(|s| s.name)
+        .collect()
+}
