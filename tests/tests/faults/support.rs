@@ -1,6 +1,6 @@
 //! Shared helpers of the fault suite.
 
-#![allow(dead_code)]
+#![allow(dead_code, unreachable_pub, unused_imports)]
 
 use std::path::PathBuf;
 use std::process::Command;
