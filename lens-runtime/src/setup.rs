@@ -667,6 +667,10 @@ impl TelemetryBuilder {
             meter_provider,
             logger_provider,
             counters: counters.clone(),
+            sink: match &backend {
+                Backend::File(sink) => Some(sink.clone()),
+                _ => None,
+            },
             _runtime: runtime,
         });
         if let Some(previous) = take_over(generation) {
@@ -789,6 +793,8 @@ struct Pipeline {
     meter_provider: Option<SdkMeterProvider>,
     logger_provider: Option<SdkLoggerProvider>,
     counters: Arc<SpanCounters>,
+    /// The telemetry file, with the `file` exporter.
+    sink: Option<Arc<file::Sink>>,
     _runtime: Option<ExportRuntime>,
 }
 
@@ -1078,7 +1084,12 @@ impl TelemetryHandle {
         let c = &pipeline.counters;
         let lost = c.dropped.load(Ordering::Relaxed) + c.failed.load(Ordering::Relaxed);
         let ended = c.ended.load(Ordering::Relaxed);
-        if lost > 0 {
+        let unwritten = pipeline.sink.as_ref().map_or(0, |s| s.dropped_records());
+        if unwritten > 0 {
+            errors.push(format!(
+                "{unwritten} records could not be written to the telemetry file (disk full or file-size limit?)"
+            ));
+        } else if lost > 0 {
             errors.push(format!(
                 "{lost} of {ended} spans were not exported (queue full or exporter unreachable; raise OTEL_BSP_MAX_QUEUE_SIZE or check the collector)"
             ));

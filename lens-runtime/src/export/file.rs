@@ -3,10 +3,26 @@
 //! specification describes (readable by the Collector's `otlpjsonfile`
 //! receiver). The `console` exporter writes the same encoding to stdout, one
 //! record (span, metric, log record) per line.
+//!
+//! What a reader can rely on:
+//! * every double follows the proto3 JSON mapping: NaN and the infinities are
+//!   the strings `"NaN"`, `"Infinity"` and `"-Infinity"` (serde_json alone
+//!   would write `null`), wherever they occur (attribute values, log bodies,
+//!   metric points);
+//! * a batch's lines reach the file whole or not at all: a failed write (full
+//!   disk, file-size limit) is undone by truncating the file back to where the
+//!   batch began, so the file always ends with a complete line;
+//! * files are created with mode 0600 (telemetry may hold private data);
+//! * a write failure never panics or stalls the application: the batch's
+//!   records are dropped and counted ([`Sink::dropped_records`]), export
+//!   returns an error, and one warning (the first failure) goes to stderr.
 
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::logs::v1::{ResourceLogs, ScopeLogs};
+use opentelemetry_proto::tonic::metrics::v1::{ResourceMetrics as ProtoMetrics, ScopeMetrics};
+use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans};
 use opentelemetry_proto::transform::common::tonic::ResourceAttributesWithSchema;
 use opentelemetry_proto::transform::logs::tonic::group_logs_by_resource_and_scope;
 use opentelemetry_proto::transform::trace::tonic::group_spans_by_resource_and_scope;
@@ -17,57 +33,454 @@ use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 use opentelemetry_sdk::metrics::Temporality;
 use opentelemetry_sdk::trace::{SpanData, SpanExporter};
 use opentelemetry_sdk::Resource;
+use serde::Serialize;
+use std::fmt;
 use std::fs::{File, OpenOptions};
-use std::io::Write;
-use std::path::Path;
+use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// Where JSON lines go.
+/// Where JSON lines go, with the count of records that could not be written.
 #[derive(Debug)]
-pub(crate) enum Sink {
-    File(Mutex<File>),
+pub(crate) struct Sink {
+    target: Target,
+    /// Records (spans, metrics, log records) dropped because a write failed.
+    dropped: AtomicU64,
+    /// Set once the one warning about a failed write has been printed.
+    warned: AtomicBool,
+}
+
+#[derive(Debug)]
+enum Target {
+    /// An append-only file; the lock also makes the undo of a failed write
+    /// exclusive among this process's exporters.
+    File { file: Mutex<File>, path: PathBuf },
+    /// File descriptor 1, written directly (see [`write_fd`]).
     Stdout,
 }
 
 impl Sink {
-    /// Opens `path` for appending (creating parent folders).
-    pub(crate) fn file(path: &Path) -> std::io::Result<Arc<Sink>> {
+    /// Opens `path` for appending (creating parent folders with the default
+    /// mode, and the file itself with mode 0600).
+    pub(crate) fn file(path: &Path) -> io::Result<Arc<Sink>> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
         }
-        let file = OpenOptions::new().create(true).append(true).open(path)?;
-        Ok(Arc::new(Sink::File(Mutex::new(file))))
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(path)?;
+        Ok(Arc::new(Sink::new(Target::File {
+            file: Mutex::new(file),
+            path: path.to_owned(),
+        })))
     }
 
-    /// Writes whole lines with one `write_all` (appends from several
-    /// processes do not interleave inside a line).
-    fn write_lines(&self, lines: &[String]) -> OTelSdkResult {
-        if lines.is_empty() {
+    /// The process's standard output.
+    pub(crate) fn stdout() -> Arc<Sink> {
+        Arc::new(Sink::new(Target::Stdout))
+    }
+
+    fn new(target: Target) -> Sink {
+        Sink {
+            target,
+            dropped: AtomicU64::new(0),
+            warned: AtomicBool::new(false),
+        }
+    }
+
+    /// Records (spans, metrics, log records) not written because a write
+    /// failed, over the life of this sink.
+    pub(crate) fn dropped_records(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Writes the batch's lines with one append. On failure the batch's
+    /// records are counted as dropped, the first failure of this sink is
+    /// reported on stderr, and an error is returned (the caller counts it).
+    fn write(&self, batch: &Batch) -> OTelSdkResult {
+        if batch.buf.is_empty() {
             return Ok(());
         }
-        let mut buf = String::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
-        for l in lines {
-            buf.push_str(l);
-            buf.push('\n');
-        }
-        let r = match self {
-            Sink::File(file) => {
-                let mut f = file.lock().unwrap_or_else(|e| e.into_inner());
-                f.write_all(buf.as_bytes()).and_then(|()| f.flush())
+        let result = match &self.target {
+            Target::File { file, .. } => {
+                let file = file.lock().unwrap_or_else(|e| e.into_inner());
+                append_whole(&file, &batch.buf, |f, b| (&*f).write(b))
             }
-            Sink::Stdout => {
-                let mut out = std::io::stdout().lock();
-                out.write_all(buf.as_bytes()).and_then(|()| out.flush())
-            }
+            Target::Stdout => write_all_with(&batch.buf, |b| write_fd(STDOUT, b)),
         };
-        r.map_err(|e| OTelSdkError::InternalFailure(format!("cannot write telemetry: {e}")))
+        result.map_err(|e| self.drop_batch(batch.records, &e))
+    }
+
+    /// Counts `records` as dropped, warns once, and makes the export error.
+    fn drop_batch(&self, records: u64, cause: &dyn fmt::Display) -> OTelSdkError {
+        self.dropped.fetch_add(records, Ordering::Relaxed);
+        let msg = format!("cannot write telemetry to {}: {cause}", self.destination());
+        if !self.warned.swap(true, Ordering::Relaxed) {
+            // Best effort, straight to fd 2: never a panic (as `eprintln!`
+            // when stderr is closed) and never a wait on the application's
+            // stderr lock.
+            let line = format!(
+                "lens: warning: {msg}; records that cannot be written are dropped \
+                 and counted (this warning is shown once)\n"
+            );
+            let _ = write_all_with(line.as_bytes(), |b| write_fd(STDERR, b));
+        }
+        OTelSdkError::InternalFailure(msg)
+    }
+
+    fn destination(&self) -> String {
+        match &self.target {
+            Target::File { path, .. } => path.display().to_string(),
+            Target::Stdout => "stdout".to_owned(),
+        }
     }
 }
 
-fn to_json<T: serde::Serialize>(value: &T) -> Result<String, OTelSdkError> {
-    serde_json::to_string(value)
-        .map_err(|e| OTelSdkError::InternalFailure(format!("cannot encode OTLP JSON: {e}")))
+const STDOUT: libc::c_int = 1;
+const STDERR: libc::c_int = 2;
+
+/// One `write(2)` of `buf` to the file descriptor `fd`.
+///
+/// The console exporter writes to fd 1 directly rather than through
+/// `std::io::stdout()`: the latter takes the process-wide stdout lock, which
+/// the application may hold for as long as it likes (a `StdoutLock` kept by a
+/// progress printer), and the export thread would wait on it forever. A
+/// direct write bypasses the application's buffer; since each batch is
+/// written whole and the application's `Stdout` only ever holds an
+/// unfinished line, telemetry lines stay whole (an unfinished application
+/// line is completed after them). A closed fd 1 fails with `EBADF`, which is
+/// counted like any other failed write.
+fn write_fd(fd: libc::c_int, buf: &[u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is valid for reads of `buf.len()` bytes; `write` touches
+    // nothing else and does not take ownership of `fd`.
+    let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+    // a negative count (-1) is an error, reported in errno
+    usize::try_from(n).map_err(|_| io::Error::last_os_error())
+}
+
+/// Writes all of `buf` through `write`, retrying on `EINTR`. On failure the
+/// error comes with the number of bytes already written.
+fn write_all_counted(
+    buf: &[u8],
+    mut write: impl FnMut(&[u8]) -> io::Result<usize>,
+) -> Result<(), (usize, io::Error)> {
+    let mut done = 0;
+    while let Some(rest) = buf.get(done..).filter(|r| !r.is_empty()) {
+        match write(rest) {
+            Ok(0) => return Err((done, io::ErrorKind::WriteZero.into())),
+            Ok(n) => done += n.min(rest.len()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err((done, e)),
+        }
+    }
+    Ok(())
+}
+
+/// [`write_all_counted`] without the count.
+fn write_all_with(buf: &[u8], write: impl FnMut(&[u8]) -> io::Result<usize>) -> io::Result<()> {
+    write_all_counted(buf, write).map_err(|(_, e)| e)
+}
+
+/// Appends `buf` to `file` (opened for appending) whole or not at all: when
+/// a write fails after part of `buf` went out, the file is truncated back to
+/// its length before the write, so it ends with the last complete line.
+/// `write` is one `write(2)` (a parameter so tests can make it fail).
+///
+/// The undo is skipped when the file's length shows that someone else
+/// appended meanwhile (several processes sharing one file): truncating then
+/// would remove their lines.
+fn append_whole(
+    file: &File,
+    buf: &[u8],
+    mut write: impl FnMut(&File, &[u8]) -> io::Result<usize>,
+) -> io::Result<()> {
+    let start = file.metadata()?.len();
+    let Err((written, err)) = write_all_counted(buf, |b| write(file, b)) else {
+        return Ok(());
+    };
+    if written == 0 {
+        return Err(err);
+    }
+    let expected = u64::try_from(written)
+        .ok()
+        .and_then(|w| start.checked_add(w));
+    match file.metadata() {
+        Ok(m) if Some(m.len()) == expected => match file.set_len(start) {
+            Ok(()) => Err(err),
+            Err(t) => Err(io::Error::new(
+                err.kind(),
+                format!("{err} (and the partial line could not be removed: {t})"),
+            )),
+        },
+        _ => Err(err),
+    }
+}
+
+/// Encoded lines of one export call, each ending in `\n`, and the number of
+/// records they hold.
+#[derive(Debug, Default)]
+struct Batch {
+    buf: Vec<u8>,
+    records: u64,
+}
+
+impl Batch {
+    /// Appends `value` as one JSON line (proto3 JSON mapping for doubles).
+    fn push<T: Serialize>(&mut self, value: &T) -> Result<(), OTelSdkError> {
+        let start = self.buf.len();
+        let mut ser = serde_json::Serializer::new(&mut self.buf);
+        match value.serialize(proto3::Doubles(&mut ser)) {
+            Ok(()) => {
+                self.buf.push(b'\n');
+                Ok(())
+            }
+            Err(e) => {
+                self.buf.truncate(start);
+                Err(OTelSdkError::InternalFailure(format!(
+                    "cannot encode OTLP JSON: {e}"
+                )))
+            }
+        }
+    }
+}
+
+/// A serde serializer adapter that writes non-finite `f32`/`f64` as the
+/// proto3 JSON mapping asks (`"NaN"`, `"Infinity"`, `"-Infinity"`) and
+/// forwards everything else unchanged. serde_json writes `null` for them,
+/// and opentelemetry-proto's derived serde passes most doubles (attribute
+/// values, metric point values, histogram sums) straight to `serialize_f64`.
+/// Wrapping the serializer covers every double of every message at the cost
+/// of one `is_finite` test per double, with no pre-pass and no rewriting of
+/// the output.
+mod proto3 {
+    use serde::ser::{self, Serialize, Serializer};
+
+    /// The adapter: a serializer, or one of its compound states.
+    #[derive(Debug)]
+    pub(super) struct Doubles<S>(pub(super) S);
+
+    /// A value whose serialization goes through [`Doubles`].
+    struct Wrap<'a, T: ?Sized>(&'a T);
+
+    impl<T: ?Sized + Serialize> Serialize for Wrap<'_, T> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            self.0.serialize(Doubles(s))
+        }
+    }
+
+    /// The proto3 JSON string of a non-finite double.
+    fn special(v: f64) -> &'static str {
+        if v.is_nan() {
+            "NaN"
+        } else if v.is_sign_positive() {
+            "Infinity"
+        } else {
+            "-Infinity"
+        }
+    }
+
+    macro_rules! forward {
+        ($($method:ident($ty:ty)),* $(,)?) => {$(
+            fn $method(self, v: $ty) -> Result<S::Ok, S::Error> {
+                self.0.$method(v)
+            }
+        )*};
+    }
+
+    impl<S: Serializer> Serializer for Doubles<S> {
+        type Ok = S::Ok;
+        type Error = S::Error;
+        type SerializeSeq = Doubles<S::SerializeSeq>;
+        type SerializeTuple = Doubles<S::SerializeTuple>;
+        type SerializeTupleStruct = Doubles<S::SerializeTupleStruct>;
+        type SerializeTupleVariant = Doubles<S::SerializeTupleVariant>;
+        type SerializeMap = Doubles<S::SerializeMap>;
+        type SerializeStruct = Doubles<S::SerializeStruct>;
+        type SerializeStructVariant = Doubles<S::SerializeStructVariant>;
+
+        forward!(
+            serialize_bool(bool),
+            serialize_i8(i8),
+            serialize_i16(i16),
+            serialize_i32(i32),
+            serialize_i64(i64),
+            serialize_i128(i128),
+            serialize_u8(u8),
+            serialize_u16(u16),
+            serialize_u32(u32),
+            serialize_u64(u64),
+            serialize_u128(u128),
+            serialize_char(char),
+            serialize_str(&str),
+            serialize_bytes(&[u8]),
+            serialize_unit_struct(&'static str),
+        );
+
+        fn serialize_f32(self, v: f32) -> Result<S::Ok, S::Error> {
+            if v.is_finite() {
+                self.0.serialize_f32(v)
+            } else {
+                self.0.serialize_str(special(f64::from(v)))
+            }
+        }
+        fn serialize_f64(self, v: f64) -> Result<S::Ok, S::Error> {
+            if v.is_finite() {
+                self.0.serialize_f64(v)
+            } else {
+                self.0.serialize_str(special(v))
+            }
+        }
+        fn serialize_none(self) -> Result<S::Ok, S::Error> {
+            self.0.serialize_none()
+        }
+        fn serialize_some<T: ?Sized + Serialize>(self, v: &T) -> Result<S::Ok, S::Error> {
+            self.0.serialize_some(&Wrap(v))
+        }
+        fn serialize_unit(self) -> Result<S::Ok, S::Error> {
+            self.0.serialize_unit()
+        }
+        fn serialize_unit_variant(
+            self,
+            name: &'static str,
+            index: u32,
+            variant: &'static str,
+        ) -> Result<S::Ok, S::Error> {
+            self.0.serialize_unit_variant(name, index, variant)
+        }
+        fn serialize_newtype_struct<T: ?Sized + Serialize>(
+            self,
+            name: &'static str,
+            v: &T,
+        ) -> Result<S::Ok, S::Error> {
+            self.0.serialize_newtype_struct(name, &Wrap(v))
+        }
+        fn serialize_newtype_variant<T: ?Sized + Serialize>(
+            self,
+            name: &'static str,
+            index: u32,
+            variant: &'static str,
+            v: &T,
+        ) -> Result<S::Ok, S::Error> {
+            self.0
+                .serialize_newtype_variant(name, index, variant, &Wrap(v))
+        }
+        fn serialize_seq(self, len: Option<usize>) -> Result<Self::SerializeSeq, S::Error> {
+            self.0.serialize_seq(len).map(Doubles)
+        }
+        fn serialize_tuple(self, len: usize) -> Result<Self::SerializeTuple, S::Error> {
+            self.0.serialize_tuple(len).map(Doubles)
+        }
+        fn serialize_tuple_struct(
+            self,
+            name: &'static str,
+            len: usize,
+        ) -> Result<Self::SerializeTupleStruct, S::Error> {
+            self.0.serialize_tuple_struct(name, len).map(Doubles)
+        }
+        fn serialize_tuple_variant(
+            self,
+            name: &'static str,
+            index: u32,
+            variant: &'static str,
+            len: usize,
+        ) -> Result<Self::SerializeTupleVariant, S::Error> {
+            self.0
+                .serialize_tuple_variant(name, index, variant, len)
+                .map(Doubles)
+        }
+        fn serialize_map(self, len: Option<usize>) -> Result<Self::SerializeMap, S::Error> {
+            self.0.serialize_map(len).map(Doubles)
+        }
+        fn serialize_struct(
+            self,
+            name: &'static str,
+            len: usize,
+        ) -> Result<Self::SerializeStruct, S::Error> {
+            self.0.serialize_struct(name, len).map(Doubles)
+        }
+        fn serialize_struct_variant(
+            self,
+            name: &'static str,
+            index: u32,
+            variant: &'static str,
+            len: usize,
+        ) -> Result<Self::SerializeStructVariant, S::Error> {
+            self.0
+                .serialize_struct_variant(name, index, variant, len)
+                .map(Doubles)
+        }
+        fn is_human_readable(&self) -> bool {
+            self.0.is_human_readable()
+        }
+    }
+
+    /// The compound states: each element, key, value or field is wrapped.
+    macro_rules! compound {
+        ($trait:ident, $method:ident) => {
+            impl<S: ser::$trait> ser::$trait for Doubles<S> {
+                type Ok = S::Ok;
+                type Error = S::Error;
+                fn $method<T: ?Sized + Serialize>(&mut self, v: &T) -> Result<(), S::Error> {
+                    ser::$trait::$method(&mut self.0, &Wrap(v))
+                }
+                fn end(self) -> Result<S::Ok, S::Error> {
+                    ser::$trait::end(self.0)
+                }
+            }
+        };
+        (fields $trait:ident) => {
+            impl<S: ser::$trait> ser::$trait for Doubles<S> {
+                type Ok = S::Ok;
+                type Error = S::Error;
+                fn serialize_field<T: ?Sized + Serialize>(
+                    &mut self,
+                    key: &'static str,
+                    v: &T,
+                ) -> Result<(), S::Error> {
+                    ser::$trait::serialize_field(&mut self.0, key, &Wrap(v))
+                }
+                fn skip_field(&mut self, key: &'static str) -> Result<(), S::Error> {
+                    ser::$trait::skip_field(&mut self.0, key)
+                }
+                fn end(self) -> Result<S::Ok, S::Error> {
+                    ser::$trait::end(self.0)
+                }
+            }
+        };
+    }
+
+    compound!(SerializeSeq, serialize_element);
+    compound!(SerializeTuple, serialize_element);
+    compound!(SerializeTupleStruct, serialize_field);
+    compound!(SerializeTupleVariant, serialize_field);
+    compound!(fields SerializeStruct);
+    compound!(fields SerializeStructVariant);
+
+    impl<S: ser::SerializeMap> ser::SerializeMap for Doubles<S> {
+        type Ok = S::Ok;
+        type Error = S::Error;
+        fn serialize_key<T: ?Sized + Serialize>(&mut self, k: &T) -> Result<(), S::Error> {
+            self.0.serialize_key(&Wrap(k))
+        }
+        fn serialize_value<T: ?Sized + Serialize>(&mut self, v: &T) -> Result<(), S::Error> {
+            self.0.serialize_value(&Wrap(v))
+        }
+        fn serialize_entry<K, V>(&mut self, k: &K, v: &V) -> Result<(), S::Error>
+        where
+            K: ?Sized + Serialize,
+            V: ?Sized + Serialize,
+        {
+            self.0.serialize_entry(&Wrap(k), &Wrap(v))
+        }
+        fn end(self) -> Result<S::Ok, S::Error> {
+            self.0.end()
+        }
+    }
 }
 
 /// A JSON-lines exporter for all three signals. `per_record` splits each
@@ -80,6 +493,8 @@ pub(crate) struct JsonLines {
 }
 
 impl JsonLines {
+    /// An exporter writing to `sink`, one request per line or (with
+    /// `per_record`) one record per line.
     pub(crate) fn new(sink: Arc<Sink>, per_record: bool) -> Self {
         JsonLines {
             sink,
@@ -88,33 +503,122 @@ impl JsonLines {
         }
     }
 
-    fn traces(&self, req: ExportTraceServiceRequest) -> Result<Vec<String>, OTelSdkError> {
-        if !self.per_record {
-            return Ok(vec![to_json(&req)?]);
+    /// Encodes, then writes; an encoding failure drops the records too. A
+    /// request without records writes nothing.
+    fn export_with(
+        &self,
+        records: u64,
+        encode: impl FnOnce(&mut Batch) -> Result<(), OTelSdkError>,
+    ) -> OTelSdkResult {
+        if records == 0 {
+            return Ok(());
         }
-        let mut lines = Vec::new();
-        for rs in &req.resource_spans {
-            for ss in &rs.scope_spans {
-                for span in &ss.spans {
-                    let mut one = rs.clone();
-                    let mut scope = ss.clone();
-                    scope.spans = vec![span.clone()];
-                    one.scope_spans = vec![scope];
-                    lines.push(to_json(&ExportTraceServiceRequest {
-                        resource_spans: vec![one],
-                    })?);
-                }
+        let mut batch = Batch {
+            buf: Vec::new(),
+            records,
+        };
+        if let Err(e) = encode(&mut batch) {
+            return Err(self.sink.drop_batch(records, &e));
+        }
+        self.sink.write(&batch)
+    }
+}
+
+/// Counts as `u64` (saturating; lengths always fit).
+fn count(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
+}
+
+fn encode_traces(
+    req: ExportTraceServiceRequest,
+    per_record: bool,
+    batch: &mut Batch,
+) -> Result<(), OTelSdkError> {
+    if !per_record {
+        return batch.push(&req);
+    }
+    for rs in req.resource_spans {
+        for ss in rs.scope_spans {
+            for span in ss.spans {
+                batch.push(&ExportTraceServiceRequest {
+                    resource_spans: vec![ResourceSpans {
+                        resource: rs.resource.clone(),
+                        scope_spans: vec![ScopeSpans {
+                            scope: ss.scope.clone(),
+                            spans: vec![span],
+                            schema_url: ss.schema_url.clone(),
+                        }],
+                        schema_url: rs.schema_url.clone(),
+                    }],
+                })?;
             }
         }
-        Ok(lines)
     }
+    Ok(())
+}
+
+fn encode_metrics(
+    req: ExportMetricsServiceRequest,
+    per_record: bool,
+    batch: &mut Batch,
+) -> Result<(), OTelSdkError> {
+    if !per_record {
+        return batch.push(&req);
+    }
+    for rm in req.resource_metrics {
+        for sm in rm.scope_metrics {
+            for metric in sm.metrics {
+                batch.push(&ExportMetricsServiceRequest {
+                    resource_metrics: vec![ProtoMetrics {
+                        resource: rm.resource.clone(),
+                        scope_metrics: vec![ScopeMetrics {
+                            scope: sm.scope.clone(),
+                            metrics: vec![metric],
+                            schema_url: sm.schema_url.clone(),
+                        }],
+                        schema_url: rm.schema_url.clone(),
+                    }],
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn encode_logs(
+    req: ExportLogsServiceRequest,
+    per_record: bool,
+    batch: &mut Batch,
+) -> Result<(), OTelSdkError> {
+    if !per_record {
+        return batch.push(&req);
+    }
+    for rl in req.resource_logs {
+        for sl in rl.scope_logs {
+            for record in sl.log_records {
+                batch.push(&ExportLogsServiceRequest {
+                    resource_logs: vec![ResourceLogs {
+                        resource: rl.resource.clone(),
+                        scope_logs: vec![ScopeLogs {
+                            scope: sl.scope.clone(),
+                            log_records: vec![record],
+                            schema_url: sl.schema_url.clone(),
+                        }],
+                        schema_url: rl.schema_url.clone(),
+                    }],
+                })?;
+            }
+        }
+    }
+    Ok(())
 }
 
 impl SpanExporter for JsonLines {
     async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        let records = count(batch.len());
         let resource_spans = group_spans_by_resource_and_scope(batch, &self.resource);
-        let lines = self.traces(ExportTraceServiceRequest { resource_spans })?;
-        self.sink.write_lines(&lines)
+        let req = ExportTraceServiceRequest { resource_spans };
+        self.export_with(records, |b| encode_traces(req, self.per_record, b))
     }
     fn shutdown_with_timeout(&self, _timeout: Duration) -> OTelSdkResult {
         Ok(())
@@ -127,26 +631,13 @@ impl SpanExporter for JsonLines {
 impl PushMetricExporter for JsonLines {
     async fn export(&self, metrics: &ResourceMetrics) -> OTelSdkResult {
         let req = ExportMetricsServiceRequest::from(metrics);
-        let lines = if self.per_record {
-            let mut lines = Vec::new();
-            for rm in &req.resource_metrics {
-                for sm in &rm.scope_metrics {
-                    for m in &sm.metrics {
-                        let mut one = rm.clone();
-                        let mut scope = sm.clone();
-                        scope.metrics = vec![m.clone()];
-                        one.scope_metrics = vec![scope];
-                        lines.push(to_json(&ExportMetricsServiceRequest {
-                            resource_metrics: vec![one],
-                        })?);
-                    }
-                }
-            }
-            lines
-        } else {
-            vec![to_json(&req)?]
-        };
-        self.sink.write_lines(&lines)
+        let records = req
+            .resource_metrics
+            .iter()
+            .flat_map(|rm| &rm.scope_metrics)
+            .map(|sm| count(sm.metrics.len()))
+            .sum();
+        self.export_with(records, |b| encode_metrics(req, self.per_record, b))
     }
     fn force_flush(&self) -> OTelSdkResult {
         Ok(())
@@ -163,31 +654,422 @@ impl LogExporter for JsonLines {
     async fn export(&self, batch: LogBatch<'_>) -> OTelSdkResult {
         let resource_logs = group_logs_by_resource_and_scope(&batch, &self.resource);
         let req = ExportLogsServiceRequest { resource_logs };
-        let lines = if self.per_record {
-            let mut lines = Vec::new();
-            for rl in &req.resource_logs {
-                for sl in &rl.scope_logs {
-                    for r in &sl.log_records {
-                        let mut one = rl.clone();
-                        let mut scope = sl.clone();
-                        scope.log_records = vec![r.clone()];
-                        one.scope_logs = vec![scope];
-                        lines.push(to_json(&ExportLogsServiceRequest {
-                            resource_logs: vec![one],
-                        })?);
-                    }
-                }
-            }
-            lines
-        } else {
-            vec![to_json(&req)?]
-        };
-        self.sink.write_lines(&lines)
+        let records = req
+            .resource_logs
+            .iter()
+            .flat_map(|rl| &rl.scope_logs)
+            .map(|sl| count(sl.log_records.len()))
+            .sum();
+        self.export_with(records, |b| encode_logs(req, self.per_record, b))
     }
     fn shutdown_with_timeout(&self, _timeout: Duration) -> OTelSdkResult {
         Ok(())
     }
     fn set_resource(&mut self, resource: &Resource) {
         self.resource = resource.into();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opentelemetry::trace::{
+        SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState,
+    };
+    use opentelemetry::{Array, InstrumentationScope, KeyValue, Value as OtelValue};
+    use opentelemetry_proto::tonic::common::v1::{
+        any_value, AnyValue, ArrayValue, KeyValue as ProtoKv, KeyValueList,
+    };
+    use opentelemetry_proto::tonic::logs::v1::LogRecord;
+    use opentelemetry_proto::tonic::metrics::v1::{
+        metric, number_data_point, Gauge, Histogram, HistogramDataPoint, Metric, NumberDataPoint,
+    };
+    use opentelemetry_sdk::trace::{SpanEvents, SpanLinks};
+    use serde_json::{json, Value as Json};
+    use std::future::Future;
+    use std::os::unix::fs::PermissionsExt;
+    use std::task::{Context, Poll, Waker};
+    use std::time::SystemTime;
+
+    /// A fresh, empty folder for one test.
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("lens-file-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// Runs an export future; the file exporter never waits.
+    fn ready<F: Future>(fut: F) -> F::Output {
+        let mut fut = std::pin::pin!(fut);
+        match fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(out) => out,
+            Poll::Pending => panic!("the file exporter waited"),
+        }
+    }
+
+    fn lines(path: &Path) -> Vec<Json> {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect()
+    }
+
+    /// The OTLP/JSON value of `key` in a `[{key, value}]` list.
+    fn attr<'a>(list: &'a Json, key: &str) -> &'a Json {
+        list.as_array()
+            .and_then(|kvs| kvs.iter().find(|kv| kv["key"] == key))
+            .map(|kv| &kv["value"])
+            .unwrap_or_else(|| panic!("no {key} in {list}"))
+    }
+
+    fn non_finite_attrs() -> Vec<KeyValue> {
+        vec![
+            KeyValue::new("loss", f64::NAN),
+            KeyValue::new("grad_norm", f64::INFINITY),
+            KeyValue::new("floor", f64::NEG_INFINITY),
+            KeyValue::new("lr", 0.25),
+            KeyValue::new(
+                "history",
+                OtelValue::Array(Array::F64(vec![
+                    f64::NAN,
+                    1.5,
+                    f64::INFINITY,
+                    f64::NEG_INFINITY,
+                ])),
+            ),
+        ]
+    }
+
+    /// Checks the attributes written for [`non_finite_attrs`].
+    fn assert_non_finite(attrs: &Json) {
+        assert_eq!(attr(attrs, "loss"), &json!({"doubleValue": "NaN"}));
+        assert_eq!(
+            attr(attrs, "grad_norm"),
+            &json!({"doubleValue": "Infinity"})
+        );
+        assert_eq!(attr(attrs, "floor"), &json!({"doubleValue": "-Infinity"}));
+        assert_eq!(attr(attrs, "lr"), &json!({"doubleValue": 0.25}));
+        assert_eq!(
+            attr(attrs, "history"),
+            &json!({"arrayValue": {"values": [
+                {"doubleValue": "NaN"},
+                {"doubleValue": 1.5},
+                {"doubleValue": "Infinity"},
+                {"doubleValue": "-Infinity"},
+            ]}})
+        );
+    }
+
+    fn span(name: &'static str) -> SpanData {
+        let cx = SpanContext::new(
+            TraceId::from(1),
+            SpanId::from(2),
+            TraceFlags::SAMPLED,
+            false,
+            TraceState::default(),
+        );
+        let mut events = SpanEvents::default();
+        events.events.push(opentelemetry::trace::Event::new(
+            "step",
+            SystemTime::now(),
+            non_finite_attrs(),
+            0,
+        ));
+        let mut links = SpanLinks::default();
+        links.links.push(opentelemetry::trace::Link::new(
+            cx.clone(),
+            non_finite_attrs(),
+            0,
+        ));
+        SpanData {
+            span_context: cx,
+            parent_span_id: SpanId::INVALID,
+            parent_span_is_remote: false,
+            span_kind: SpanKind::Internal,
+            name: name.into(),
+            start_time: SystemTime::now(),
+            end_time: SystemTime::now(),
+            attributes: non_finite_attrs(),
+            dropped_attributes_count: 0,
+            events,
+            links,
+            status: Status::Unset,
+            instrumentation_scope: InstrumentationScope::builder("lens")
+                .with_attributes(non_finite_attrs())
+                .build(),
+        }
+    }
+
+    #[test]
+    fn non_finite_doubles_round_trip_in_spans() {
+        let dir = scratch("nan-spans");
+        for per_record in [false, true] {
+            let path = dir.join(format!("per-record-{per_record}.jsonl"));
+            let mut exporter = JsonLines::new(Sink::file(&path).unwrap(), per_record);
+            SpanExporter::set_resource(
+                &mut exporter,
+                &Resource::builder_empty()
+                    .with_attributes(non_finite_attrs())
+                    .build(),
+            );
+            ready(SpanExporter::export(&exporter, vec![span("a"), span("b")])).unwrap();
+            let lines = lines(&path);
+            assert_eq!(lines.len(), if per_record { 2 } else { 1 });
+            for line in &lines {
+                let rs = &line["resourceSpans"][0];
+                assert_non_finite(&rs["resource"]["attributes"]);
+                let ss = &rs["scopeSpans"][0];
+                assert_non_finite(&ss["scope"]["attributes"]);
+                for span in ss["spans"].as_array().unwrap() {
+                    assert_non_finite(&span["attributes"]);
+                    assert_non_finite(&span["events"][0]["attributes"]);
+                    assert_non_finite(&span["links"][0]["attributes"]);
+                }
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn double(v: f64) -> Option<AnyValue> {
+        Some(AnyValue {
+            value: Some(any_value::Value::DoubleValue(v)),
+        })
+    }
+
+    fn kv(key: &str, value: Option<AnyValue>) -> ProtoKv {
+        ProtoKv {
+            key: key.to_owned(),
+            value,
+            ..ProtoKv::default()
+        }
+    }
+
+    fn encode<T: Serialize>(value: &T) -> Json {
+        let mut batch = Batch::default();
+        batch.push(value).unwrap();
+        assert_eq!(batch.buf.last(), Some(&b'\n'));
+        serde_json::from_slice(&batch.buf).unwrap()
+    }
+
+    #[test]
+    fn non_finite_doubles_in_logs_and_metrics() {
+        let kvlist = Some(AnyValue {
+            value: Some(any_value::Value::KvlistValue(KeyValueList {
+                values: vec![kv("loss", double(f64::NAN)), kv("lr", double(0.5))],
+            })),
+        });
+        let logs = ExportLogsServiceRequest {
+            resource_logs: vec![ResourceLogs {
+                scope_logs: vec![ScopeLogs {
+                    log_records: vec![LogRecord {
+                        body: double(f64::NEG_INFINITY),
+                        attributes: vec![kv("nested", kvlist.clone())],
+                        ..LogRecord::default()
+                    }],
+                    ..ScopeLogs::default()
+                }],
+                ..ResourceLogs::default()
+            }],
+        };
+        let j = encode(&logs);
+        let record = &j["resourceLogs"][0]["scopeLogs"][0]["logRecords"][0];
+        assert_eq!(record["body"], json!({"doubleValue": "-Infinity"}));
+        assert_eq!(
+            attr(&record["attributes"], "nested"),
+            &json!({"kvlistValue": {"values": [
+                {"key": "loss", "value": {"doubleValue": "NaN"}},
+                {"key": "lr", "value": {"doubleValue": 0.5}},
+            ]}})
+        );
+
+        let array = Some(AnyValue {
+            value: Some(any_value::Value::ArrayValue(ArrayValue {
+                values: vec![double(f64::INFINITY).unwrap_or_default()],
+            })),
+        });
+        let metrics = ExportMetricsServiceRequest {
+            resource_metrics: vec![ProtoMetrics {
+                scope_metrics: vec![ScopeMetrics {
+                    metrics: vec![
+                        Metric {
+                            name: "loss".into(),
+                            data: Some(metric::Data::Gauge(Gauge {
+                                data_points: vec![NumberDataPoint {
+                                    attributes: vec![kv("bounds", array)],
+                                    value: Some(number_data_point::Value::AsDouble(f64::NAN)),
+                                    ..NumberDataPoint::default()
+                                }],
+                            })),
+                            ..Metric::default()
+                        },
+                        Metric {
+                            name: "latency".into(),
+                            data: Some(metric::Data::Histogram(Histogram {
+                                data_points: vec![HistogramDataPoint {
+                                    sum: Some(f64::INFINITY),
+                                    min: Some(f64::NEG_INFINITY),
+                                    max: Some(2.0),
+                                    ..HistogramDataPoint::default()
+                                }],
+                                ..Histogram::default()
+                            })),
+                            ..Metric::default()
+                        },
+                    ],
+                    ..ScopeMetrics::default()
+                }],
+                ..ProtoMetrics::default()
+            }],
+        };
+        let j = encode(&metrics);
+        let ms = &j["resourceMetrics"][0]["scopeMetrics"][0]["metrics"];
+        let point = &ms[0]["gauge"]["dataPoints"][0];
+        assert_eq!(point["asDouble"], "NaN");
+        assert_eq!(
+            attr(&point["attributes"], "bounds"),
+            &json!({"arrayValue": {"values": [{"doubleValue": "Infinity"}]}})
+        );
+        let hist = &ms[1]["histogram"]["dataPoints"][0];
+        assert_eq!(
+            (&hist["sum"], &hist["min"], &hist["max"]),
+            (&json!("Infinity"), &json!("-Infinity"), &json!(2.0))
+        );
+    }
+
+    #[test]
+    fn finite_output_is_plain_serde_json() {
+        // the adapter changes nothing but non-finite doubles
+        let req = ExportLogsServiceRequest {
+            resource_logs: vec![ResourceLogs {
+                scope_logs: vec![ScopeLogs {
+                    log_records: vec![LogRecord {
+                        body: double(-0.0),
+                        attributes: vec![kv("x", double(1e300)), kv("none", None)],
+                        severity_text: "INFO\u{1}\"".into(),
+                        ..LogRecord::default()
+                    }],
+                    ..ScopeLogs::default()
+                }],
+                ..ResourceLogs::default()
+            }],
+        };
+        let mut batch = Batch::default();
+        batch.push(&req).unwrap();
+        let plain = serde_json::to_string(&req).unwrap() + "\n";
+        assert_eq!(String::from_utf8(batch.buf).unwrap(), plain);
+    }
+
+    #[test]
+    fn files_are_created_private() {
+        let dir = scratch("mode");
+        let path = dir.join("sub").join("t.jsonl");
+        let _sink = Sink::file(&path).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "mode {mode:o}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn enospc() -> io::Error {
+        io::Error::from_raw_os_error(libc::ENOSPC)
+    }
+
+    #[test]
+    fn a_failed_append_is_undone() {
+        let dir = scratch("undo");
+        let path = dir.join("t.jsonl");
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .unwrap();
+        append_whole(&file, b"{\"a\":1}\n", |f, b| (&*f).write(b)).unwrap();
+        // the kernel takes 5 bytes, then the disk is full
+        let mut budget = 5;
+        let err = append_whole(&file, b"{\"b\":2}\n{\"c\":3}\n", |f, b| {
+            if budget == 0 {
+                return Err(enospc());
+            }
+            let n = (&*f).write(&b[..b.len().min(budget)])?;
+            budget -= n;
+            Ok(n)
+        })
+        .unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::ENOSPC));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"a\":1}\n");
+        // later batches append after the last good line
+        append_whole(&file, b"{\"d\":4}\n", |f, b| (&*f).write(b)).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "{\"a\":1}\n{\"d\":4}\n"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_failed_append_keeps_lines_others_appended_meanwhile() {
+        let dir = scratch("shared");
+        let path = dir.join("t.jsonl");
+        let open = || {
+            OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .unwrap()
+        };
+        let (ours, theirs) = (open(), open());
+        let mut first = true;
+        let err = append_whole(&ours, b"{\"ours\":1}\n", |f, b| {
+            if first {
+                first = false;
+                return (&*f).write(&b[..3]);
+            }
+            (&theirs).write_all(b"{\"theirs\":1}\n")?;
+            Err(enospc())
+        })
+        .unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::ENOSPC));
+        // not truncated: that would cut the other writer's line
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "{\"o{\"theirs\":1}\n"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn writes_retry_on_interrupt_and_stop_on_zero() {
+        let mut calls = 0;
+        write_all_with(b"abcdef", |b| {
+            calls += 1;
+            match calls {
+                1 => Err(io::ErrorKind::Interrupted.into()),
+                _ => Ok(b.len().min(4)),
+            }
+        })
+        .unwrap();
+        assert_eq!(calls, 3);
+        let err = write_all_counted(b"abc", |_| Ok(0)).unwrap_err();
+        assert_eq!((err.0, err.1.kind()), (0, io::ErrorKind::WriteZero));
+        // a writer claiming more than it was given cannot make us overrun
+        write_all_with(b"abc", |_| Ok(100)).unwrap();
+    }
+
+    #[test]
+    fn a_full_disk_drops_and_counts_and_warns_once() {
+        // /dev/full fails every write with ENOSPC
+        let sink = Sink::file(Path::new("/dev/full")).unwrap();
+        let exporter = JsonLines::new(sink.clone(), false);
+        for round in 1..=3u64 {
+            let err =
+                ready(SpanExporter::export(&exporter, vec![span("a"), span("b")])).unwrap_err();
+            assert!(err.to_string().contains("/dev/full"), "{err}");
+            assert_eq!(sink.dropped_records(), 2 * round);
+            assert!(sink.warned.load(Ordering::Relaxed));
+        }
+        // an empty batch writes nothing and cannot fail
+        ready(SpanExporter::export(&exporter, Vec::new())).unwrap();
+        assert_eq!(sink.dropped_records(), 6);
     }
 }

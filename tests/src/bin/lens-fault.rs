@@ -202,35 +202,6 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
             }
             Ok(())
         }
-        // the application holds the stdout lock while lens exports to the
-        // console
-        "stdout-locked" => {
-            let h = setup()?;
-            let (tx, rx) = std::sync::mpsc::channel();
-            std::thread::spawn(move || {
-                let _lock = std::io::stdout().lock();
-                let _ = tx.send(());
-                std::thread::sleep(Duration::from_secs(30));
-            });
-            let _ = rx.recv();
-            for i in 0..10 {
-                drop(span_cm!("fault.console", i = i));
-            }
-            let t = Instant::now();
-            let r = h.force_flush_within(Duration::from_secs(2));
-            let took = t.elapsed();
-            let r2 = h.shutdown(Duration::from_secs(2));
-            // stdout is locked: report on stderr
-            eprintln!(
-                "flush {:?} in {took:?}; shutdown {:?}",
-                r.is_ok(),
-                r2.is_ok()
-            );
-            if took > Duration::from_secs(4) {
-                return Err(format!("flush took {took:?}").into());
-            }
-            std::process::exit(0);
-        }
         // shutdown within its deadline against a collector that never answers
         "hung-collector" => {
             let h = setup()?;

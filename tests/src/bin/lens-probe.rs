@@ -6,11 +6,18 @@
 //!   loop, printing the slowest iteration), `metrics` (a counter and a
 //!   histogram), `error` (a failing step), `hang` (an open job span, then
 //!   sleep until killed), `python-child <peer.py>` (a Python child
-//!   continues our trace);
+//!   continues our trace), `nan` (a span with NaN and infinite attributes),
+//!   `batches <n>` (n flushed batches of spans; a failed export is reported
+//!   on stdout, not an error, as a training job would carry on),
+//!   `stdout-locked` (flushes a span while holding the stdout lock, as a
+//!   progress printer may);
 //! * shapes: `sync` (plain main), `tokio-mt`, `tokio-ct` (inside a user's
 //!   multi-thread / current-thread tokio runtime).
 //!
 //! Rank and world size come from `RANK` / `WORLD_SIZE` (default 0 / 1).
+//! `LENS_PROBE_FSIZE=<bytes>` limits the size of files the probe writes
+//! (`RLIMIT_FSIZE`, with `SIGXFSZ` ignored so writes past it fail with
+//! `EFBIG`).
 
 use lens::{managed_span, span_cm, trace_fn, LensConfig};
 use std::time::{Duration, Instant};
@@ -36,7 +43,30 @@ fn env_u32(k: &str, default: u32) -> u32 {
         .unwrap_or(default)
 }
 
+/// Applies `LENS_PROBE_FSIZE`, if set.
+fn limit_file_size() -> Result<(), Box<dyn std::error::Error>> {
+    let Ok(limit) = std::env::var("LENS_PROBE_FSIZE") else {
+        return Ok(());
+    };
+    let bytes: libc::rlim_t = limit.parse()?;
+    let rlimit = libc::rlimit {
+        rlim_cur: bytes,
+        rlim_max: bytes,
+    };
+    // SAFETY: plain system calls with valid arguments; ignoring SIGXFSZ
+    // turns a write past the limit into an EFBIG error instead of a kill.
+    let rc = unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+        libc::setrlimit(libc::RLIMIT_FSIZE, &rlimit)
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error().into());
+    }
+    Ok(())
+}
+
 fn run(mode: &str, arg: Option<&str>) -> Result<(), Box<dyn std::error::Error>> {
+    limit_file_size()?;
     let rank = env_u32("RANK", 0);
     let world = env_u32("WORLD_SIZE", 1);
     let config = LensConfig::from_env()?;
@@ -55,6 +85,43 @@ fn run(mode: &str, arg: Option<&str>) -> Result<(), Box<dyn std::error::Error>> 
                 }
             }
             save(false)?;
+        }
+        "nan" => {
+            let _job = span_cm!("probe.job");
+            if let Some(step) = managed_span!("step", "probe.nan") {
+                step.set_attribute("loss", f64::NAN);
+                step.set_attribute("grad_norm", f64::INFINITY);
+                step.set_attribute("floor", f64::NEG_INFINITY);
+                step.set_attribute("lr", 0.25);
+            }
+        }
+        "batches" => {
+            let n: u64 = arg.and_then(|a| a.parse().ok()).unwrap_or(10);
+            for batch in 0..n {
+                for i in 0..20u64 {
+                    let _s = managed_span!(
+                        "step",
+                        "probe.batch",
+                        "probe.batch" = batch,
+                        "nv.dl.iteration" = i
+                    );
+                }
+                if let Err(e) = telemetry.force_flush() {
+                    println!("flush-error {e}");
+                }
+            }
+            if let Err(e) = telemetry.shutdown(Duration::from_secs(10)) {
+                println!("shutdown-error {e}");
+            }
+            println!("done");
+            return Ok(());
+        }
+        "stdout-locked" => {
+            let lock = std::io::stdout().lock();
+            drop(span_cm!("probe.locked"));
+            let flushed = telemetry.force_flush();
+            drop(lock);
+            println!("flushed-while-locked ok={}", flushed.is_ok());
         }
         "hang" => {
             // a run-wide span that is still open when a scheduler kills us

@@ -19,20 +19,6 @@ fn force_flush_with_a_callback_reading_the_handle_returns() {
 }
 
 #[test]
-fn console_export_does_not_wait_for_the_applications_stdout_lock() {
-    let dir = temp_dir("stdout-locked");
-    let f = run_with_timeout(
-        fault("stdout-locked", None, &dir).env("NEMO_LENS_EXPORTER", "console"),
-        Duration::from_secs(20),
-    );
-    check(
-        f.status.success() && !f.timed_out,
-        "console export hung",
-        &f,
-    );
-}
-
-#[test]
 fn shutdown_meets_its_deadline_with_a_hung_collector() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();

@@ -1,0 +1,168 @@
+//! The file exporter under faults: private files, a full disk, a file-size
+//! limit, and NaN / infinite attribute values.
+
+use crate::support::{run_with_timeout, temp_dir as scratch, Finished};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+use tests::lens_command;
+
+const PROBE: &str = env!("CARGO_BIN_EXE_lens-probe");
+
+/// How long a child may take before it counts as hung.
+const LIMIT: Duration = Duration::from_secs(30);
+
+/// The one warning the exporter prints when writes start failing.
+const WARNING: &str = "lens: warning: cannot write telemetry";
+
+/// The probe in `mode`, exporting to the file `path`.
+fn probe(mode: &str, arg: Option<&str>, path: &Path) -> Command {
+    let mut cmd = lens_command(PROBE);
+    cmd.args([mode, "sync"])
+        .args(arg)
+        .env("NEMO_LENS_EXPORTER", "file")
+        .env("NEMO_LENS_FILE_PATH", path);
+    cmd
+}
+
+/// Asserts a clean exit, without panics, and exactly `warnings`
+/// write-failure warnings.
+#[track_caller]
+fn assert_ok(f: &Finished, warnings: usize) {
+    assert!(f.status.success(), "probe failed: {f:#?}");
+    assert!(!f.stderr.contains("panicked"), "{f:#?}");
+    assert!(f.stdout.contains("done"), "{f:#?}");
+    assert_eq!(
+        f.stderr.matches(WARNING).count(),
+        warnings,
+        "write-failure warnings: {f:#?}"
+    );
+}
+
+/// Runs `cmd` to the end, failing if it had to be killed after [`LIMIT`].
+#[track_caller]
+fn run(mut cmd: Command) -> Finished {
+    let f = run_with_timeout(&mut cmd, LIMIT);
+    assert!(
+        !f.timed_out,
+        "{cmd:?} hung (killed after {LIMIT:?}): {f:#?}"
+    );
+    f
+}
+
+/// Every line of `path`, each parsed as JSON (failing on any that is not).
+fn json_lines(path: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(
+        text.is_empty() || text.ends_with('\n'),
+        "the file ends inside a line: {text:?}"
+    );
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| {
+            serde_json::from_str(l)
+                .unwrap_or_else(|e| panic!("line {} is not JSON ({e}): {l}", i + 1))
+        })
+        .collect()
+}
+
+/// Every span of every line.
+fn spans(lines: &[serde_json::Value]) -> Vec<&serde_json::Value> {
+    lines
+        .iter()
+        .flat_map(|l| l["resourceSpans"].as_array().into_iter().flatten())
+        .flat_map(|rs| rs["scopeSpans"].as_array().into_iter().flatten())
+        .flat_map(|ss| ss["spans"].as_array().into_iter().flatten())
+        .collect()
+}
+
+#[test]
+fn telemetry_files_are_private() {
+    let dir = scratch("mode");
+    let path = dir.join("rank0.jsonl");
+    assert_ok(&run(probe("spans", None, &path)), 0);
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "mode {mode:o}");
+    assert!(!spans(&json_lines(&path)).is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_full_disk_warns_once_and_the_job_carries_on() {
+    // every write to /dev/full fails with ENOSPC
+    let done = run(probe("batches", Some("5"), Path::new("/dev/full")));
+    assert_ok(&done, 1);
+    assert!(done.stderr.contains("/dev/full"), "{done:#?}");
+}
+
+#[test]
+fn a_file_size_limit_leaves_only_whole_lines() {
+    let dir = scratch("fsize");
+    let path = dir.join("rank0.jsonl");
+    let limit: u64 = 16 * 1024;
+    let mut cmd = probe("batches", Some("30"), &path);
+    cmd.env("LENS_PROBE_FSIZE", limit.to_string());
+    let done = run(cmd);
+    assert_ok(&done, 1);
+    let size = std::fs::metadata(&path).unwrap().len();
+    assert!(size <= limit, "{size} bytes over the {limit} limit");
+    let lines = json_lines(&path);
+    assert!(!lines.is_empty(), "the first batches fit: {done:#?}");
+    assert!(
+        spans(&lines).iter().all(|s| s["name"] == "probe.batch"),
+        "whole spans only"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn non_finite_attributes_follow_the_proto3_json_mapping() {
+    let dir = scratch("nan");
+    let path = dir.join("rank0.jsonl");
+    assert_ok(&run(probe("nan", None, &path)), 0);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(r#""doubleValue":"NaN""#), "{text}");
+    let lines = json_lines(&path);
+    let spans = spans(&lines);
+    let step = spans
+        .iter()
+        .find(|s| s["name"] == "probe.nan")
+        .unwrap_or_else(|| panic!("no probe.nan span in {text}"));
+    let value = |key: &str| {
+        step["attributes"]
+            .as_array()
+            .and_then(|kvs| kvs.iter().find(|kv| kv["key"] == key))
+            .map(|kv| kv["value"]["doubleValue"].clone())
+            .unwrap_or_else(|| panic!("no {key} in {step}"))
+    };
+    assert_eq!(value("loss"), "NaN");
+    assert_eq!(value("grad_norm"), "Infinity");
+    assert_eq!(value("floor"), "-Infinity");
+    assert_eq!(value("lr"), 0.25);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn console_export_does_not_wait_for_the_applications_stdout_lock() {
+    let mut cmd = lens_command(PROBE);
+    cmd.args(["stdout-locked", "sync"])
+        .env("NEMO_LENS_EXPORTER", "console");
+    let done = run(cmd);
+    assert_ok(&done, 0);
+    // the span line went out while the application held the lock
+    let span = done
+        .stdout
+        .find(r#""name":"probe.locked""#)
+        .unwrap_or_else(|| panic!("no span on stdout: {done:#?}"));
+    let flushed = done
+        .stdout
+        .find("flushed-while-locked ok=true")
+        .unwrap_or_else(|| panic!("the flush failed: {done:#?}"));
+    assert!(span < flushed, "{done:#?}");
+    let line = done.stdout[..flushed]
+        .lines()
+        .find(|l| l.contains("probe.locked"));
+    let parsed: serde_json::Value = serde_json::from_str(line.unwrap_or_default()).unwrap();
+    assert!(parsed["resourceSpans"].is_array());
+}
