@@ -31,6 +31,8 @@ mod metrics_test_support;
 #[cfg(feature = "sdk")]
 pub mod propagation;
 #[cfg(feature = "sdk")]
+pub mod redact;
+#[cfg(feature = "sdk")]
 pub mod resource;
 #[cfg(feature = "sdk")]
 pub mod sampler;
