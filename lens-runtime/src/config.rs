@@ -567,8 +567,10 @@ mod tests {
             assert!(msg.contains("without whitespace or '='"), "{msg}");
         }
         for bad in ["", "a,b", "a b", "k=v"] {
-            let mut c = LensConfig::default();
-            c.redact_keys = vec!["ok".into(), bad.into()];
+            let c = LensConfig {
+                redact_keys: vec!["ok".into(), bad.into()],
+                ..LensConfig::default()
+            };
             let msg = c.validate().unwrap_err().to_string();
             assert!(msg.contains("redact_keys"), "{msg}");
         }

@@ -74,8 +74,10 @@ impl Redactor {
     {
         let extra: Vec<Box<str>> = extra_keys
             .into_iter()
-            .map(|k| Box::from(k.as_ref().trim()))
-            .filter(|k: &Box<str>| !k.is_empty())
+            .filter_map(|k| {
+                let k = k.as_ref().trim();
+                (!k.is_empty()).then(|| Box::from(k))
+            })
             .collect();
         Redactor {
             extra: extra.into(),
