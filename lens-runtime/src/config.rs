@@ -206,6 +206,26 @@ pub struct LensConfig {
     /// Families the span-group spec resolves against (the base family is
     /// always included).
     pub span_group_families: Vec<&'static SpanGroupFamily>,
+    /// Extra attribute keys whose string values are redacted, on top of the
+    /// built-in rule (`NEMO_LENS_REDACT_KEYS`, comma-separated, blank parts
+    /// ignored; default none). A key matches an attribute key equal to it or
+    /// to a run of its dot-separated segments, ASCII case-insensitive
+    /// (`email` redacts `user.email`); see
+    /// [`is_redacted_key_with`](crate::attr::is_redacted_key_with). A key
+    /// may not contain whitespace, `=` or `,`.
+    ///
+    /// ```
+    /// use lens_runtime::config::LensConfig;
+    /// let cfg = LensConfig::from_lookup(&["NEMO_LENS_"], &[], |v| {
+    ///     (v == "NEMO_LENS_REDACT_KEYS").then(|| " email, ,user.ssn ".to_owned())
+    /// }).unwrap();
+    /// assert_eq!(cfg.redact_keys, ["email", "user.ssn"]);
+    /// let err = LensConfig::from_lookup(&["NEMO_LENS_"], &[], |v| {
+    ///     (v == "NEMO_LENS_REDACT_KEYS").then(|| "email,api key".to_owned())
+    /// }).unwrap_err();
+    /// assert!(err.to_string().contains("NEMO_LENS_REDACT_KEYS"));
+    /// ```
+    pub redact_keys: Vec<String>,
 }
 
 impl Default for LensConfig {
@@ -230,6 +250,7 @@ impl Default for LensConfig {
             flush_on_signal: false,
             gpu_metrics: false,
             span_group_families: Vec::new(),
+            redact_keys: Vec::new(),
         }
     }
 }
@@ -374,12 +395,22 @@ impl LensConfig {
         if let Some((var, _)) = env.get("EXPORT_STRATEGY") {
             check_strategy(&var, &c.export_strategy)?;
         }
+        if let Some((var, v)) = env.get("REDACT_KEYS") {
+            c.redact_keys = v
+                .split(',')
+                .map(str::trim)
+                .filter(|k| !k.is_empty())
+                .map(str::to_owned)
+                .collect();
+            check_redact_keys(&var, &c.redact_keys)?;
+        }
         Ok(c)
     }
 
     /// Checks every field: span-group spec against the configured families,
     /// sample rate in [0, 1], export rank >= -1, a known export strategy,
-    /// a non-empty service name. Setup calls this on every rank before
+    /// a non-empty service name, redaction keys that are non-empty and free
+    /// of whitespace, `=` and `,`. Setup calls this on every rank before
     /// anything is installed.
     ///
     /// ```
@@ -393,6 +424,7 @@ impl LensConfig {
         check_rate("export_sample_rate", self.export_sample_rate)?;
         check_rank("export_rank", self.export_rank)?;
         check_strategy("export_strategy", &self.export_strategy)?;
+        check_redact_keys("redact_keys", &self.redact_keys)?;
         if self.service_name.trim().is_empty() {
             return Err(invalid(
                 "service_name",
@@ -456,6 +488,21 @@ fn check_rank(variable: &str, rank: i64) -> Result<(), ConfigError> {
     }
 }
 
+/// Every key non-empty, without whitespace, `=` or `,`.
+fn check_redact_keys(variable: &str, keys: &[String]) -> Result<(), ConfigError> {
+    match keys
+        .iter()
+        .find(|k| k.is_empty() || k.chars().any(|c| c.is_whitespace() || c == '=' || c == ','))
+    {
+        None => Ok(()),
+        Some(bad) => Err(invalid(
+            variable,
+            bad,
+            "comma-separated attribute keys, each non-empty and without whitespace or '='",
+        )),
+    }
+}
+
 fn check_strategy(variable: &str, name: &str) -> Result<(), ConfigError> {
     if crate::strategy_known(name) {
         Ok(())
@@ -468,5 +515,64 @@ fn check_strategy(variable: &str, name: &str) -> Result<(), ConfigError> {
                 BUILTIN_STRATEGIES.join(", ")
             ),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lookup(vars: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |var| {
+            vars.iter()
+                .find(|(k, _)| *k == var)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    }
+
+    #[test]
+    fn redact_keys_default_empty_and_parsed() {
+        assert!(LensConfig::default().redact_keys.is_empty());
+        let c = LensConfig::from_lookup(&[ENV_PREFIX], &[], lookup(&[])).unwrap();
+        assert!(c.redact_keys.is_empty());
+        let c = LensConfig::from_lookup(
+            &[ENV_PREFIX],
+            &[],
+            lookup(&[("NEMO_LENS_REDACT_KEYS", " email ,, user.SSN,")]),
+        )
+        .unwrap();
+        assert_eq!(c.redact_keys, ["email", "user.SSN"]);
+        c.validate().unwrap();
+        let c = LensConfig::from_lookup(
+            &["MEGATRON_OTEL_", ENV_PREFIX],
+            &[],
+            lookup(&[
+                ("MEGATRON_OTEL_REDACT_KEYS", "a"),
+                ("NEMO_LENS_REDACT_KEYS", "b"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(c.redact_keys, ["a"], "first prefix wins");
+    }
+
+    #[test]
+    fn bad_redact_keys_name_the_variable() {
+        for bad in ["email,api key", "a=b", "x,y\tz"] {
+            let e = LensConfig::from_lookup(&[ENV_PREFIX], &[], move |v: &str| {
+                (v == "NEMO_LENS_REDACT_KEYS").then(|| bad.to_owned())
+            })
+            .unwrap_err();
+            let msg = e.to_string();
+            assert!(msg.contains("NEMO_LENS_REDACT_KEYS"), "{msg}");
+            assert!(msg.contains("without whitespace or '='"), "{msg}");
+        }
+        for bad in ["", "a,b", "a b", "k=v"] {
+            let c = LensConfig {
+                redact_keys: vec!["ok".into(), bad.into()],
+                ..LensConfig::default()
+            };
+            let msg = c.validate().unwrap_err().to_string();
+            assert!(msg.contains("redact_keys"), "{msg}");
+        }
     }
 }

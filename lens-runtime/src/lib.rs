@@ -22,12 +22,20 @@ pub mod gpu;
 pub mod ids;
 #[cfg(feature = "sdk")]
 pub mod logs;
+/// The proc macros' compile-time tables, compiled here so that a unit test
+/// can check the macros' redaction rule against the runtime's.
+#[cfg(test)]
+#[path = "../../lens-macros/src/tables.rs"]
+#[allow(dead_code)]
+mod macro_tables;
 #[cfg(feature = "sdk")]
 pub mod metrics;
 #[cfg(all(test, feature = "sdk"))]
 mod metrics_test_support;
 #[cfg(feature = "sdk")]
 pub mod propagation;
+#[cfg(feature = "sdk")]
+pub mod redact;
 #[cfg(feature = "sdk")]
 pub mod resource;
 #[cfg(feature = "sdk")]
