@@ -7,6 +7,7 @@ use crate::export::batch::{BatchProcessor, BatchSettings};
 use crate::export::{self, console, file, Counting, ExportRuntime, OtlpProtocol, SpanCounters};
 use crate::groups::{set_enabled_span_groups, SpanGroupSet};
 use crate::ids::ForkSafeIdGenerator;
+use crate::redact::{RedactLogs, RedactSpans, RedactingMeterProvider, Redactor};
 use crate::resource::{self, Detect};
 use crate::sampler::{sampler_from_lookup, RankAwareSampler};
 use crate::span::{self, open};
@@ -113,7 +114,8 @@ impl fmt::Display for ShutdownError {
 
 impl std::error::Error for ShutdownError {}
 
-type ProcessorFactory = Box<dyn FnOnce(Arc<SpanCounters>, BatchSettings) -> BatchProcessor + Send>;
+type ProcessorFactory =
+    Box<dyn FnOnce(Arc<SpanCounters>, BatchSettings, Redactor) -> BatchProcessor + Send>;
 type ReaderFactory = Box<dyn FnOnce(MeterProviderBuilder, Duration) -> MeterProviderBuilder + Send>;
 
 /// Sets telemetry up with options beyond the configuration.
@@ -133,6 +135,7 @@ pub struct TelemetryBuilder {
     rank: u32,
     world_size: u32,
     resource_attributes: Vec<KeyValue>,
+    redact_keys: Vec<String>,
     span_processor: Option<ProcessorFactory>,
     metric_reader: Option<ReaderFactory>,
     strategy: Option<StrategyFn>,
@@ -320,6 +323,7 @@ impl TelemetryBuilder {
             rank,
             world_size: world_size.max(1),
             resource_attributes: Vec::new(),
+            redact_keys: Vec::new(),
             span_processor: None,
             metric_reader: None,
             strategy: None,
@@ -362,8 +366,8 @@ impl TelemetryBuilder {
     /// assert_eq!(exporter.get_finished_spans().unwrap().len(), 1);
     /// ```
     pub fn with_span_exporter<E: SpanExporter + 'static>(mut self, exporter: E) -> Self {
-        self.span_processor = Some(Box::new(move |counters, batch| {
-            batch_processor(exporter, counters, batch)
+        self.span_processor = Some(Box::new(move |counters, batch, redactor| {
+            batch_processor(exporter, counters, batch, redactor)
         }));
         self
     }
@@ -400,6 +404,26 @@ impl TelemetryBuilder {
         decide: impl Fn(&LensConfig, u32, u32) -> bool + Send + Sync + 'static,
     ) -> Self {
         self.strategy = Some(Arc::new(decide));
+        self
+    }
+
+    /// Adds keys whose string values are redacted before export, on top of
+    /// the built-in rule and `NEMO_LENS_REDACT_KEYS` (see
+    /// [`crate::attr::is_redacted_key`]): a key matches an attribute key
+    /// equal to it or made of whole dot-separated segments of it (`email`
+    /// matches `user.email`).
+    ///
+    /// ```
+    /// let b = lens_runtime::setup::TelemetryBuilder::new(Default::default(), 0, 1)
+    ///     .redact_keys(["email", "user.ssn"]);
+    /// # let _ = b;
+    /// ```
+    pub fn redact_keys<I, S>(mut self, keys: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.redact_keys.extend(keys.into_iter().map(Into::into));
         self
     }
 
@@ -456,8 +480,10 @@ impl TelemetryBuilder {
     /// let handle = lens_runtime::setup::TelemetryBuilder::new(Default::default(), 0, 1).install().unwrap();
     /// assert!(!handle.is_exporting());
     /// ```
-    pub fn install(self) -> Result<TelemetryHandle, SetupError> {
+    pub fn install(mut self) -> Result<TelemetryHandle, SetupError> {
         // 1. validate everything, on every rank, before anything is installed
+        let extra = std::mem::take(&mut self.redact_keys);
+        self.config.redact_keys.extend(extra);
         self.config
             .validate()
             .or_else(|e| match (&e, &self.strategy) {
@@ -542,6 +568,9 @@ impl TelemetryBuilder {
             &self.resource_attributes,
             &detect,
         );
+        let redactor = Redactor::new(&cfg.redact_keys);
+        let mut attrs = attrs;
+        redactor.redact_attributes(&mut attrs);
         let res = Resource::builder_empty().with_attributes(attrs).build();
 
         let needs_otlp = cfg.exporter == ExporterKind::Otlp
@@ -576,21 +605,25 @@ impl TelemetryBuilder {
 
         let tracer_provider = if cfg.traces_enabled {
             let processor = match self.span_processor {
-                Some(f) => f(counters.clone(), otel_env.batch),
+                Some(f) => f(counters.clone(), otel_env.batch, redactor.clone()),
                 None => match &backend {
                     Backend::File(sink) => batch_processor(
                         file::JsonLines::new(sink.clone(), false),
                         counters.clone(),
                         otel_env.batch,
+                        redactor.clone(),
                     ),
-                    Backend::Console => {
-                        batch_processor(console::console(), counters.clone(), otel_env.batch)
-                    }
+                    Backend::Console => batch_processor(
+                        console::console(),
+                        counters.clone(),
+                        otel_env.batch,
+                        redactor.clone(),
+                    ),
                     Backend::Otlp(h) => {
                         let e = export::otlp_spans(otel_env.protocols[0], h)
                             .map_err(SetupError::Exporter)?
                             .with_timeout(otel_env.export_timeout);
-                        batch_processor(e, counters.clone(), otel_env.batch)
+                        batch_processor(e, counters.clone(), otel_env.batch, redactor.clone())
                     }
                 },
             };
@@ -647,14 +680,19 @@ impl TelemetryBuilder {
 
         let logger_provider = if cfg.logs_enabled {
             let b = SdkLoggerProvider::builder().with_resource(res.clone());
+            let r = &redactor;
             let b = match &backend {
-                Backend::File(sink) => {
-                    b.with_batch_exporter(file::JsonLines::new(sink.clone(), false))
+                Backend::File(sink) => b.with_batch_exporter(RedactLogs::new(
+                    file::JsonLines::new(sink.clone(), false),
+                    r.clone(),
+                )),
+                Backend::Console => {
+                    b.with_batch_exporter(RedactLogs::new(console::console(), r.clone()))
                 }
-                Backend::Console => b.with_batch_exporter(console::console()),
-                Backend::Otlp(h) => b.with_batch_exporter(
+                Backend::Otlp(h) => b.with_batch_exporter(RedactLogs::new(
                     export::otlp_logs(otel_env.protocols[2], h).map_err(SetupError::Exporter)?,
-                ),
+                    r.clone(),
+                )),
             };
             Some(b.build())
         } else {
@@ -681,7 +719,12 @@ impl TelemetryBuilder {
             open::set_tracking(true);
         }
         if let Some(mp) = &pipeline.meter_provider {
-            opentelemetry::global::set_meter_provider(mp.clone());
+            // metric attributes are redacted where they are recorded (the
+            // SDK's aggregated data cannot be edited before export)
+            opentelemetry::global::set_meter_provider(RedactingMeterProvider::new(
+                mp.clone(),
+                redactor.clone(),
+            ));
             if cfg.gpu_metrics {
                 use opentelemetry::metrics::MeterProvider as _;
                 crate::gpu::register_gpu_metrics(&mp.meter(span::SCOPE_NAME));
@@ -753,12 +796,19 @@ fn file_path(cfg: &LensConfig, run_id: &str, rank: u32) -> PathBuf {
     }
 }
 
+/// The batch processor over `exporter`: redaction at the last point before
+/// export, then counting of what was exported.
 fn batch_processor<E: SpanExporter + 'static>(
     exporter: E,
     counters: Arc<SpanCounters>,
     batch: BatchSettings,
+    redactor: Redactor,
 ) -> BatchProcessor {
-    BatchProcessor::new(Counting::new(exporter, counters.clone()), batch, counters)
+    BatchProcessor::new(
+        RedactSpans::new(Counting::new(exporter, counters.clone()), redactor),
+        batch,
+        counters,
+    )
 }
 
 /// Counts spans that ended (offered to the batch processor).

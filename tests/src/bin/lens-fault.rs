@@ -82,6 +82,21 @@ fn cpu_time() -> Duration {
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
+/// A user type recorded as an attribute: its string is redacted under a
+/// sensitive key like any string.
+struct Prompt(&'static str);
+
+impl lens::AttributeValue for Prompt {
+    fn to_value(&self) -> Option<lens::otel::Value> {
+        Some(self.0.into())
+    }
+}
+
+#[lens::trace_fn(group = "step", args(prompt))]
+fn with_prompt(prompt: &Prompt) {
+    let _ = prompt;
+}
+
 fn run(mode: &str, arg: Option<&str>) -> Res {
     match mode {
         // SIGTERM with the application's own handler, installed before or
@@ -356,6 +371,34 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
             let dropped = h.dropped_spans();
             h.shutdown(Duration::from_secs(5))?;
             say(&format!("dropped={dropped}"));
+            Ok(())
+        }
+        // every signal is redacted at the last point before export
+        "redaction" => {
+            let h = builder()?.redact_keys(["ssn"]).install()?;
+            let _bridge = lens::logs::setup_logging_bridge(
+                &h,
+                lens::logs::LogBridgeOptions::new()
+                    .with_target("fault")
+                    .with_global_tracing_subscriber(true),
+            )?;
+            let p = Prompt("SECRET-1 user type");
+            with_prompt(&p);
+            {
+                let s = span_cm!("redaction.span");
+                s.set_attribute("api_key", "SECRET-2");
+                s.set_attribute("gen_ai.prompt.0.content", "SECRET-3");
+                s.set_attribute("user.email", "SECRET-4 (NEMO_LENS_REDACT_KEYS)");
+                s.set_attribute("user.ssn", "SECRET-5 (builder)");
+                s.set_attribute("kept", "visible");
+                s.add_event("ev", &[("hf_token", &"SECRET-6")]);
+            }
+            tracing::info!(target: "fault", prompt = "SECRET-7", "a log line");
+            h.meter()
+                .u64_counter("fault.requests")
+                .build()
+                .add(1, &[lens::otel::KeyValue::new("prompt", "SECRET-8")]);
+            h.shutdown(Duration::from_secs(5))?;
             Ok(())
         }
         other => Err(format!("unknown mode {other}").into()),

@@ -233,3 +233,36 @@ fn dropped_spans_counts_losses_not_queued_spans() {
     );
     assert_eq!(span_names(&dir).len(), 1000);
 }
+
+#[test]
+fn every_signal_is_redacted_before_export() {
+    let dir = temp_dir("redaction");
+    let f = run_with_timeout(
+        fault("redaction", None, &dir)
+            .env("NEMO_LENS_METRICS_ENABLED", "1")
+            .env("NEMO_LENS_LOGS_ENABLED", "1")
+            .env("NEMO_LENS_REDACT_KEYS", "email")
+            .env("OTEL_RESOURCE_ATTRIBUTES", "deploy.token=SECRET-9,team=nlp"),
+        TIMEOUT,
+    );
+    check(f.status.success(), "redaction", &f);
+    let text = std::fs::read_to_string(dir.join("spans.jsonl")).unwrap();
+    // each signal reached the file, with its non-sensitive values
+    for needle in [
+        "redaction.span",
+        "visible",
+        "fault.requests",
+        "a log line",
+        "team",
+    ] {
+        assert!(text.contains(needle), "{needle} missing from {text}");
+    }
+    for n in 1..=9 {
+        let secret = format!("SECRET-{n}");
+        assert!(
+            !text.contains(&secret),
+            "{secret} exported in clear: {text}"
+        );
+    }
+    assert!(text.matches("[REDACTED]").count() >= 9, "{text}");
+}
