@@ -40,5 +40,5 @@ extern "C" fn child() {
     IN_CHILD.store(true, Ordering::Relaxed);
     crate::groups::disable_all_after_fork();
     crate::span::forget_tracer_after_fork();
-    crate::span::open::set_tracking(false); // registry reset: see span::open
+    crate::span::open::reset_after_fork();
 }

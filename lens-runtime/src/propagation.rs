@@ -168,15 +168,42 @@ pub mod http {
 }
 
 const MAGIC: &[u8; 3] = b"LN1";
+/// The most bytes of one field (traceparent, tracestate, baggage) in the
+/// byte carrier; a decoder rejects a longer one.
 const MAX_FIELD: usize = 8192;
+/// `tracestate` members longer than this are the first dropped to fit (W3C
+/// Trace Context, "tracestate Limits").
+const LONG_TRACESTATE_MEMBER: usize = 128;
 
 /// Serialises `cx` (traceparent, tracestate, baggage) to a few bytes, e.g.
 /// to piggy-back on a tensor transfer. Empty when `cx` has no valid span.
 ///
+/// Each field holds at most 8,192 bytes, and a field is never cut inside a
+/// list member (nor inside a UTF-8 character): a longer `tracestate` loses
+/// whole members, as the W3C Trace Context text recommends for size
+/// limits — members longer than 128 characters first (the last of them
+/// first), then members from the end — and a longer `baggage` loses whole
+/// members from the end. What is kept is a valid list.
+///
 /// ```
-/// use lens_runtime::propagation::{context_from_bytes, context_to_bytes};
+/// use lens_runtime::propagation::{
+///     context_from_bytes, context_to_bytes, extract_context, inject_into, Carrier,
+/// };
 /// assert!(context_to_bytes(&lens_runtime::otel::Context::new()).is_empty());
 /// assert!(context_from_bytes(b"\xff\x00garbage").is_none());
+///
+/// // 32 members of 260 characters: 8,351 bytes, too long by one member
+/// let state: Vec<String> = (0..32).map(|i| format!("k{i:02}={}", "v".repeat(256))).collect();
+/// let mut carrier = Carrier::new();
+/// carrier.insert(
+///     "traceparent".into(),
+///     "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into(),
+/// );
+/// carrier.insert("tracestate".into(), state.join(","));
+/// let bytes = context_to_bytes(&extract_context(&carrier));
+/// let mut out = Carrier::new();
+/// inject_into(&context_from_bytes(&bytes).unwrap(), &mut out);
+/// assert_eq!(out["tracestate"], state[..31].join(",")); // the last member dropped
 /// ```
 pub fn context_to_bytes(cx: &Context) -> Vec<u8> {
     if !cx.span().span_context().is_valid() {
@@ -190,12 +217,58 @@ pub fn context_to_bytes(cx: &Context) -> Vec<u8> {
 fn encode_carrier(map: &Carrier) -> Vec<u8> {
     let mut out = MAGIC.to_vec();
     for (k, _) in ENV_CARRIER_VARS {
-        let v = map.get(k).map_or("", String::as_str).as_bytes();
-        let v = &v[..v.len().min(MAX_FIELD)];
-        out.extend_from_slice(&(v.len() as u16).to_be_bytes());
-        out.extend_from_slice(v);
+        let v = fit_field(k, map.get(k).map_or("", String::as_str));
+        let len = u16::try_from(v.len()).unwrap_or(0);
+        out.extend_from_slice(&len.to_be_bytes());
+        out.extend_from_slice(&v.as_bytes()[..usize::from(len)]);
     }
     out
+}
+
+/// The value of carrier field `name` made to fit in [`MAX_FIELD`] bytes:
+/// list fields lose whole members (see [`context_to_bytes`]); a
+/// `traceparent` that does not fit (never sent by lens) is left out.
+fn fit_field<'a>(name: &str, value: &'a str) -> Cow<'a, str> {
+    if value.len() <= MAX_FIELD {
+        return Cow::Borrowed(value);
+    }
+    match name {
+        "tracestate" => Cow::Owned(fit_members(value, MAX_FIELD, LONG_TRACESTATE_MEMBER)),
+        "baggage" => Cow::Owned(fit_members(value, MAX_FIELD, usize::MAX)),
+        _ => Cow::Borrowed(""),
+    }
+}
+
+/// The `,`-separated list `value` joined again (blank members and the
+/// spaces and tabs around members left out) without the members that must
+/// go for it to fit in `max` bytes: members longer than `long` first, the
+/// last of them first, then members from the end. Members are never cut.
+fn fit_members(value: &str, max: usize, long: usize) -> String {
+    let mut members: Vec<&str> = value
+        .split(',')
+        .map(|m| m.trim_matches([' ', '\t']))
+        .filter(|m| !m.is_empty())
+        .collect();
+    // the joined length, kept up to date as members go
+    let mut len = members
+        .iter()
+        .map(|m| m.len() + 1)
+        .sum::<usize>()
+        .saturating_sub(1);
+    let mut i = members.len();
+    while len > max && i > 0 {
+        i -= 1;
+        if members[i].len() > long {
+            len = len.saturating_sub(members.remove(i).len() + 1);
+        }
+    }
+    while len > max {
+        match members.pop() {
+            Some(m) => len = len.saturating_sub(m.len() + 1),
+            None => break,
+        }
+    }
+    members.join(",")
 }
 
 fn decode_carrier(bytes: &[u8]) -> Option<Carrier> {
@@ -304,7 +377,8 @@ pub trait Collective {
 
 /// Broadcasts `src_rank`'s current trace context to every rank: **a
 /// collective — every rank must call it**. Every rank gets the same carrier
-/// (empty when `src_rank` has no active span). Attach
+/// (empty when `src_rank` has no active span; fields that do not fit lose
+/// whole list members, as in [`context_to_bytes`]). Attach
 /// `extract_context(&carrier)` to parent spans on the shared trace.
 ///
 /// ```
@@ -422,5 +496,122 @@ pub mod mpi_collective {
             proc.broadcast_into(&mut buf[..]);
             Ok(buf)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn members(n: usize, value_len: usize) -> Vec<String> {
+        (0..n)
+            .map(|i| format!("k{i:02}={}", "v".repeat(value_len)))
+            .collect()
+    }
+
+    #[test]
+    fn short_fields_are_kept_as_they_are() {
+        let exact = "x".repeat(MAX_FIELD);
+        for name in ["traceparent", "tracestate", "baggage"] {
+            assert_eq!(fit_field(name, "a=1 , b=2"), "a=1 , b=2");
+            assert_eq!(fit_field(name, &exact), exact);
+        }
+    }
+
+    #[test]
+    fn members_are_dropped_from_the_end() {
+        let all = members(32, 256); // 32 * 261 - 1 = 8351 bytes
+        assert_eq!(fit_field("tracestate", &all.join(",")), all[..31].join(","));
+        assert_eq!(fit_field("baggage", &all.join(",")), all[..31].join(","));
+        // two members of 4,095 bytes (8,191 joined) fit, a third does not
+        let a = format!("a={}", "v".repeat(4093));
+        let b = format!("b={}", "v".repeat(4093));
+        let c = "c=1".to_owned();
+        let list = [a.as_str(), b.as_str(), c.as_str()].join(",");
+        assert_eq!(
+            fit_members(&list, MAX_FIELD, usize::MAX),
+            format!("{a},{b}")
+        );
+        assert_eq!(format!("{a},{b}").len(), MAX_FIELD - 1);
+    }
+
+    #[test]
+    fn long_tracestate_members_go_first_last_first() {
+        let short: Vec<String> = (0..40).map(|i| format!("s{i:02}=1")).collect();
+        let long: Vec<String> = (0..3)
+            .map(|i| format!("l{i}={}", "v".repeat(200)))
+            .collect();
+        // short, long0, short, long1, short, long2, short
+        let list = [
+            &short[..10],
+            &long[..1],
+            &short[10..20],
+            &long[1..2],
+            &short[20..30],
+            &long[2..3],
+            &short[30..],
+        ]
+        .concat()
+        .join(",");
+        // needs 150 bytes: long2 goes (204 bytes), the rest stays in order
+        let fitted = fit_members(&list, list.len() - 150, LONG_TRACESTATE_MEMBER);
+        assert_eq!(fitted, list.replace(&format!(",{}", long[2]), ""));
+        // needs 300 bytes: long2 and long1
+        let fitted = fit_members(&list, list.len() - 300, LONG_TRACESTATE_MEMBER);
+        assert_eq!(
+            fitted,
+            list.replace(&format!(",{}", long[2]), "")
+                .replace(&format!(",{}", long[1]), "")
+        );
+        // needs more than all long members: then short ones from the end
+        let without_long = [&short[..10], &short[10..20], &short[20..30], &short[30..]]
+            .concat()
+            .join(",");
+        let fitted = fit_members(&list, without_long.len() - 10, LONG_TRACESTATE_MEMBER);
+        assert_eq!(fitted, short[..38].join(","));
+        // baggage has no long-member rule: strictly from the end
+        let fitted = fit_members(&list, list.len() - 150, usize::MAX);
+        assert!(list.starts_with(&fitted) && fitted.len() <= list.len() - 150);
+        assert!(list[fitted.len()..].starts_with(','));
+    }
+
+    #[test]
+    fn blank_members_and_spaces_are_left_out() {
+        assert_eq!(fit_members(" a=1 ,, \t,b=2\t", 100, 128), "a=1,b=2");
+        assert_eq!(fit_members(",,,", 100, 128), "");
+        assert_eq!(fit_members("a=1", 2, 128), "");
+    }
+
+    #[test]
+    fn utf8_is_never_cut() {
+        // baggage properties are not percent-encoded by the SDK
+        let member = |i: usize| format!("k{i}=v;p={}", "é".repeat(100));
+        let list: Vec<String> = (0..60).map(member).collect();
+        let joined = list.join(",");
+        assert!(joined.len() > MAX_FIELD);
+        let fitted = fit_field("baggage", &joined);
+        assert!(fitted.len() <= MAX_FIELD);
+        let kept: Vec<&str> = fitted.split(',').collect();
+        assert_eq!(kept, list[..kept.len()]);
+        // a too-long traceparent is left out, not cut
+        assert_eq!(fit_field("traceparent", &"é".repeat(MAX_FIELD)), "");
+    }
+
+    #[test]
+    fn encoded_fields_never_exceed_the_limit() {
+        let mut map = Carrier::new();
+        map.insert("traceparent".into(), "x".repeat(MAX_FIELD + 1));
+        map.insert("tracestate".into(), members(40, 256).join(","));
+        map.insert("baggage".into(), members(80, 200).join(","));
+        let bytes = encode_carrier(&map);
+        let back = decode_carrier(&bytes).expect("decodes");
+        assert!(!back.contains_key("traceparent"));
+        assert_eq!(back["tracestate"], members(31, 256).join(","));
+        let baggage = &back["baggage"];
+        assert!(baggage.len() <= MAX_FIELD);
+        assert_eq!(
+            baggage,
+            &members(80, 200)[..baggage.split(',').count()].join(",")
+        );
     }
 }

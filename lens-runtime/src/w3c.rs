@@ -23,9 +23,12 @@
 //!   and blank list members are ignored; keys are `[a-z0-9]` followed by up
 //!   to 255 of `[a-z0-9_*/@-]` (the current grammar: `@` is an ordinary key
 //!   character); values are 1 to 256 printable ASCII characters (0x20-0x7e)
-//!   other than `,` and `=`, not ending in a space. More than 32 members, a
-//!   duplicated key or any malformed member drops the whole `tracestate`
-//!   (the `traceparent` is kept).
+//!   other than `,` and `=`, not ending in a space. A key that occurs more
+//!   than once keeps its first member; the later ones are discarded (as the
+//!   validation suite's `test_tracestate_duplicated_keys` allows), after
+//!   being validated like any other member. More than 32 members (counted
+//!   after discarding duplicates) or any malformed member drops the whole
+//!   `tracestate` (the `traceparent` is kept).
 //! * **header names** are matched case-insensitively: the extractor is asked
 //!   for the lowercase name, and keys reported by [`Extractor::keys`] in any
 //!   other casing are read as well.
@@ -200,16 +203,21 @@ pub fn parse_traceparent(value: &str) -> Option<(TraceId, SpanId, TraceFlags)> {
 
 /// Parses the values of every `tracestate` header of one request, combined
 /// in order, into its list members; `None` if the combined list is invalid
-/// and must be dropped (a malformed member, a duplicated key, more than 32
-/// members). Empty and blank members are ignored, so `Some(vec![])` is an
-/// empty (but valid) `tracestate`.
+/// and must be dropped (a malformed member, more than 32 members). Empty and
+/// blank members are ignored, so `Some(vec![])` is an empty (but valid)
+/// `tracestate`. A duplicated key keeps its first member: later members
+/// with the same key are validated, then discarded, and do not count
+/// towards the 32.
 ///
 /// ```
 /// use lens_runtime::w3c::parse_tracestate;
 /// let members = parse_tracestate(["foo=1 , bar=2", "", "tenant@vendor=x"]).unwrap();
 /// assert_eq!(members, [("foo", "1"), ("bar", "2"), ("tenant@vendor", "x")]
 ///     .map(|(k, v)| (k.to_string(), v.to_string())));
-/// assert!(parse_tracestate(["foo=1", "foo=2"]).is_none()); // duplicated key
+/// // a duplicated key: the first member is kept
+/// let first = parse_tracestate(["foo=1", "bar=2,foo=2"]).unwrap();
+/// assert_eq!(first, [("foo", "1"), ("bar", "2")].map(|(k, v)| (k.to_string(), v.to_string())));
+/// assert!(parse_tracestate(["foo=1", "foo=X=1"]).is_none()); // a malformed duplicate
 /// assert!(parse_tracestate(["FOO=1"]).is_none()); // uppercase key
 /// assert!(parse_tracestate(["foo="]).is_none()); // empty value
 /// ```
@@ -228,7 +236,10 @@ where
             if !valid_key(key) || !valid_value(value) {
                 return None;
             }
-            if members.len() == MAX_TRACESTATE_MEMBERS || members.iter().any(|(k, _)| k == key) {
+            if members.iter().any(|(k, _)| k == key) {
+                continue; // a duplicated key: the first member wins
+            }
+            if members.len() == MAX_TRACESTATE_MEMBERS {
                 return None;
             }
             members.push((key.to_owned(), value.to_owned()));
@@ -997,15 +1008,53 @@ mod tests {
     }
 
     #[test]
-    fn tracestate_duplicate_keys_invalid() {
+    fn tracestate_duplicate_keys_keep_the_first_member() {
+        // test_tracestate_duplicated_keys: the tracestate is inherited
         for headers in [
             &["foo=1,foo=1"][..],
             &["foo=1,foo=2"],
             &["foo=1", "foo=1"],
             &["foo=1", "foo=2"],
+            &["foo=1 , foo=2 ,\tfoo=3"],
         ] {
-            assert_eq!(tracestate_after(headers), None, "{headers:?}");
+            assert_eq!(
+                tracestate_after(headers).as_deref(),
+                Some("foo=1"),
+                "{headers:?}"
+            );
         }
+        // the order of the other members is kept
+        assert_eq!(
+            tracestate_after(&["foo=1,bar=2", "foo=3,baz=4,bar=5"]).as_deref(),
+            Some("foo=1,bar=2,baz=4")
+        );
+        // the SDK's TraceState holds the same members
+        let cx = extract(&[("traceparent", VALID), ("tracestate", "foo=1,bar=2,foo=2")]);
+        assert_eq!(
+            cx.span().span_context().trace_state().header(),
+            "foo=1,bar=2"
+        );
+    }
+
+    #[test]
+    fn tracestate_duplicate_members_are_still_validated() {
+        for bad in ["foo=", "foo=a=b", "foo=é", "foo"] {
+            assert_eq!(tracestate_after(&["foo=1", bad]), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn tracestate_duplicates_do_not_count_towards_32() {
+        let mut all = members(32);
+        all.insert(5, "bar01=again".to_owned());
+        all.push("bar32=again".to_owned());
+        assert_eq!(
+            tracestate_after(&[&all.join(",")]),
+            Some(members(32).join(","))
+        );
+        // a 33rd distinct key still drops the list
+        all.push("bar33=33".to_owned());
+        assert_eq!(tracestate_after(&[&all.join(",")]), None);
     }
 
     #[test]

@@ -461,11 +461,17 @@ fn w3c_service_follows_trace_context_level_2() {
     ];
     let split: Vec<&str> = split.iter().map(String::as_str).collect();
     assert_eq!(with_state(&split), (TRACE.to_owned(), None));
-    // duplicated keys, illegal keys and values: tracestate dropped
+    // duplicated keys: inherited, the first member of a key kept
+    for dup in [&["foo=1", "foo=2"][..], &["foo=1,foo=1"], &["foo=1,foo=2"]] {
+        assert_eq!(
+            with_state(dup),
+            (TRACE.to_owned(), Some("foo=1".to_owned())),
+            "{dup:?}"
+        );
+    }
+    // illegal keys and values: tracestate dropped
     for bad in [
-        &["foo=1", "foo=2"][..],
-        &["foo=1,foo=1"],
-        &["FOO=1"],
+        &["FOO=1"][..],
         &["foo.bar=1"],
         &["foo=bar=baz"],
         &["foo=,bar=3"],

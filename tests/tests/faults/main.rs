@@ -6,6 +6,7 @@
 //! bounds, memory.
 
 mod file;
+mod prop;
 mod runtime;
 mod signals;
 mod support;
