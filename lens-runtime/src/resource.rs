@@ -370,14 +370,27 @@ fn kubernetes(d: &Detect<'_>) -> Vec<KeyValue> {
 }
 
 /// Merges attribute lists, later lists overriding earlier ones key by key,
-/// keeping first-seen order.
+/// keeping first-seen order. Linear in the number of attributes (an
+/// `OTEL_RESOURCE_ATTRIBUTES` value may hold very many).
+///
+/// ```
+/// use lens_runtime::otel::KeyValue;
+/// let m = lens_runtime::resource::merge(&[
+///     vec![KeyValue::new("a", 1), KeyValue::new("b", 2)],
+///     vec![KeyValue::new("a", 3)],
+/// ]);
+/// assert_eq!(m, vec![KeyValue::new("a", 3), KeyValue::new("b", 2)]);
+/// ```
 pub fn merge(layers: &[Vec<KeyValue>]) -> Vec<KeyValue> {
     let mut out: Vec<KeyValue> = Vec::new();
-    for layer in layers {
-        for kv in layer {
-            match out.iter_mut().find(|o| o.key == kv.key) {
-                Some(o) => o.value = kv.value.clone(),
-                None => out.push(kv.clone()),
+    let mut index: std::collections::HashMap<opentelemetry::Key, usize> =
+        std::collections::HashMap::new();
+    for kv in layers.iter().flatten() {
+        match index.get(&kv.key).and_then(|i| out.get_mut(*i)) {
+            Some(o) => o.value = kv.value.clone(),
+            None => {
+                index.insert(kv.key.clone(), out.len());
+                out.push(kv.clone());
             }
         }
     }
