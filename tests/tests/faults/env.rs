@@ -2,13 +2,15 @@
 //! the standard `OTEL_*` ones, including those the OpenTelemetry SDK and
 //! OTLP exporter read for it, and the launcher's SLURM / Kubernetes / CUDA /
 //! rank / trace-context variables), given in turn garbage, non-UTF-8 bytes,
-//! a 1 MiB value, broken percent escapes, an empty string and out-of-range
-//! numbers. For each, `lens-probe spans` runs as a child process and must
-//! finish in time without a panic or a signal, and either succeed (the
-//! value ignored, perhaps with a warning) or fail with an error that names
-//! the variable. A run whose only error is that the exports failed at
-//! shutdown passes too: the value was accepted, and the OTLP cases export to
-//! a closed port on purpose.
+//! a 1 MiB value, broken percent escapes, a relative path into missing
+//! folders, an empty string and out-of-range numbers.
+//!
+//! For each, `lens-probe` runs as a child process (mode `spans`; `logs` for
+//! the log variables) and must finish in time without a panic or a signal,
+//! and either succeed (the value ignored, perhaps with a warning) or fail
+//! with an error that names the variable. A run whose only error is that
+//! the exports failed at shutdown passes too: the value was accepted, and
+//! the OTLP cases export to a closed port on purpose.
 //!
 //! `LENS_FAULTS_VARS=A,B` limits the run to those variables.
 
@@ -25,7 +27,7 @@ use std::time::{Duration, Instant};
 /// How long one probe run may take.
 const TIMEOUT: Duration = Duration::from_secs(30);
 /// Probe runs at a time.
-const WORKERS: usize = 3;
+const WORKERS: usize = 4;
 /// A closed local port: OTLP exports fail at once.
 const DEAD_ENDPOINT: &str = "http://127.0.0.1:1";
 /// A valid launcher traceparent, for the variables read next to it.
@@ -36,6 +38,9 @@ const TRACEPARENT: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-
 enum Context {
     /// The file exporter (the default of every case).
     File,
+    /// The file exporter at its default path (under the working folder,
+    /// named after the run id).
+    DefaultFilePath,
     /// The OTLP exporter for every signal, towards [`DEAD_ENDPOINT`].
     Otlp,
     /// Logs on (mode `logs`, so records go through the batch processor).
@@ -61,7 +66,7 @@ enum Context {
 impl Context {
     fn env(self) -> &'static [(&'static str, &'static str)] {
         match self {
-            Context::File => &[],
+            Context::File | Context::DefaultFilePath => &[],
             Context::Otlp => &[
                 ("NEMO_LENS_EXPORTER", "otlp"),
                 ("NEMO_LENS_LOGS_ENABLED", "1"),
@@ -121,6 +126,8 @@ fn variables() -> Vec<(String, Context)> {
         ],
         File,
     );
+    // the run id names the default output file
+    add(&["NEMO_LENS_RUN_ID", "SLURM_JOB_ID"], DefaultFilePath);
     add(&["NEMO_LENS_EXPORT_RANK"], SingleRank);
     add(&["NEMO_LENS_EXPORT_SAMPLE_RATE"], SampledRanks);
     // sampling (sampler.rs, and the SDK's default config)
@@ -238,6 +245,7 @@ fn values() -> Vec<(&'static str, OsString)> {
         ("pct-lone", "%".into()),
         ("pct-zz", "%zz".into()),
         ("pct-trunc", "%e2%82".into()),
+        ("path", "../no/such/dir".into()),
         ("empty", "".into()),
         ("-1", "-1".into()),
         ("2^64", "18446744073709551616".into()),
@@ -247,17 +255,23 @@ fn values() -> Vec<(&'static str, OsString)> {
     ]
 }
 
-/// 1 MiB of distinct `kN=9` members: too long for any name, number or
-/// path, and very many resource attributes.
+/// 1 MiB of distinct `kN=9` members (a valid `OTEL_RESOURCE_ATTRIBUTES`
+/// of ~100k attributes): too long for any name, number or path.
 fn huge() -> OsString {
-    let mut s = String::with_capacity(1 << 20);
+    const SIZE: usize = 1 << 20;
+    let mut s = String::with_capacity(SIZE);
     for i in 0.. {
-        if s.len() >= 1 << 20 {
+        let member = format!("k{i}=9");
+        if s.len() + 1 + member.len() > SIZE {
             break;
         }
-        let _ = write!(s, "k{i}=9,");
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str(&member);
     }
-    s.truncate(1 << 20);
+    // the last value takes up the rest
+    s.extend(std::iter::repeat_n('9', SIZE - s.len()));
     s.into()
 }
 
@@ -335,6 +349,9 @@ fn run(probe: &Path, case: &Case, dir: &Path) -> Report {
         .envs(case.context.env().iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::null());
+    if case.context == Context::DefaultFilePath {
+        cmd.env_remove("NEMO_LENS_FILE_PATH");
+    }
     if case.var.len() + 1 + case.value.len() > MAX_ENV_STRING {
         let file = dir.join("env");
         let mut bytes = Vec::from(case.var.as_bytes());
@@ -413,14 +430,18 @@ fn excerpt(s: &str, max: usize) -> String {
 
 /// The outcome table: one row per variable, one column per value kind.
 fn table(cases: &[Case], reports: &[Report], kinds: &[&str]) -> String {
-    let width = cases.iter().map(|c| c.var.len()).max().unwrap_or(0);
+    let label = |c: &Case| match c.context {
+        Context::File => c.var.clone(),
+        cx => format!("{} [{cx:?}]", c.var),
+    };
+    let width = cases.iter().map(|c| label(c).len()).max().unwrap_or(0);
     let mut out = format!("{:width$}", "variable");
     for k in kinds {
         let _ = write!(out, " {k:>9}");
     }
     out.push('\n');
     for (row, chunk) in cases.chunks(kinds.len()).enumerate() {
-        let _ = write!(out, "{:width$}", chunk[0].var);
+        let _ = write!(out, "{:width$}", label(&chunk[0]));
         for i in 0..chunk.len() {
             let code = reports[row * kinds.len() + i].outcome.code();
             let _ = write!(out, " {code:>9}");
@@ -488,7 +509,7 @@ fn hostile_environment_never_panics_or_hangs() {
         .filter(|(_, r)| !r.outcome.passed())
         .collect();
     println!(
-        "{} probe runs ({} variables x {} values) in {:.1?} with {WORKERS} workers; {} failed",
+        "{} probe runs ({} variable rows x {} values) in {:.1?} with {WORKERS} workers; {} failed",
         cases.len(),
         cases.len() / kinds.len(),
         kinds.len(),
