@@ -344,6 +344,7 @@ fn run(probe: &Path, case: &Case, dir: &Path) -> Report {
     let mut cmd = tests::lens_command(probe);
     cmd.arg(case.context.mode())
         .current_dir(dir)
+        .env("RUST_BACKTRACE", "1")
         .env("NEMO_LENS_EXPORTER", "file")
         .env("NEMO_LENS_FILE_PATH", dir.join("out-{rank}.otlp.jsonl"))
         .envs(case.context.env().iter().copied())
