@@ -125,36 +125,113 @@ pub fn lens_attributes(
     v
 }
 
-/// Attributes from `OTEL_RESOURCE_ATTRIBUTES` (`k=v,k2=v2`, percent-decoded).
+/// Attributes from `OTEL_RESOURCE_ATTRIBUTES` (`k=v,k2=v2`, percent-decoded;
+/// see [`parse_resource_attributes`]).
+///
+/// As the OpenTelemetry specification asks, an invalid value is discarded
+/// as a whole: no attribute comes from it, one warning goes to stderr
+/// (best effort), and setup goes on.
+///
+/// ```
+/// use lens_runtime::resource::{otel_resource_attributes, Detect};
+/// let d = |v: &'static str| Detect {
+///     lookup: Box::leak(Box::new(move |k: &str| {
+///         (k == "OTEL_RESOURCE_ATTRIBUTES").then(|| v.to_owned())
+///     })),
+///     k8s_service_account_dir: "/nonexistent".into(),
+///     use_nvml: false,
+/// };
+/// assert_eq!(otel_resource_attributes(&d("team=a%20b")).len(), 1);
+/// assert!(otel_resource_attributes(&d("team=ok,team=%1€")).is_empty());
+/// ```
 pub fn otel_resource_attributes(detect: &Detect<'_>) -> Vec<KeyValue> {
     let Some(raw) = detect.get("OTEL_RESOURCE_ATTRIBUTES") else {
         return Vec::new();
     };
+    parse_resource_attributes(&raw).unwrap_or_else(|e| {
+        use std::io::Write as _;
+        let _ = writeln!(
+            std::io::stderr(),
+            "lens: ignoring OTEL_RESOURCE_ATTRIBUTES: {e}"
+        );
+        Vec::new()
+    })
+}
+
+/// Why an `OTEL_RESOURCE_ATTRIBUTES` value is invalid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidResourceAttributes {
+    /// The invalid `key=value` member (at most 64 characters of it).
+    pub member: String,
+    /// What is wrong with it.
+    pub reason: &'static str,
+}
+
+impl std::fmt::Display for InvalidResourceAttributes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "member {:?} {}; expected comma-separated key=value pairs with \
+             percent-encoded UTF-8 (e.g. team=pre%2Dtrain,zone=eu)",
+            self.member, self.reason
+        )
+    }
+}
+
+impl std::error::Error for InvalidResourceAttributes {}
+
+/// Parses an `OTEL_RESOURCE_ATTRIBUTES` value: comma-separated `key=value`
+/// members (the W3C Baggage form without properties), keys and values
+/// trimmed and percent-decoded. Blank members are skipped; a member without
+/// `=`, with an empty key, with a `%` not followed by two hex digits, or
+/// whose escapes do not decode to UTF-8 makes the whole value invalid.
+///
+/// ```
+/// use lens_runtime::resource::parse_resource_attributes;
+/// let attrs = parse_resource_attributes(" a%2Cb = c%3Dd , team=pre%E2%82%AC,").unwrap();
+/// assert_eq!(attrs[0].key.as_str(), "a,b");
+/// assert_eq!(attrs[0].value.as_str(), "c=d");
+/// assert_eq!(attrs[1].value.as_str(), "pre€");
+/// for bad in ["team", "=x", "team=%", "team=%zz", "team=%1€", "team=%e2%82"] {
+///     assert!(parse_resource_attributes(bad).is_err(), "{bad}");
+/// }
+/// ```
+pub fn parse_resource_attributes(raw: &str) -> Result<Vec<KeyValue>, InvalidResourceAttributes> {
     raw.split(',')
-        .filter_map(|pair| {
-            let (k, v) = pair.split_once('=')?;
-            let (k, v) = (k.trim(), v.trim());
-            (!k.is_empty()).then(|| KeyValue::new(percent_decode(k), percent_decode(v)))
+        .filter(|member| !member.trim().is_empty())
+        .map(|member| {
+            let invalid = |reason| InvalidResourceAttributes {
+                member: member.trim().chars().take(64).collect(),
+                reason,
+            };
+            let (k, v) = member
+                .split_once('=')
+                .ok_or_else(|| invalid("has no '='"))?;
+            let k = percent_decode(k.trim()).map_err(invalid)?;
+            if k.is_empty() {
+                return Err(invalid("has an empty key"));
+            }
+            let v = percent_decode(v.trim()).map_err(invalid)?;
+            Ok(KeyValue::new(k, v))
         })
         .collect()
 }
 
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let Ok(b) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
-                out.push(b);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
+/// `s` percent-decoded, strictly: every `%` starts a two-hex-digit escape
+/// and the decoded bytes are UTF-8.
+fn percent_decode(s: &str) -> Result<String, &'static str> {
+    let b = s.as_bytes();
+    let escapes_ok = b.iter().enumerate().all(|(i, c)| {
+        *c != b'%'
+            || matches!(b.get(i + 1..i + 3), Some([h, l]) if h.is_ascii_hexdigit() && l.is_ascii_hexdigit())
+    });
+    if !escapes_ok {
+        return Err("has a '%' not followed by two hex digits");
     }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8()
+        .map(std::borrow::Cow::into_owned)
+        .map_err(|_| "has percent escapes that do not decode to UTF-8")
 }
 
 /// Host, process, GPU, SLURM and Kubernetes attributes.
@@ -293,14 +370,27 @@ fn kubernetes(d: &Detect<'_>) -> Vec<KeyValue> {
 }
 
 /// Merges attribute lists, later lists overriding earlier ones key by key,
-/// keeping first-seen order.
+/// keeping first-seen order. Linear in the number of attributes (an
+/// `OTEL_RESOURCE_ATTRIBUTES` value may hold very many).
+///
+/// ```
+/// use lens_runtime::otel::KeyValue;
+/// let m = lens_runtime::resource::merge(&[
+///     vec![KeyValue::new("a", 1), KeyValue::new("b", 2)],
+///     vec![KeyValue::new("a", 3)],
+/// ]);
+/// assert_eq!(m, vec![KeyValue::new("a", 3), KeyValue::new("b", 2)]);
+/// ```
 pub fn merge(layers: &[Vec<KeyValue>]) -> Vec<KeyValue> {
     let mut out: Vec<KeyValue> = Vec::new();
-    for layer in layers {
-        for kv in layer {
-            match out.iter_mut().find(|o| o.key == kv.key) {
-                Some(o) => o.value = kv.value.clone(),
-                None => out.push(kv.clone()),
+    let mut index: std::collections::HashMap<opentelemetry::Key, usize> =
+        std::collections::HashMap::new();
+    for kv in layers.iter().flatten() {
+        match index.get(&kv.key).and_then(|i| out.get_mut(*i)) {
+            Some(o) => o.value = kv.value.clone(),
+            None => {
+                index.insert(kv.key.clone(), out.len());
+                out.push(kv.clone());
             }
         }
     }
@@ -404,6 +494,50 @@ mod tests {
         if !Path::new("/proc/driver/nvidia").exists() {
             assert_eq!(nvml_device_count(), None);
         }
+    }
+
+    #[test]
+    fn otel_resource_attributes_hostile_values_are_discarded_whole() {
+        let one = |raw: &str| {
+            let raw = raw.to_owned();
+            let lookup = move |k: &str| (k == "OTEL_RESOURCE_ATTRIBUTES").then(|| raw.clone());
+            let d = Detect {
+                lookup: &lookup,
+                k8s_service_account_dir: "/nonexistent".into(),
+                use_nvml: false,
+            };
+            otel_resource_attributes(&d)
+        };
+        // valid: decoded, blank members skipped, empty values kept
+        let attrs = one("a=1,, b = x%20y ,c=,%C3%A9t%C3%A9=%E2%82%AC");
+        assert_eq!(value(&attrs, "a").as_deref(), Some("1"));
+        assert_eq!(value(&attrs, "b").as_deref(), Some("x y"));
+        assert_eq!(value(&attrs, "c").as_deref(), Some(""));
+        assert_eq!(value(&attrs, "été").as_deref(), Some("€"));
+        assert!(one("").is_empty() && one(" , ").is_empty());
+        // one invalid member discards the value (with a warning), without a panic
+        assert_eq!(one("team=ok,x=%1€"), Vec::new());
+        for bad in [
+            "team=%1€",
+            "team=%",
+            "team=ok,x=%",
+            "team=%zz",
+            "team=%e2%82",
+            "team=%ff",
+            "%€=1",
+            "team",
+            "=x",
+            " = x",
+            "\u{1}%%zz=,,==",
+            "team=ok,bare",
+        ] {
+            assert!(parse_resource_attributes(bad).is_err(), "{bad:?}");
+        }
+        // a long invalid member is quoted shortly
+        let long = "x".repeat(1 << 20);
+        let e = parse_resource_attributes(&long).unwrap_err();
+        assert_eq!(e.member.chars().count(), 64);
+        assert!(e.to_string().contains("has no '='"));
     }
 
     #[test]

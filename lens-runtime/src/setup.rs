@@ -45,6 +45,12 @@ pub const MAX_QUEUE_SIZE_LIMIT: usize = 1 << 24;
 /// The shortest `OTEL_BSP_SCHEDULE_DELAY` (smaller values, 0 included, are
 /// raised to it: a zero delay would spin the export thread).
 pub const MIN_SCHEDULE_DELAY: Duration = Duration::from_millis(1);
+/// The largest accepted `OTEL_BLRP_MAX_QUEUE_SIZE`: the SDK's batch log
+/// processor reserves its whole queue up front.
+pub const MAX_LOG_QUEUE_SIZE_LIMIT: usize = 1 << 16;
+/// The longest accepted `OTEL_EXPORTER_OTLP_*HEADERS` value (the `http`
+/// crate panics past 32,768 headers).
+pub const MAX_HEADERS_LEN: usize = 64 * 1024;
 /// The reason recorded on spans ended by shutdown.
 pub const TRUNCATED_REASON: &str = "still open at telemetry shutdown";
 
@@ -207,6 +213,7 @@ fn env_number<T: std::str::FromStr>(var: &str, expected: &str) -> Result<Option<
 struct OtelEnv {
     protocols: [OtlpProtocol; 3],
     batch: BatchSettings,
+    log_batch: LogBatch,
     export_timeout: Duration,
     metric_interval: Duration,
     signal_flush_timeout: Duration,
@@ -256,6 +263,34 @@ impl OtelEnv {
         let scheduled_delay = env_millis("OTEL_BSP_SCHEDULE_DELAY")?
             .unwrap_or(Duration::from_millis(5_000))
             .max(MIN_SCHEDULE_DELAY);
+        let log_queue =
+            env_count("OTEL_BLRP_MAX_QUEUE_SIZE", MAX_LOG_QUEUE_SIZE_LIMIT)?.unwrap_or(2_048);
+        let log_batch_size =
+            env_count("OTEL_BLRP_MAX_EXPORT_BATCH_SIZE", MAX_LOG_QUEUE_SIZE_LIMIT)?
+                .unwrap_or(512)
+                .min(log_queue);
+        let log_batch = LogBatch {
+            max_queue_size: log_queue,
+            max_export_batch_size: log_batch_size,
+            scheduled_delay: env_millis("OTEL_BLRP_SCHEDULE_DELAY")?
+                .map(|d| d.max(MIN_SCHEDULE_DELAY)),
+        };
+        env_millis("OTEL_BLRP_EXPORT_TIMEOUT")?;
+        for var in [
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+            "OTEL_EXPORTER_OTLP_METRICS_HEADERS",
+            "OTEL_EXPORTER_OTLP_LOGS_HEADERS",
+        ] {
+            if let Some(v) = env(var).filter(|v| v.len() > MAX_HEADERS_LEN) {
+                let shown: String = v.chars().take(40).collect();
+                return Err(invalid(
+                    var,
+                    format!("{shown}… ({} bytes)", v.len()),
+                    &format!("at most {MAX_HEADERS_LEN} bytes of key=value pairs"),
+                ));
+            }
+        }
         let export_timeout = env_millis("OTEL_BSP_EXPORT_TIMEOUT")?
             .filter(|d| !d.is_zero())
             .unwrap_or(DEFAULT_EXPORT_TIMEOUT);
@@ -303,6 +338,7 @@ impl OtelEnv {
                 scheduled_delay,
                 flush_timeout: DEFAULT_FLUSH_TIMEOUT,
             },
+            log_batch,
             export_timeout,
             metric_interval,
             signal_flush_timeout,
@@ -593,14 +629,19 @@ impl TelemetryBuilder {
         }
         let file_path =
             (cfg.exporter == ExporterKind::File).then(|| file_path(cfg, &run_id, self.rank));
-        let backend =
-            match (&file_path, &runtime) {
-                (Some(p), _) => Backend::File(file::Sink::file(p).map_err(|e| {
-                    SetupError::Exporter(format!("cannot open {}: {e}", p.display()))
-                })?),
-                (None, Some(rt)) => Backend::Otlp(rt.handle()),
-                (None, None) => Backend::Console,
-            };
+        let backend = match (&file_path, &runtime) {
+            (Some(p), _) => Backend::File(file::Sink::file(p).map_err(|e| {
+                let from = if cfg.file_path.is_some() {
+                    "NEMO_LENS_FILE_PATH"
+                } else {
+                    "the default path, named after the run id (NEMO_LENS_RUN_ID, else SLURM_JOB_ID)"
+                };
+                let shown: String = p.display().to_string().chars().take(120).collect();
+                SetupError::Exporter(format!("cannot open {shown} (from {from}): {e}"))
+            })?),
+            (None, Some(rt)) => Backend::Otlp(rt.handle()),
+            (None, None) => Backend::Console,
+        };
         let counters = Arc::new(SpanCounters::default());
 
         let tracer_provider = if cfg.traces_enabled {
@@ -680,18 +721,18 @@ impl TelemetryBuilder {
 
         let logger_provider = if cfg.logs_enabled {
             let b = SdkLoggerProvider::builder().with_resource(res.clone());
-            let r = &redactor;
+            let (cfg, r) = (&otel_env.log_batch, &redactor);
             let b = match &backend {
-                Backend::File(sink) => b.with_batch_exporter(RedactLogs::new(
+                Backend::File(sink) => b.with_log_processor(log_processor(
                     file::JsonLines::new(sink.clone(), false),
-                    r.clone(),
+                    cfg,
+                    r,
                 )),
-                Backend::Console => {
-                    b.with_batch_exporter(RedactLogs::new(console::console(), r.clone()))
-                }
-                Backend::Otlp(h) => b.with_batch_exporter(RedactLogs::new(
+                Backend::Console => b.with_log_processor(log_processor(console::console(), cfg, r)),
+                Backend::Otlp(h) => b.with_log_processor(log_processor(
                     export::otlp_logs(otel_env.protocols[2], h).map_err(SetupError::Exporter)?,
-                    r.clone(),
+                    cfg,
+                    r,
                 )),
             };
             Some(b.build())
@@ -794,6 +835,32 @@ fn file_path(cfg: &LensConfig, run_id: &str, rank: u32) -> PathBuf {
         Some(p) => PathBuf::from(p.replace("{rank}", &rank.to_string())),
         None => Path::new("lens-telemetry").join(format!("{run_id}-rank{rank}.otlp.jsonl")),
     }
+}
+
+/// The SDK's batch log processor over `exporter`, with redaction at the last
+/// point before export.
+fn log_processor<E: opentelemetry_sdk::logs::LogExporter + 'static>(
+    exporter: E,
+    config: &LogBatch,
+    redactor: &Redactor,
+) -> opentelemetry_sdk::logs::BatchLogProcessor {
+    let mut b = opentelemetry_sdk::logs::BatchConfigBuilder::default()
+        .with_max_queue_size(config.max_queue_size)
+        .with_max_export_batch_size(config.max_export_batch_size);
+    if let Some(d) = config.scheduled_delay {
+        b = b.with_scheduled_delay(d);
+    }
+    opentelemetry_sdk::logs::BatchLogProcessor::builder(RedactLogs::new(exporter, redactor.clone()))
+        .with_batch_config(b.build())
+        .build()
+}
+
+/// `OTEL_BLRP_*`, validated.
+#[derive(Debug, Clone, Copy)]
+struct LogBatch {
+    max_queue_size: usize,
+    max_export_batch_size: usize,
+    scheduled_delay: Option<Duration>,
 }
 
 /// The batch processor over `exporter`: redaction at the last point before

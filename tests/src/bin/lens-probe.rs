@@ -18,6 +18,11 @@
 //! `LENS_PROBE_FSIZE=<bytes>` limits the size of files the probe writes
 //! (`RLIMIT_FSIZE`, with `SIGXFSZ` ignored so writes past it fail with
 //! `EFBIG`).
+//!
+//! `LENS_PROBE_SET_ENV=<file>`: the file holds `NAME=VALUE` (raw bytes, any
+//! size); the probe sets that variable before anything else runs. This
+//! passes values larger than `execve` allows (Linux caps one variable at
+//! 128 KiB).
 
 use lens::{managed_span, span_cm, trace_fn, LensConfig};
 use std::time::{Duration, Instant};
@@ -227,7 +232,31 @@ fn run(mode: &str, arg: Option<&str>) -> Result<(), Box<dyn std::error::Error>> 
     Ok(())
 }
 
+/// Sets the variable named in the `LENS_PROBE_SET_ENV` file (see the
+/// module docs). Runs first, while the process has a single thread.
+fn set_env_from_file() -> Result<(), String> {
+    use std::os::unix::ffi::OsStrExt;
+    let Some(path) = std::env::var_os("LENS_PROBE_SET_ENV") else {
+        return Ok(());
+    };
+    let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {path:?}: {e}"))?;
+    let eq = bytes
+        .iter()
+        .position(|b| *b == b'=')
+        .ok_or_else(|| format!("{path:?} holds no NAME=VALUE"))?;
+    let (name, value) = (&bytes[..eq], &bytes[eq + 1..]);
+    std::env::set_var(
+        std::ffi::OsStr::from_bytes(name),
+        std::ffi::OsStr::from_bytes(value),
+    );
+    Ok(())
+}
+
 fn main() {
+    if let Err(e) = set_env_from_file() {
+        eprintln!("lens-probe: LENS_PROBE_SET_ENV: {e}");
+        std::process::exit(2);
+    }
     let args: Vec<String> = std::env::args().collect();
     let mode = args.get(1).map_or("spans", String::as_str);
     let shape = args.get(2).map_or("sync", String::as_str);

@@ -5,6 +5,7 @@
 //! must hold from outside: exit status and signal, files written, timing
 //! bounds, memory.
 
+mod env;
 mod file;
 mod prop;
 mod runtime;
