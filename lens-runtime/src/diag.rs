@@ -7,25 +7,62 @@
 //! with one `write(2)` call; an error is ignored.
 
 use std::fmt;
-use std::io::Write;
+use std::io::{self, Write};
+
+/// Standard output's file descriptor.
+pub(crate) const STDOUT: libc::c_int = 1;
+/// Standard error's file descriptor.
+pub(crate) const STDERR: libc::c_int = 2;
 
 /// Writes `lens: <message>` and a newline to stderr, ignoring any error.
 pub(crate) fn warn(message: fmt::Arguments<'_>) {
     let mut line = Vec::with_capacity(128);
     let _ = write!(line, "lens: {message}");
     line.push(b'\n');
-    write_stderr(&line);
+    let _ = write_all_with(&line, |b| write_fd(STDERR, b));
 }
 
-fn write_stderr(bytes: &[u8]) {
-    #[cfg(unix)]
-    {
-        // SAFETY: fd 2 is only written to; a closed or invalid descriptor
-        // makes write(2) return an error, which is ignored.
-        let _ = unsafe { libc::write(2, bytes.as_ptr().cast(), bytes.len()) };
+/// One `write(2)` of `buf` to the file descriptor `fd`.
+///
+/// The console exporter writes to fd 1 directly rather than through
+/// `std::io::stdout()`: the latter takes the process-wide stdout lock, which
+/// the application may hold for as long as it likes (a `StdoutLock` kept by a
+/// progress printer), and the export thread would wait on it forever. A
+/// direct write bypasses the application's buffer; since each batch is
+/// written whole and the application's `Stdout` only ever holds an
+/// unfinished line, telemetry lines stay whole (an unfinished application
+/// line is completed after them). A closed fd 1 fails with `EBADF`, which is
+/// counted like any other failed write.
+pub(crate) fn write_fd(fd: libc::c_int, buf: &[u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is valid for reads of `buf.len()` bytes; `write` touches
+    // nothing else and does not take ownership of `fd`.
+    let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+    // a negative count (-1) is an error, reported in errno
+    usize::try_from(n).map_err(|_| io::Error::last_os_error())
+}
+
+/// Writes all of `buf` through `write`, retrying on `EINTR`. On failure the
+/// error comes with the number of bytes already written.
+pub(crate) fn write_all_counted(
+    buf: &[u8],
+    mut write: impl FnMut(&[u8]) -> io::Result<usize>,
+) -> Result<(), (usize, io::Error)> {
+    let mut done = 0;
+    while let Some(rest) = buf.get(done..).filter(|r| !r.is_empty()) {
+        match write(rest) {
+            Ok(0) => return Err((done, io::ErrorKind::WriteZero.into())),
+            Ok(n) => done += n.min(rest.len()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err((done, e)),
+        }
     }
-    #[cfg(not(unix))]
-    {
-        let _ = std::io::stderr().write_all(bytes);
-    }
+    Ok(())
+}
+
+/// [`write_all_counted`] without the count.
+pub(crate) fn write_all_with(
+    buf: &[u8],
+    write: impl FnMut(&[u8]) -> io::Result<usize>,
+) -> io::Result<()> {
+    write_all_counted(buf, write).map_err(|(_, e)| e)
 }

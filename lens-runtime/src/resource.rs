@@ -149,11 +149,7 @@ pub fn otel_resource_attributes(detect: &Detect<'_>) -> Vec<KeyValue> {
         return Vec::new();
     };
     parse_resource_attributes(&raw).unwrap_or_else(|e| {
-        use std::io::Write as _;
-        let _ = writeln!(
-            std::io::stderr(),
-            "lens: ignoring OTEL_RESOURCE_ATTRIBUTES: {e}"
-        );
+        crate::diag::warn(format_args!("ignoring OTEL_RESOURCE_ATTRIBUTES: {e}"));
         Vec::new()
     })
 }

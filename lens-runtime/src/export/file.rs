@@ -17,6 +17,7 @@
 //!   records are dropped and counted ([`Sink::dropped_records`]), export
 //!   returns an error, and one warning (the first failure) goes to stderr.
 
+use crate::diag::{write_all_counted, write_all_with, write_fd, STDERR, STDOUT};
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
@@ -141,50 +142,6 @@ impl Sink {
     }
 }
 
-const STDOUT: libc::c_int = 1;
-const STDERR: libc::c_int = 2;
-
-/// One `write(2)` of `buf` to the file descriptor `fd`.
-///
-/// The console exporter writes to fd 1 directly rather than through
-/// `std::io::stdout()`: the latter takes the process-wide stdout lock, which
-/// the application may hold for as long as it likes (a `StdoutLock` kept by a
-/// progress printer), and the export thread would wait on it forever. A
-/// direct write bypasses the application's buffer; since each batch is
-/// written whole and the application's `Stdout` only ever holds an
-/// unfinished line, telemetry lines stay whole (an unfinished application
-/// line is completed after them). A closed fd 1 fails with `EBADF`, which is
-/// counted like any other failed write.
-fn write_fd(fd: libc::c_int, buf: &[u8]) -> io::Result<usize> {
-    // SAFETY: `buf` is valid for reads of `buf.len()` bytes; `write` touches
-    // nothing else and does not take ownership of `fd`.
-    let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
-    // a negative count (-1) is an error, reported in errno
-    usize::try_from(n).map_err(|_| io::Error::last_os_error())
-}
-
-/// Writes all of `buf` through `write`, retrying on `EINTR`. On failure the
-/// error comes with the number of bytes already written.
-fn write_all_counted(
-    buf: &[u8],
-    mut write: impl FnMut(&[u8]) -> io::Result<usize>,
-) -> Result<(), (usize, io::Error)> {
-    let mut done = 0;
-    while let Some(rest) = buf.get(done..).filter(|r| !r.is_empty()) {
-        match write(rest) {
-            Ok(0) => return Err((done, io::ErrorKind::WriteZero.into())),
-            Ok(n) => done += n.min(rest.len()),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err((done, e)),
-        }
-    }
-    Ok(())
-}
-
-/// [`write_all_counted`] without the count.
-fn write_all_with(buf: &[u8], write: impl FnMut(&[u8]) -> io::Result<usize>) -> io::Result<()> {
-    write_all_counted(buf, write).map_err(|(_, e)| e)
-}
 
 /// Appends `buf` to `file` (opened for appending) whole or not at all: when
 /// a write fails after part of `buf` went out, the file is truncated back to
