@@ -60,6 +60,27 @@ impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    /// Waits on `done` until `ready` holds, at most until `deadline`.
+    fn wait_done(
+        &self,
+        mut st: MutexGuard<'_, State>,
+        deadline: Instant,
+        ready: impl Fn(&State) -> bool,
+    ) -> Result<(), ()> {
+        while !ready(&st) {
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(());
+            }
+            st = self
+                .done
+                .wait_timeout(st, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        Ok(())
+    }
 }
 
 /// A batch span processor whose exporter runs on a thread of its own.
@@ -118,19 +139,9 @@ impl BatchProcessor {
         st.flush_requested += 1;
         let ticket = st.flush_requested;
         self.shared.work.notify_one();
-        while st.flushed < ticket && !st.finished {
-            let now = Instant::now();
-            if now >= deadline {
-                return Err(OTelSdkError::Timeout(timeout));
-            }
-            st = self
-                .shared
-                .done
-                .wait_timeout(st, deadline - now)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
-        }
-        Ok(())
+        self.shared
+            .wait_done(st, deadline, |st| st.flushed >= ticket || st.finished)
+            .map_err(|()| OTelSdkError::Timeout(timeout))
     }
 }
 
@@ -175,19 +186,9 @@ impl SpanProcessor for BatchProcessor {
         let mut st = self.shared.lock();
         st.shutdown = true;
         self.shared.work.notify_one();
-        while !st.finished {
-            let now = Instant::now();
-            if now >= deadline {
-                return Err(OTelSdkError::Timeout(timeout));
-            }
-            st = self
-                .shared
-                .done
-                .wait_timeout(st, deadline - now)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
-        }
-        Ok(())
+        self.shared
+            .wait_done(st, deadline, |st| st.finished)
+            .map_err(|()| OTelSdkError::Timeout(timeout))
     }
 
     fn set_resource(&mut self, resource: &Resource) {

@@ -142,7 +142,6 @@ impl Sink {
     }
 }
 
-
 /// Appends `buf` to `file` (opened for appending) whole or not at all: when
 /// a write fails after part of `buf` went out, the file is truncated back to
 /// its length before the write, so it ends with the last complete line.

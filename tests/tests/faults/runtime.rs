@@ -20,14 +20,7 @@ fn force_flush_with_a_callback_reading_the_handle_returns() {
 
 #[test]
 fn shutdown_meets_its_deadline_with_a_hung_collector() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let _keep = std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for s in listener.incoming().flatten() {
-            held.push(s);
-        }
-    });
+    let addr = hung_collector(); // accepts connections, never answers
     for protocol in ["grpc", "http/protobuf"] {
         let dir = temp_dir("hung");
         let f = run_with_timeout(
@@ -63,14 +56,7 @@ fn shutdown_meets_its_deadline_with_a_hung_collector() {
 fn export_timeout_is_honoured() {
     // OTEL_BSP_EXPORT_TIMEOUT bounds one export call: with 300 ms, the span
     // export fails fast and the shutdown reports lost spans, not a timeout
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let _keep = std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for s in listener.incoming().flatten() {
-            held.push(s);
-        }
-    });
+    let addr = hung_collector(); // accepts connections, never answers
     let dir = temp_dir("export-timeout");
     let f = run_with_timeout(
         fault("hung-collector", None, &dir)
@@ -96,16 +82,12 @@ fn reinit_tears_down_only_what_each_handle_installed() {
         "re-init",
         &f,
     );
-    let spans = file_spans(&dir.join("spans.jsonl"));
-    let open = spans
-        .iter()
-        .find(|s| s.name == "b.open")
-        .expect("b.open exported");
+    let open = span_named(&dir, "b.open");
     assert!(
         !open.attributes.contains_key("nemo.span.truncated"),
         "{open:?}"
     );
-    assert!(spans.iter().any(|s| s.name == "b.step"));
+    assert!(span_names(&dir).iter().any(|n| n == "b.step"));
 }
 
 #[test]
@@ -159,11 +141,7 @@ fn the_first_span_created_during_unwinding_does_not_abort() {
         "span in a Drop during a panic",
         &f,
     );
-    let spans = file_spans(&dir.join("spans.jsonl"));
-    let s = spans
-        .iter()
-        .find(|s| s.name == "during.unwind")
-        .expect("exported");
+    let s = span_named(&dir, "during.unwind");
     assert_eq!(s.status_message.as_deref(), Some("boom"), "{s:?}");
 }
 
@@ -172,11 +150,7 @@ fn resume_unwind_is_not_labelled_with_an_older_panic() {
     let dir = temp_dir("resume");
     let f = run_with_timeout(&mut fault("resume-unwind", None, &dir), TIMEOUT);
     check(f.status.success(), "resume_unwind", &f);
-    let spans = file_spans(&dir.join("spans.jsonl"));
-    let s = spans
-        .iter()
-        .find(|s| s.name == "resumed")
-        .expect("exported");
+    let s = span_named(&dir, "resumed");
     assert_ne!(s.status_message.as_deref(), Some("old panic"), "{s:?}");
     assert!(
         s.status_message.is_some(),

@@ -26,10 +26,7 @@ fn with_app_handler(how: &str) {
         );
     }
     // the job span ended normally, after the checkpoint: not truncated
-    let job = file_spans(&dir.join("spans.jsonl"))
-        .into_iter()
-        .find(|s| s.name == "fault.job")
-        .expect("job");
+    let job = span_named(&dir, "fault.job");
     assert!(
         !job.attributes.contains_key("nemo.span.truncated"),
         "{job:?}"
@@ -81,11 +78,7 @@ fn dies_by(mode: &str, sig: i32) -> (Finished, std::path::PathBuf) {
 #[test]
 fn sole_handler_flushes_truncated_spans_then_dies_by_sigterm() {
     let (_, dir) = dies_by("sole", libc::SIGTERM);
-    let spans = file_spans(&dir.join("spans.jsonl"));
-    let job = spans
-        .iter()
-        .find(|s| s.name == "fault.job")
-        .expect("job span flushed");
+    let job = span_named(&dir, "fault.job");
     assert!(
         job.attributes.contains_key("nemo.span.truncated"),
         "{job:?}"
@@ -174,15 +167,7 @@ fn a_sigterm_flush_with_a_callback_reading_the_handle_ends() {
 
 #[test]
 fn the_signal_flush_has_a_deadline() {
-    // a collector that accepts connections and never answers
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let _keep = std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for s in listener.incoming().flatten() {
-            held.push(s);
-        }
-    });
+    let addr = hung_collector(); // accepts connections, never answers
     let dir = temp_dir("signal-deadline");
     let mut cmd = fault("sole", None, &dir);
     cmd.env("NEMO_LENS_EXPORTER", "otlp")

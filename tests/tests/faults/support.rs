@@ -60,3 +60,28 @@ pub fn span_names(dir: &std::path::Path) -> Vec<String> {
         .map(|s| s.name)
         .collect()
 }
+
+/// The span called `name` in `dir/spans.jsonl` (panics when there is none).
+#[track_caller]
+pub fn span_named(dir: &std::path::Path, name: &str) -> FileSpan {
+    let spans = file_spans(&dir.join("spans.jsonl"));
+    spans
+        .iter()
+        .find(|s| s.name == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("no span {name:?} exported: {spans:?}"))
+}
+
+/// A collector that accepts connections and never answers; returns its
+/// address. The listener lives for the rest of the test process.
+pub fn hung_collector() -> std::net::SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in listener.incoming().flatten() {
+            held.push(s);
+        }
+    });
+    addr
+}
