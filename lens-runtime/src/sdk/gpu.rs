@@ -1,6 +1,6 @@
 //! Opt-in GPU telemetry through NVML, named as the OpenTelemetry hardware
 //! semantic conventions say (`hw.gpu.*` and the common `hw.*` metrics,
-//! semantic conventions [`SEMCONV_VERSION`](crate::semconv::SEMCONV_VERSION)).
+//! semantic conventions [`SEMCONV_VERSION`](crate::api::semconv::SEMCONV_VERSION)).
 //!
 //! Turned on by `NEMO_LENS_GPU_METRICS=1` or
 //! `TelemetryBuilder::gpu_metrics(true)`; setup then calls
@@ -35,7 +35,7 @@
 //! debug-level `tracing` message (target `lens::gpu`) is emitted per
 //! process.
 
-use crate::semconv as sc;
+use crate::api::semconv as sc;
 use nvml_wrapper::enum_wrappers::device::TemperatureSensor;
 use nvml_wrapper::{Device, Nvml};
 use opentelemetry::metrics::{AsyncInstrument, Meter};

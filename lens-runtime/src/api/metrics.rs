@@ -22,7 +22,7 @@
 //! Recording allocates nothing beyond what the SDK needs for a new attribute
 //! set: the attribute arrays are built when a set is created (the inference
 //! set caches one array per operation / provider / model combination, up to
-//! [`MAX_INFERENCE_ATTRIBUTE_SETS`]). Names come from [`crate::semconv`];
+//! [`MAX_INFERENCE_ATTRIBUTE_SETS`]). Names come from [`crate::api::semconv`];
 //! the README's "Metrics" section has the full table.
 //!
 //! Choices the design left open, for the training set: the names mirror the
@@ -33,7 +33,7 @@
 //! learning rate are dimensionless gauges (`1`) holding the last step's
 //! value; TFLOP/s uses the UCUM annotation form `{TFLOP}/s`.
 
-use crate::semconv as sc;
+use crate::api::semconv as sc;
 use opentelemetry::metrics::{Counter, Gauge, Histogram, Meter};
 use opentelemetry::{KeyValue, Value};
 use std::sync::{Arc, PoisonError, RwLock};

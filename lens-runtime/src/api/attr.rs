@@ -420,7 +420,7 @@ pub fn collect(attributes: &[(&str, &dyn AttributeValue)]) -> Vec<KeyValue> {
 }
 
 /// A span that [`safe_set_span_attributes`] can write to: a lens
-/// [`LensSpan`](crate::span::LensSpan) or [`SpanGuard`](crate::span::SpanGuard),
+/// [`LensSpan`](crate::api::span::LensSpan) or [`SpanGuard`](crate::api::span::SpanGuard),
 /// the span of an OpenTelemetry [`Context`](opentelemetry::Context), or the
 /// [`SpanRef`](opentelemetry::trace::SpanRef) that
 /// `opentelemetry::trace::get_active_span` hands out.

@@ -2,16 +2,20 @@
 //! installs providers only on ranks that export, and returns a handle that
 //! flushes and shuts everything down (also on drop).
 
+use crate::api::groups::{set_enabled_span_groups, SpanGroupSet};
+use crate::api::span::{self, open};
+use crate::config::strategy::{self, StrategyError, StrategyFn};
+mod signal;
+
 use crate::config::{ConfigError, ExporterKind, LensConfig};
-use crate::export::batch::{BatchProcessor, BatchSettings};
-use crate::export::{self, console, file, Counting, ExportRuntime, OtlpProtocol, SpanCounters};
-use crate::groups::{set_enabled_span_groups, SpanGroupSet};
-use crate::ids::ForkSafeIdGenerator;
-use crate::redact::{RedactLogs, RedactSpans, RedactingMeterProvider, Redactor};
-use crate::resource::{self, Detect};
-use crate::sampler::{sampler_from_lookup, RankAwareSampler};
-use crate::span::{self, open};
-use crate::strategy::{self, StrategyError, StrategyFn};
+use crate::host::resource::{self, Detect};
+use crate::sdk::export::batch::{BatchProcessor, BatchSettings};
+use crate::sdk::export::{
+    self, console, file, Counting, ExportRuntime, OtlpProtocol, SpanCounters,
+};
+use crate::sdk::ids::ForkSafeIdGenerator;
+use crate::sdk::redact::{RedactLogs, RedactSpans, RedactingMeterProvider, Redactor};
+use crate::sdk::sampler::{sampler_from_lookup, RankAwareSampler};
 use opentelemetry::KeyValue;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::logs::SdkLoggerProvider;
@@ -318,7 +322,7 @@ impl OtelEnv {
             }
         }
         let signal_flush_timeout = match env("NEMO_LENS_SIGNAL_FLUSH_TIMEOUT") {
-            None => crate::signal::DEFAULT_SIGNAL_FLUSH_TIMEOUT,
+            None => crate::setup::signal::DEFAULT_SIGNAL_FLUSH_TIMEOUT,
             Some(v) => {
                 let expected = "a number of seconds in [0, 3600], e.g. 10 or 2.5";
                 match v.trim().parse::<f64>() {
@@ -445,7 +449,7 @@ impl TelemetryBuilder {
 
     /// Adds keys whose string values are redacted before export, on top of
     /// the built-in rule and `NEMO_LENS_REDACT_KEYS` (see
-    /// [`crate::attr::is_redacted_key`]): a key matches an attribute key
+    /// [`crate::api::attr::is_redacted_key`]): a key matches an attribute key
     /// equal to it or made of whole dot-separated segments of it (`email`
     /// matches `user.email`).
     ///
@@ -540,8 +544,8 @@ impl TelemetryBuilder {
                 Arc::new(|c, r, w| strategy::should_export(c, r, w).unwrap_or(false))
             }
         };
-        crate::propagation_install();
-        crate::span::install_panic_hook();
+        crate::api::propagation::install_global();
+        crate::api::span::install_panic_hook();
         if !self.config.enabled {
             // a disabled setup leaves a live pipeline alone
             if LIVE_HANDLES.load(Ordering::Acquire) == 0 {
@@ -560,7 +564,7 @@ impl TelemetryBuilder {
             return Err(SetupError::AlreadyInitialized);
         }
         let generation = NEXT_GENERATION.fetch_add(1, Ordering::Relaxed);
-        crate::fork::install_handler();
+        crate::sdk::fork::install_handler();
         if !decide(&self.config, self.rank, self.world_size) {
             // this rank records nothing: it owns the (empty) process state
             if let Some(previous) = take_over(generation) {
@@ -768,19 +772,19 @@ impl TelemetryBuilder {
             ));
             if cfg.gpu_metrics {
                 use opentelemetry::metrics::MeterProvider as _;
-                crate::gpu::register_gpu_metrics(&mp.meter(span::SCOPE_NAME));
+                crate::sdk::gpu::register_gpu_metrics(&mp.meter(span::SCOPE_NAME));
             }
         }
         set_enabled_span_groups(&groups);
         if cfg.flush_on_signal {
             let weak = Arc::downgrade(&pipeline);
-            crate::signal::set_live(
+            crate::setup::signal::set_live(
                 generation,
                 otel_env.signal_flush_timeout,
                 Box::new(move |truncate, timeout| match weak.upgrade() {
                     Some(p) => {
                         if truncate {
-                            open::truncate_all(crate::signal::SIGNAL_REASON);
+                            open::truncate_all(crate::setup::signal::SIGNAL_REASON);
                         }
                         p.flush(timeout)
                     }
@@ -814,13 +818,13 @@ fn take_over(generation: u64) -> Option<u64> {
 /// tracer and the global providers reset, the log bridge and the signal
 /// hook detached from it.
 fn teardown_globals(generation: u64, truncate_open_spans: bool) {
-    crate::signal::clear_live(generation);
+    crate::setup::signal::clear_live(generation);
     set_enabled_span_groups(&SpanGroupSet::none());
     if truncate_open_spans {
         open::truncate_all(TRUNCATED_REASON);
     }
     open::set_tracking(false);
-    crate::logs::deactivate();
+    crate::sdk::logs::deactivate();
     span::clear_tracer_provider();
     opentelemetry::global::set_tracer_provider(
         opentelemetry::trace::noop::NoopTracerProvider::new(),
@@ -1146,7 +1150,7 @@ impl TelemetryHandle {
     /// h.force_flush_within(std::time::Duration::from_secs(2)).unwrap();
     /// ```
     pub fn force_flush_within(&self, timeout: Duration) -> Result<(), ShutdownError> {
-        if crate::fork::in_child() {
+        if crate::sdk::fork::in_child() {
             return Ok(());
         }
         let errors = self
@@ -1182,7 +1186,7 @@ impl TelemetryHandle {
             return Ok(());
         }
         LIVE_HANDLES.fetch_sub(1, Ordering::AcqRel);
-        if crate::fork::in_child() {
+        if crate::sdk::fork::in_child() {
             // the parent's exporter threads do not exist here: nothing to
             // flush, and waiting for them would stall
             std::mem::forget(taken);

@@ -38,7 +38,7 @@ pub(crate) fn install_handler() {
 
 extern "C" fn child() {
     IN_CHILD.store(true, Ordering::Relaxed);
-    crate::groups::disable_all_after_fork();
-    crate::span::forget_tracer_after_fork();
-    crate::span::open::reset_after_fork();
+    crate::api::groups::disable_all_after_fork();
+    crate::api::span::forget_tracer_after_fork();
+    crate::api::span::open::reset_after_fork();
 }

@@ -546,7 +546,7 @@ impl LoggerProvider for StampingProvider {
     type Logger = StampingLogger;
 
     fn logger_with_scope(&self, _scope: InstrumentationScope) -> StampingLogger {
-        let scope = InstrumentationScope::builder(crate::span::SCOPE_NAME).build();
+        let scope = InstrumentationScope::builder(crate::api::span::SCOPE_NAME).build();
         StampingLogger(self.0.logger_with_scope(scope))
     }
 }

@@ -1,6 +1,6 @@
 //! Span guards: creation, context attachment, panic marking, end on drop.
 
-use crate::attr::AttributeValue;
+use crate::api::attr::AttributeValue;
 use opentelemetry::trace::{SpanBuilder, Status, TraceContextExt, Tracer as _};
 use opentelemetry::{Context, ContextGuard, Key, KeyValue};
 use std::borrow::Cow;
@@ -294,7 +294,7 @@ impl LensSpan {
     /// ```
     pub fn set_attribute<V: AttributeValue>(&self, key: impl Into<Key>, value: V) {
         let key = key.into();
-        if let Some(value) = crate::attr::value_for_key(key.as_str(), &value) {
+        if let Some(value) = crate::api::attr::value_for_key(key.as_str(), &value) {
             self.cx().span().set_attribute(KeyValue::new(key, value));
         }
     }
@@ -313,7 +313,7 @@ impl LensSpan {
     ) {
         self.cx()
             .span()
-            .add_event(name, crate::attr::collect(attributes));
+            .add_event(name, crate::api::attr::collect(attributes));
     }
 
     /// Marks the span ERROR with the error's `Display` text and adds an
@@ -343,7 +343,7 @@ impl LensSpan {
     }
 }
 
-impl crate::attr::SpanAttributeTarget for LensSpan {
+impl crate::api::attr::SpanAttributeTarget for LensSpan {
     fn is_recording(&self) -> bool {
         self.cx().span().is_recording()
     }
@@ -352,7 +352,7 @@ impl crate::attr::SpanAttributeTarget for LensSpan {
     }
 }
 
-impl crate::attr::SpanAttributeTarget for SpanGuard {
+impl crate::api::attr::SpanAttributeTarget for SpanGuard {
     fn is_recording(&self) -> bool {
         self.cx().span().is_recording()
     }
@@ -472,7 +472,7 @@ pub fn record_result<T, E: Display>(guard: &Option<SpanGuard>, result: &Result<T
 /// SIGTERM flush) can end them: run-wide spans are not lost when a job is
 /// stopped. Tracking is on only while a lens pipeline exports.
 pub(crate) mod open {
-    use crate::semconv;
+    use crate::api::semconv;
     use opentelemetry::trace::TraceContextExt;
     use opentelemetry::{Context, KeyValue};
     use std::cell::Cell;

@@ -2,8 +2,8 @@
 //! rule as the `sampled` strategy, then defers to an inner sampler
 //! (parent-based by default, or `OTEL_TRACES_SAMPLER`).
 
+use crate::config::strategy::rank_is_sampled;
 use crate::config::ConfigError;
-use crate::strategy::rank_is_sampled;
 use opentelemetry::trace::{Link, SpanKind, TraceContextExt, TraceId, TraceState};
 use opentelemetry::{Context, KeyValue};
 use opentelemetry_sdk::trace::{Sampler, SamplingDecision, SamplingResult, ShouldSample};

@@ -128,7 +128,7 @@ impl BatchProcessor {
 
     /// Waits until everything queued now is exported, at most `timeout`.
     pub(crate) fn flush_within(&self, timeout: Duration) -> OTelSdkResult {
-        if crate::fork::in_child() {
+        if crate::sdk::fork::in_child() {
             return Ok(());
         }
         let deadline = Instant::now() + timeout;
@@ -155,7 +155,7 @@ impl SpanProcessor for BatchProcessor {
         let counters = &self.shared.counters;
         // In a forked child the exporter thread does not exist, and the
         // queue's lock may have been held by a parent thread at fork time.
-        if crate::fork::in_child() {
+        if crate::sdk::fork::in_child() {
             counters.dropped.fetch_add(1, Ordering::Relaxed);
             return;
         }
@@ -179,7 +179,7 @@ impl SpanProcessor for BatchProcessor {
     }
 
     fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
-        if crate::fork::in_child() {
+        if crate::sdk::fork::in_child() {
             return Ok(());
         }
         let deadline = Instant::now() + timeout;

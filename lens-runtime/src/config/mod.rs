@@ -1,7 +1,9 @@
 //! `LensConfig`: the same fields and `NEMO_LENS_*` variables as the Python
 //! library's `NemoLensConfig`, parsed strictly and validated up front.
 
-use crate::groups::{SpanGroupError, SpanGroupFamily, SpanGroupSet};
+pub mod strategy;
+
+use crate::api::groups::{SpanGroupError, SpanGroupFamily, SpanGroupSet};
 use std::fmt;
 use std::str::FromStr;
 
@@ -211,7 +213,7 @@ pub struct LensConfig {
     /// ignored; default none). A key matches an attribute key equal to it or
     /// to a run of its dot-separated segments, ASCII case-insensitive
     /// (`email` redacts `user.email`); see
-    /// [`is_redacted_key_with`](crate::attr::is_redacted_key_with). A key
+    /// [`is_redacted_key_with`](crate::api::attr::is_redacted_key_with). A key
     /// may not contain whitespace, `=` or `,`.
     ///
     /// ```
@@ -504,7 +506,7 @@ fn check_redact_keys(variable: &str, keys: &[String]) -> Result<(), ConfigError>
 }
 
 fn check_strategy(variable: &str, name: &str) -> Result<(), ConfigError> {
-    if crate::strategy_known(name) {
+    if strategy::is_export_strategy_registered(name) {
         Ok(())
     } else {
         Err(invalid(

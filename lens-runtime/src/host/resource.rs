@@ -5,8 +5,8 @@
 //! Precedence, lowest first: detected < `OTEL_RESOURCE_ATTRIBUTES` < lens's
 //! own < caller-supplied. So a caller always wins over anything detected.
 
+use crate::api::semconv as sc;
 use crate::config::LensConfig;
-use crate::semconv as sc;
 use opentelemetry::{KeyValue, Value};
 use std::path::{Path, PathBuf};
 

@@ -5,9 +5,10 @@
 //! Extraction always starts from an empty context, never from the caller's
 //! current one: invalid input gives a context without a remote parent.
 
-use crate::attr::AttributeValue;
-use crate::span::{self, LensSpan};
-use crate::w3c::W3cPropagator;
+pub mod w3c;
+
+use crate::api::attr::AttributeValue;
+use crate::api::span::{self, LensSpan};
 use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
 use opentelemetry::trace::{Link, SpanBuilder, TraceContextExt};
 use opentelemetry::Context;
@@ -16,6 +17,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Mutex;
+use w3c::W3cPropagator;
 
 /// A string-map carrier (`traceparent`, `tracestate`, `baggage`).
 pub type Carrier = HashMap<String, String>;
@@ -320,7 +322,7 @@ pub fn create_linked_span(
     remote: &Context,
     attributes: &[(&str, &dyn AttributeValue)],
 ) -> LensSpan {
-    let attrs = crate::attr::collect(attributes);
+    let attrs = crate::api::attr::collect(attributes);
     let sc = remote.span().span_context().clone();
     let mut builder = SpanBuilder::from_name(name).with_attributes(attrs);
     if sc.is_valid() {
@@ -497,6 +499,17 @@ pub mod mpi_collective {
             Ok(buf)
         }
     }
+}
+
+/// Installs the W3C TraceContext + Baggage propagator as the global
+/// propagator (the Rust SDK's default global propagator does nothing).
+pub(crate) fn install_global() {
+    use opentelemetry::propagation::TextMapCompositePropagator;
+    use opentelemetry_sdk::propagation::BaggagePropagator;
+    opentelemetry::global::set_text_map_propagator(TextMapCompositePropagator::new(vec![
+        Box::new(W3cPropagator::new()),
+        Box::new(BaggagePropagator::new()),
+    ]));
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Instrumenting futures: the span is current on every poll and never held
 //! across a suspension; it ends when the future completes or is dropped.
 
-use crate::span::{LensSpan, SpanGuard};
+use crate::api::span::{LensSpan, SpanGuard};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};

@@ -1,7 +1,7 @@
 //! Redaction at the last point before export, for every signal.
 //!
 //! One rule decides which keys are sensitive: the default rule of
-//! [`is_redacted_key`](crate::attr::is_redacted_key) plus the extra keys of a
+//! [`is_redacted_key`](crate::api::attr::is_redacted_key) plus the extra keys of a
 //! [`Redactor`] (`NEMO_LENS_REDACT_KEYS`, `TelemetryBuilder::redact_keys`),
 //! matched as [`is_redacted_key_with`] describes. Under a sensitive key,
 //! string values and string arrays become [`REDACTED`]; numbers and booleans
@@ -18,7 +18,7 @@
 //! Free text (error messages, log bodies, event and span names) is not
 //! scanned.
 
-use crate::attr::{is_redactable, is_redacted_key_with, redact_value, REDACTED};
+use crate::api::attr::{is_redactable, is_redacted_key_with, redact_value, REDACTED};
 use opentelemetry::logs::{AnyValue, LogRecord as _, Logger as _, LoggerProvider as _};
 use opentelemetry::metrics::{
     AsyncInstrument, AsyncInstrumentBuilder, Counter, Gauge, Histogram, HistogramBuilder,
