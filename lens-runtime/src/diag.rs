@@ -66,3 +66,35 @@ pub(crate) fn write_all_with(
 ) -> io::Result<()> {
     write_all_counted(buf, write).map_err(|(_, e)| e)
 }
+
+/// Runs `f` with SIGXFSZ blocked on this thread, then consumes a SIGXFSZ
+/// that `f` raised (a write past `RLIMIT_FSIZE`) before restoring the
+/// thread's mask: lens's own file writes fail with `EFBIG` instead of
+/// killing the process, and the application's signal handling is
+/// untouched.
+pub(crate) fn without_sigxfsz<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: plain signal-mask calls on this thread with sets built here.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGXFSZ);
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        let blocked = libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old) == 0;
+        let r = f();
+        if blocked {
+            let zero = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            let mut pending: libc::sigset_t = std::mem::zeroed();
+            if libc::sigpending(&mut pending) == 0
+                && libc::sigismember(&pending, libc::SIGXFSZ) == 1
+                && libc::sigismember(&old, libc::SIGXFSZ) == 0
+            {
+                libc::sigtimedwait(&set, std::ptr::null_mut(), &zero);
+            }
+            libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        }
+        r
+    }
+}

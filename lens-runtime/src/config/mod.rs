@@ -1,6 +1,7 @@
 //! `LensConfig`: the same fields and `NEMO_LENS_*` variables as the Python
 //! library's `NemoLensConfig`, parsed strictly and validated up front.
 
+pub mod otel;
 pub mod strategy;
 
 use crate::api::groups::{SpanGroupError, SpanGroupFamily, SpanGroupSet};

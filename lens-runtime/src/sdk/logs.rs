@@ -567,6 +567,11 @@ impl Logger for StampingLogger {
     }
 
     fn emit(&self, record: SdkLogRecord) {
+        // a forked child is inert: the SDK's queue and locks belong to the
+        // parent's threads
+        if crate::sdk::fork::in_child() {
+            return;
+        }
         self.0.emit(record);
     }
 
@@ -594,7 +599,8 @@ thread_local! {
 
 #[inline]
 fn level_passes(level: Level) -> bool {
-    level as u8 >= MIN_LEVEL.load(Ordering::Relaxed)
+    // a forked child bridges nothing (see `crate::sdk::fork`)
+    level as u8 >= MIN_LEVEL.load(Ordering::Relaxed) && !crate::sdk::fork::in_child()
 }
 
 /// Stops forwarding (telemetry shutdown calls this, so records after

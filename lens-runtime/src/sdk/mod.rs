@@ -7,5 +7,6 @@ pub(crate) mod fork;
 pub mod gpu;
 pub mod ids;
 pub mod logs;
+pub(crate) mod pipeline;
 pub mod redact;
 pub mod sampler;

@@ -534,6 +534,11 @@ macro_rules! redacting_sync {
     ($($inst:ident::$record:ident),*) => {$(
         impl<T> SyncInstrument<T> for RedactingSync<$inst<T>> {
             fn measure(&self, measurement: T, attributes: &[KeyValue]) {
+                // in a forked child the SDK's locks may be held forever by
+                // a parent thread that does not exist here
+                if crate::sdk::fork::in_child() {
+                    return;
+                }
                 self.inner
                     .$record(measurement, &self.redactor.redacted_attributes(attributes));
             }
@@ -612,10 +617,19 @@ macro_rules! observable_builders {
             for callback in b.callbacks {
                 let redactor = self.redactor.clone();
                 inner = inner.with_callback(move |observer: &dyn AsyncInstrument<$t>| {
-                    callback(&RedactingObserver {
-                        inner: observer,
-                        redactor: &redactor,
-                    })
+                    // a panicking user callback must not kill the SDK's
+                    // metric reader thread (every later export would fail)
+                    let observe = std::panic::AssertUnwindSafe(|| {
+                        callback(&RedactingObserver {
+                            inner: observer,
+                            redactor: &redactor,
+                        })
+                    });
+                    if std::panic::catch_unwind(observe).is_err() {
+                        crate::diag::warn(format_args!(
+                            "a metric callback panicked; its observations of this collection are lost"
+                        ));
+                    }
                 });
             }
             inner.build()

@@ -39,9 +39,6 @@ use std::time::Duration;
 /// The reason recorded on spans ended by a signal.
 pub(crate) const SIGNAL_REASON: &str = "process received a termination signal";
 
-/// Default of `NEMO_LENS_SIGNAL_FLUSH_TIMEOUT`.
-pub(crate) const DEFAULT_SIGNAL_FLUSH_TIMEOUT: Duration = Duration::from_secs(10);
-
 const SIGNALS: [libc::c_int; 2] = [libc::SIGTERM, libc::SIGINT];
 
 /// What the handler needs about one signal, readable from a signal handler.
@@ -109,14 +106,24 @@ pub(crate) fn clear_live(generation: u64) {
 
 fn install_once() {
     static ONCE: OnceLock<()> = OnceLock::new();
+    let mut first = false;
     ONCE.get_or_init(|| {
-        if let Err(e) = install() {
+        first = true;
+        if let Err(e) = start_flush_thread().and_then(|()| install_handlers()) {
             diag::warn(format_args!("cannot install the flush-on-signal hook: {e}"));
         }
     });
+    // a forked child that sets lens up again inherited the handlers but
+    // not the flush thread: it gets its own
+    if !first && HOOK_PID.load(Ordering::Relaxed) != std::process::id() {
+        if let Err(e) = start_flush_thread() {
+            diag::warn(format_args!("cannot start the flush-on-signal thread: {e}"));
+        }
+    }
 }
 
-fn install() -> std::io::Result<()> {
+/// Starts the flush thread and its wake-up pipe, for this process.
+fn start_flush_thread() -> std::io::Result<()> {
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: `fds` has room for the two descriptors pipe2 writes.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -138,11 +145,19 @@ fn install() -> std::io::Result<()> {
     std::thread::Builder::new()
         .name("lens-signal".into())
         .spawn(move || watch(reader))?;
-    HOOK_PID.store(std::process::id(), Ordering::Relaxed);
-    // the write end lives for the rest of the process
+    // the write end lives for the rest of the process; the pid is stored
+    // last, so the handler only wakes this process's thread
     WAKE_FD.store(write_end.as_raw_fd(), Ordering::Release);
     std::mem::forget(write_end);
+    HOOK_PID.store(std::process::id(), Ordering::Release);
+    Ok(())
+}
 
+/// Installs lens's handler over each signal that is not ignored, keeping
+/// the previous action's mask and flags (`SA_RESTART`, `SA_ONSTACK`,
+/// `SA_NODEFER`): a blocking call the application expects to be
+/// interrupted still is.
+fn install_handlers() -> std::io::Result<()> {
     for (i, &sig) in SIGNALS.iter().enumerate() {
         // SAFETY: sigaction with a null new action only reads the current one.
         let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
@@ -156,12 +171,21 @@ fn install() -> std::io::Result<()> {
         h.prev_action.store(old.sa_sigaction, Ordering::Relaxed);
         h.prev_siginfo
             .store(old.sa_flags & libc::SA_SIGINFO != 0, Ordering::Relaxed);
-        // SAFETY: a zeroed sigaction with our handler, SA_SIGINFO and an
-        // empty mask is a valid action; `handler` is async-signal-safe.
-        let mut new: libc::sigaction = unsafe { std::mem::zeroed() };
+        // The previous action's mask and flags, with lens's handler:
+        // SA_SIGINFO is lens's own; SA_RESETHAND is not kept (the previous
+        // handler is called by lens's, which stays). Over the default
+        // disposition, interrupted calls are restarted.
+        let kept = libc::SA_RESTART | libc::SA_ONSTACK | libc::SA_NODEFER;
+        let flags = if old.sa_sigaction == libc::SIG_DFL {
+            libc::SA_RESTART
+        } else {
+            old.sa_flags & kept
+        };
+        // SAFETY: the previous action with our handler is a valid action;
+        // `handler` is async-signal-safe.
+        let mut new: libc::sigaction = old;
         new.sa_sigaction = handler as *const () as usize;
-        new.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART | libc::SA_ONSTACK;
-        unsafe { libc::sigemptyset(&mut new.sa_mask) };
+        new.sa_flags = flags | libc::SA_SIGINFO;
         h.installed.store(true, Ordering::Release);
         if unsafe { libc::sigaction(sig, &new, std::ptr::null_mut()) } != 0 {
             h.installed.store(false, Ordering::Release);

@@ -97,6 +97,35 @@ fn with_prompt(prompt: &Prompt) {
     let _ = prompt;
 }
 
+/// A span exporter that writes the names of each batch to a file, after a
+/// delay, and panics on its first batch when asked to.
+#[derive(Debug)]
+struct NamesTo {
+    path: std::path::PathBuf,
+    delay: Duration,
+    panic_first: AtomicBool,
+}
+
+impl lens::otel_sdk::trace::SpanExporter for NamesTo {
+    async fn export(
+        &self,
+        batch: Vec<lens::otel_sdk::trace::SpanData>,
+    ) -> lens::otel_sdk::error::OTelSdkResult {
+        if self.panic_first.swap(false, Ordering::SeqCst) {
+            panic!("exporter bug");
+        }
+        std::thread::sleep(self.delay);
+        let names: Vec<String> = batch.iter().map(|s| s.name.to_string()).collect();
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)
+            .map_err(|e| lens::otel_sdk::error::OTelSdkError::InternalFailure(e.to_string()))?;
+        let _ = writeln!(f, "{}", names.join("\n"));
+        Ok(())
+    }
+}
+
 fn run(mode: &str, arg: Option<&str>) -> Res {
     match mode {
         // SIGTERM with the application's own handler, installed before or
@@ -329,7 +358,9 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
                 let r = h.shutdown(Duration::from_secs(5));
                 drop(h);
                 let took = t.elapsed();
-                let code = if r.is_ok() && took < Duration::from_secs(1) {
+                // the child's spans were dropped, and its shutdown says so
+                let said = matches!(&r, Err(e) if e.to_string().contains("forked child"));
+                let code = if said && took < Duration::from_secs(1) {
                     0
                 } else {
                     3
@@ -399,6 +430,213 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
                 .build()
                 .add(1, &[lens::otel::KeyValue::new("prompt", "SECRET-8")]);
             h.shutdown(Duration::from_secs(5))?;
+            Ok(())
+        }
+        // a forked child sets lens up again and gets a pipeline of its own
+        "fork-resetup" => {
+            // forked after the parent shut down: an ordinary process
+            let h = setup()?;
+            h.shutdown(Duration::from_secs(5))?;
+            drop(h);
+            let child = |suffix: &str, parent: Option<TelemetryHandle>| -> ! {
+                let code = (|| -> Res {
+                    if let Some(p) = parent {
+                        // the parent's handle: shut down at once, not waited on
+                        let _ = p.shutdown(Duration::from_secs(5));
+                        drop(p);
+                    }
+                    let mut cfg = LensConfig::from_env()?;
+                    cfg.file_path = cfg.file_path.map(|p| format!("{p}.{suffix}"));
+                    let h = TelemetryBuilder::new(cfg, 0, 1).install()?;
+                    drop(span_cm!("child.own"));
+                    h.shutdown(Duration::from_secs(5))?;
+                    Ok(())
+                })()
+                .map_or(4, |()| 0);
+                // SAFETY: leave the child without the parent's destructors
+                unsafe { libc::_exit(code) }
+            };
+            let wait = |pid: libc::pid_t| -> Res {
+                let mut status = 0;
+                // SAFETY: waiting for our child.
+                unsafe { libc::waitpid(pid, &mut status, 0) };
+                if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+                    return Err(format!("child failed: status {status}").into());
+                }
+                Ok(())
+            };
+            // SAFETY: the child only uses lens's API and exits.
+            let pid = unsafe { libc::fork() };
+            if pid == 0 {
+                child("after-shutdown", None);
+            }
+            wait(pid)?;
+            // forked while the parent's pipeline is live
+            let h = setup()?;
+            drop(span_cm!("parent.live"));
+            // SAFETY: as above.
+            let pid = unsafe { libc::fork() };
+            if pid == 0 {
+                child("while-live", Some(h));
+            }
+            wait(pid)?;
+            h.shutdown(Duration::from_secs(5))?;
+            say("fork-resetup ok");
+            Ok(())
+        }
+        // metrics recorded in a forked child never hang it
+        "fork-metrics" => {
+            let h = setup()?;
+            let meter = h.meter();
+            let counter = meter.u64_counter("fault.fork.count").build();
+            let hist = meter.f64_histogram("fault.fork.hist").build();
+            let stop = Arc::new(AtomicBool::new(false));
+            let workers: Vec<_> = (0..2)
+                .map(|_| {
+                    let (c, hh, stop) = (counter.clone(), hist.clone(), stop.clone());
+                    std::thread::spawn(move || {
+                        let attrs = [lens::otel::KeyValue::new("k", "v")];
+                        while !stop.load(Ordering::Relaxed) {
+                            c.add(1, &attrs);
+                            hh.record(0.5, &attrs);
+                        }
+                    })
+                })
+                .collect();
+            let n: u32 = arg.unwrap_or("200").parse()?;
+            let mut hung = 0;
+            for _ in 0..n {
+                // SAFETY: the child only records and exits.
+                let pid = unsafe { libc::fork() };
+                if pid == 0 {
+                    // SAFETY: a watchdog: a hung child dies of SIGALRM
+                    unsafe { libc::alarm(5) };
+                    let attrs = [lens::otel::KeyValue::new("k", "child")];
+                    for _ in 0..64 {
+                        counter.add(1, &attrs);
+                        hist.record(1.0, &attrs);
+                    }
+                    drop(span_cm!("child.span"));
+                    let _ = h.shutdown(Duration::from_secs(2));
+                    // SAFETY: leave the child at once.
+                    unsafe { libc::_exit(0) };
+                }
+                let mut status = 0;
+                // SAFETY: waiting for our child.
+                unsafe { libc::waitpid(pid, &mut status, 0) };
+                if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+                    hung += 1;
+                }
+            }
+            stop.store(true, Ordering::Relaxed);
+            for w in workers {
+                let _ = w.join();
+            }
+            h.shutdown(Duration::from_secs(5))?;
+            say(&format!("children={n} hung={hung}"));
+            Ok(())
+        }
+        // force_flush_within with a short deadline in a loop against a hung
+        // collector: lens does not pile up threads
+        "flush-loop" => {
+            let h = setup()?;
+            let threads = || std::fs::read_dir("/proc/self/task").map_or(0, |d| d.count());
+            let before = threads();
+            let mut most = before;
+            for i in 0..200 {
+                drop(span_cm!("loop.span", i = i));
+                let _ = h.force_flush_within(Duration::from_millis(10));
+                most = most.max(threads());
+            }
+            say(&format!("threads before={before} most={most}"));
+            let _ = h.shutdown(Duration::from_secs(1));
+            Ok(())
+        }
+        // SIGTERM while shutdown exports: the shutdown's export completes
+        // before the process dies by the signal
+        "sigterm-in-shutdown" => {
+            let out = std::path::PathBuf::from(arg.ok_or("sigterm-in-shutdown needs a path")?);
+            let h = builder()?
+                .with_span_exporter(NamesTo {
+                    path: out,
+                    delay: Duration::from_millis(1500),
+                    panic_first: AtomicBool::new(false),
+                })
+                .install()?;
+            for i in 0..5 {
+                drop(span_cm!("slow.span", i = i));
+            }
+            std::thread::spawn(|| {
+                std::thread::sleep(Duration::from_millis(200));
+                // SAFETY: signalling ourselves.
+                unsafe { libc::kill(libc::getpid(), libc::SIGTERM) };
+            });
+            let _ = h.shutdown(Duration::from_secs(8));
+            say("shutdown returned");
+            std::thread::sleep(Duration::from_secs(5));
+            Err("not killed".into())
+        }
+        // an application handler without SA_RESTART: a blocking read is
+        // still interrupted with EINTR once lens is set up
+        "eintr" => {
+            // SAFETY: a handler that stores an atomic, without SA_RESTART.
+            unsafe {
+                let mut sa: libc::sigaction = std::mem::zeroed();
+                sa.sa_sigaction = app_handler as *const () as usize;
+                libc::sigemptyset(&mut sa.sa_mask);
+                sa.sa_flags = 0;
+                libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
+            }
+            let _h = setup()?;
+            let mut fds = [0; 2];
+            // SAFETY: a pipe nobody writes to.
+            unsafe { libc::pipe(fds.as_mut_ptr()) };
+            say("ready");
+            let mut b = [0u8; 1];
+            // SAFETY: reading into a local buffer.
+            let n = unsafe { libc::read(fds[0], b.as_mut_ptr().cast(), 1) };
+            let errno = std::io::Error::last_os_error().raw_os_error();
+            if n == -1 && errno == Some(libc::EINTR) && APP_GOT_SIGNAL.load(Ordering::SeqCst) {
+                say("read interrupted");
+                Ok(())
+            } else {
+                Err(format!("read returned {n}, errno {errno:?}").into())
+            }
+        }
+        // a panicking exporter or metric callback does not stop export
+        "panics" => {
+            let out = std::path::PathBuf::from(arg.ok_or("panics needs a path")?);
+            let h = builder()?
+                .with_span_exporter(NamesTo {
+                    path: out,
+                    delay: Duration::ZERO,
+                    panic_first: AtomicBool::new(true),
+                })
+                .install()?;
+            let calls = Arc::new(std::sync::atomic::AtomicU32::new(0));
+            let c2 = calls.clone();
+            let _g = h
+                .meter()
+                .u64_observable_gauge("fault.gauge")
+                .with_callback(move |o| {
+                    if c2.fetch_add(1, Ordering::SeqCst) == 0 {
+                        panic!("callback bug");
+                    }
+                    o.observe(1, &[]);
+                })
+                .build();
+            drop(span_cm!("lost.span"));
+            let _ = h.force_flush();
+            drop(span_cm!("after.panic"));
+            let flushed = h.force_flush();
+            let _ = h.force_flush();
+            let dropped = h.dropped_spans();
+            say(&format!(
+                "flush_ok={} dropped={dropped} callback_calls={}",
+                flushed.is_ok(),
+                calls.load(Ordering::SeqCst)
+            ));
+            h.shutdown(Duration::from_secs(5)).ok();
             Ok(())
         }
         other => Err(format!("unknown mode {other}").into()),

@@ -16,8 +16,8 @@
 //!
 //! Rank and world size come from `RANK` / `WORLD_SIZE` (default 0 / 1).
 //! `LENS_PROBE_FSIZE=<bytes>` limits the size of files the probe writes
-//! (`RLIMIT_FSIZE`, with `SIGXFSZ` ignored so writes past it fail with
-//! `EFBIG`).
+//! (`RLIMIT_FSIZE`; `SIGXFSZ` keeps its default action, which kills a
+//! process that writes past the limit unless the writer blocks it).
 //!
 //! `LENS_PROBE_SET_ENV=<file>`: the file holds `NAME=VALUE` (raw bytes, any
 //! size); the probe sets that variable before anything else runs. This
@@ -58,12 +58,9 @@ fn limit_file_size() -> Result<(), Box<dyn std::error::Error>> {
         rlim_cur: bytes,
         rlim_max: bytes,
     };
-    // SAFETY: plain system calls with valid arguments; ignoring SIGXFSZ
-    // turns a write past the limit into an EFBIG error instead of a kill.
-    let rc = unsafe {
-        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-        libc::setrlimit(libc::RLIMIT_FSIZE, &rlimit)
-    };
+    // SAFETY: a plain system call with valid arguments. SIGXFSZ keeps its
+    // default action (kill): lens must keep its own writes from raising it.
+    let rc = unsafe { libc::setrlimit(libc::RLIMIT_FSIZE, &rlimit) };
     if rc != 0 {
         return Err(std::io::Error::last_os_error().into());
     }

@@ -49,6 +49,11 @@ fn shutdown_meets_its_deadline_with_a_hung_collector() {
             &format!("{protocol}: the error must name what timed out"),
             &f,
         );
+        check(
+            f.stdout.contains("100 of 100 spans were not exported"),
+            &format!("{protocol}: every span still queued or in flight counts as lost"),
+            &f,
+        );
     }
 }
 
@@ -239,4 +244,93 @@ fn every_signal_is_redacted_before_export() {
         );
     }
     assert!(text.matches("[REDACTED]").count() >= 9, "{text}");
+}
+
+#[test]
+fn a_forked_child_can_set_lens_up_again() {
+    let dir = temp_dir("fork-resetup");
+    let f = run_with_timeout(&mut fault("fork-resetup", None, &dir), TIMEOUT);
+    check(
+        f.status.success() && f.stdout.contains("fork-resetup ok"),
+        "fork-resetup",
+        &f,
+    );
+    for suffix in ["after-shutdown", "while-live"] {
+        let path = dir.join(format!("spans.jsonl.{suffix}"));
+        let names: Vec<String> = file_spans(&path).into_iter().map(|s| s.name).collect();
+        assert_eq!(names, ["child.own"], "{suffix}: {names:?}");
+    }
+}
+
+#[test]
+fn metrics_recorded_in_a_forked_child_never_hang_it() {
+    let dir = temp_dir("fork-metrics");
+    let f = run_with_timeout(
+        fault("fork-metrics", Some("100"), &dir)
+            .env("NEMO_LENS_METRICS_ENABLED", "1")
+            .env("OTEL_METRIC_EXPORT_INTERVAL", "1"),
+        Duration::from_secs(300),
+    );
+    check(
+        f.status.success() && f.stdout.contains("hung=0"),
+        "fork-metrics",
+        &f,
+    );
+}
+
+#[test]
+fn short_flush_deadlines_against_a_hung_collector_do_not_pile_up_threads() {
+    let addr = hung_collector();
+    let dir = temp_dir("flush-loop");
+    let f = run_with_timeout(
+        fault("flush-loop", None, &dir)
+            .env("NEMO_LENS_EXPORTER", "otlp")
+            .env("NEMO_LENS_METRICS_ENABLED", "1")
+            .env("NEMO_LENS_LOGS_ENABLED", "1")
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", format!("http://{addr}")),
+        TIMEOUT,
+    );
+    check(f.status.success(), "flush-loop", &f);
+    let num = |key: &str| -> usize {
+        f.stdout
+            .split(key)
+            .nth(1)
+            .and_then(|s| s.split_whitespace().next())
+            .and_then(|s| s.parse().ok())
+            .expect("thread counts")
+    };
+    let (before, most) = (num("before="), num("most="));
+    check(
+        most <= before + 4,
+        &format!("threads grew from {before} to {most} over 200 flushes"),
+        &f,
+    );
+}
+
+#[test]
+fn a_panicking_exporter_or_callback_does_not_stop_export() {
+    let dir = temp_dir("panics");
+    let out = dir.join("names.txt");
+    let f = run_with_timeout(
+        fault("panics", Some(out.to_str().unwrap()), &dir).env("NEMO_LENS_METRICS_ENABLED", "1"),
+        TIMEOUT,
+    );
+    check(
+        f.status.success() && f.stdout.contains("flush_ok=true dropped=1"),
+        "after a panicking export, the next flush works and the lost span is counted",
+        &f,
+    );
+    let names = std::fs::read_to_string(&out).unwrap_or_default();
+    assert!(names.contains("after.panic"), "{names}");
+    let calls: u32 = f
+        .stdout
+        .split("callback_calls=")
+        .nth(1)
+        .and_then(|s| s.trim().parse().ok())
+        .expect("callback_calls");
+    check(
+        calls >= 2,
+        "the metric callback must run again after its panic",
+        &f,
+    );
 }

@@ -187,3 +187,31 @@ fn the_signal_flush_has_a_deadline() {
         &f,
     );
 }
+
+#[test]
+fn a_sigterm_during_shutdown_waits_for_its_export() {
+    let dir = temp_dir("sigterm-in-shutdown");
+    let out = dir.join("names.txt");
+    let f = run_with_timeout(
+        &mut fault("sigterm-in-shutdown", Some(out.to_str().unwrap()), &dir),
+        TIMEOUT,
+    );
+    check(f.signal() == Some(libc::SIGTERM), "must die by SIGTERM", &f);
+    let names = std::fs::read_to_string(&out).unwrap_or_default();
+    assert_eq!(names.matches("slow.span").count(), 5, "{names}");
+}
+
+#[test]
+fn an_application_handler_without_sa_restart_still_interrupts_calls() {
+    let dir = temp_dir("eintr");
+    let f = run_with_timeout_and(&mut fault("eintr", None, &dir), TIMEOUT, |child, wait| {
+        assert!(wait("ready"), "the probe never got ready");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        kill(child, libc::SIGTERM);
+    });
+    check(
+        f.status.success() && f.stdout.contains("read interrupted"),
+        "lens must keep the application's SA_RESTART choice",
+        &f,
+    );
+}

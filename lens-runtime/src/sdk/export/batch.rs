@@ -11,6 +11,7 @@
 //! behaviour in a forked child (whose exporter thread does not exist).
 
 use super::SpanCounters;
+pub(crate) use crate::config::otel::BatchSettings;
 use crate::diag;
 use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use opentelemetry_sdk::trace::{SpanData, SpanExporter, SpanProcessor};
@@ -21,19 +22,6 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-/// Queue and batch settings (from `OTEL_BSP_*`, validated by the config).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct BatchSettings {
-    /// Spans held at most; more are dropped and counted.
-    pub(crate) max_queue_size: usize,
-    /// Spans per export call at most.
-    pub(crate) max_export_batch_size: usize,
-    /// Longest wait before a partial batch is exported.
-    pub(crate) scheduled_delay: Duration,
-    /// Default deadline of `force_flush` (the SDK calls it without one).
-    pub(crate) flush_timeout: Duration,
-}
-
 #[derive(Default)]
 struct State {
     queue: VecDeque<SpanData>,
@@ -43,6 +31,11 @@ struct State {
     flushed: u64,
     shutdown: bool,
     finished: bool,
+    /// Spans in the export call running now.
+    in_flight: usize,
+    /// Set when a shutdown gave up waiting: what was queued or in flight
+    /// then was counted as dropped.
+    abandoned: bool,
     resource: Option<Resource>,
 }
 
@@ -84,6 +77,8 @@ impl Shared {
 }
 
 /// A batch span processor whose exporter runs on a thread of its own.
+/// Clones are handles to the same queue and thread.
+#[derive(Clone)]
 pub(crate) struct BatchProcessor {
     shared: Arc<Shared>,
 }
@@ -157,6 +152,7 @@ impl SpanProcessor for BatchProcessor {
         // queue's lock may have been held by a parent thread at fork time.
         if crate::sdk::fork::in_child() {
             counters.dropped.fetch_add(1, Ordering::Relaxed);
+            crate::sdk::fork::note_dropped();
             return;
         }
         let settings = &self.shared.settings;
@@ -184,11 +180,26 @@ impl SpanProcessor for BatchProcessor {
         }
         let deadline = Instant::now() + timeout;
         let mut st = self.shared.lock();
+        if st.abandoned {
+            return Err(OTelSdkError::Timeout(timeout));
+        }
         st.shutdown = true;
         self.shared.work.notify_one();
-        self.shared
-            .wait_done(st, deadline, |st| st.finished)
-            .map_err(|()| OTelSdkError::Timeout(timeout))
+        let r = self.shared.wait_done(st, deadline, |st| st.finished);
+        if r.is_err() {
+            // what is still queued or in flight will not make it in time:
+            // count it now, so the shutdown report is complete
+            let mut st = self.shared.lock();
+            if !st.finished && !st.abandoned {
+                st.abandoned = true;
+                let lost = (st.queue.len() + st.in_flight) as u64;
+                self.shared
+                    .counters
+                    .dropped
+                    .fetch_add(lost, Ordering::Relaxed);
+            }
+        }
+        r.map_err(|()| OTelSdkError::Timeout(timeout))
     }
 
     fn set_resource(&mut self, resource: &Resource) {
@@ -242,20 +253,37 @@ fn run<E: SpanExporter>(mut exporter: E, shared: &Shared) {
         while !spare.is_empty() {
             let n = spare.len().min(settings.max_export_batch_size);
             let batch: Vec<SpanData> = spare.drain(..n).collect();
-            // the result is counted by the `Counting` wrapper
-            let _ = futures_executor::block_on(exporter.export(batch));
+            shared.lock().in_flight = n + spare.len();
+            // the result is counted by the `Counting` wrapper; a panicking
+            // exporter loses its batch (counted) but not the thread
+            let export =
+                std::panic::AssertUnwindSafe(|| futures_executor::block_on(exporter.export(batch)));
+            if std::panic::catch_unwind(export).is_err() {
+                shared
+                    .counters
+                    .failed
+                    .fetch_add(n as u64, Ordering::Relaxed);
+                diag::warn(format_args!(
+                    "the span exporter panicked; {n} spans were lost"
+                ));
+            }
         }
+        shared.lock().in_flight = 0;
         last_export = Instant::now();
 
         let mut st = shared.lock();
         st.flushed = st.flushed.max(ticket);
         if shutting_down {
             // spans that raced the shutdown flag are dropped and counted
-            let late = st.queue.len() as u64;
+            let late = if st.abandoned {
+                0
+            } else {
+                st.queue.len() as u64
+            };
             st.queue = VecDeque::new();
             drop(st);
             shared.counters.dropped.fetch_add(late, Ordering::Relaxed);
-            let _ = exporter.shutdown();
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| exporter.shutdown()));
             drop(exporter);
             let mut st = shared.lock();
             st.finished = true;

@@ -156,7 +156,11 @@ fn append_whole(
     mut write: impl FnMut(&File, &[u8]) -> io::Result<usize>,
 ) -> io::Result<()> {
     let start = file.metadata()?.len();
-    let Err((written, err)) = write_all_counted(buf, |b| write(file, b)) else {
+    // Past RLIMIT_FSIZE the kernel sends SIGXFSZ to the writing thread,
+    // whose default action kills the job: blocked here, the write fails
+    // with EFBIG instead, and a SIGXFSZ the write raised is consumed.
+    let written = crate::diag::without_sigxfsz(|| write_all_counted(buf, |b| write(file, b)));
+    let Err((written, err)) = written else {
         return Ok(());
     };
     if written == 0 {

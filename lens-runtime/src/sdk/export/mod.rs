@@ -14,7 +14,7 @@ pub(crate) mod batch;
 pub(crate) mod console;
 pub(crate) mod file;
 
-use crate::config::ConfigError;
+pub use crate::config::otel::OtlpProtocol;
 use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use opentelemetry_sdk::logs::{LogBatch, LogExporter};
 use opentelemetry_sdk::metrics::data::ResourceMetrics;
@@ -214,58 +214,6 @@ impl<E: SpanExporter> SpanExporter for Counting<E> {
     }
     fn set_resource(&mut self, resource: &Resource) {
         self.inner.set_resource(resource);
-    }
-}
-
-/// An OTLP transport.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OtlpProtocol {
-    /// `grpc` (the default).
-    Grpc,
-    /// `http/protobuf`.
-    HttpProtobuf,
-    /// `http/json`.
-    HttpJson,
-}
-
-impl OtlpProtocol {
-    /// Accepted spellings.
-    pub const CHOICES: &'static str = "grpc, http/protobuf, http/json";
-
-    fn parse(variable: &str, value: &str) -> Result<Self, ConfigError> {
-        match value.trim().to_ascii_lowercase().as_str() {
-            "grpc" => Ok(OtlpProtocol::Grpc),
-            "http/protobuf" => Ok(OtlpProtocol::HttpProtobuf),
-            "http/json" => Ok(OtlpProtocol::HttpJson),
-            _ => Err(ConfigError::InvalidValue {
-                variable: variable.to_owned(),
-                value: value.to_owned(),
-                expected: format!("one of: {}", Self::CHOICES),
-            }),
-        }
-    }
-
-    /// The protocol for one signal (`TRACES`, `METRICS`, `LOGS`):
-    /// `OTEL_EXPORTER_OTLP_<SIGNAL>_PROTOCOL`, else `OTEL_EXPORTER_OTLP_PROTOCOL`,
-    /// else gRPC.
-    ///
-    /// ```
-    /// use lens_runtime::export::OtlpProtocol;
-    /// let p = OtlpProtocol::for_signal("TRACES", |k| (k == "OTEL_EXPORTER_OTLP_PROTOCOL").then(|| "http/json".into())).unwrap();
-    /// assert_eq!(p, OtlpProtocol::HttpJson);
-    /// assert!(OtlpProtocol::for_signal("LOGS", |_| Some("udp".into())).is_err());
-    /// ```
-    pub fn for_signal(
-        signal: &str,
-        lookup: impl Fn(&str) -> Option<String>,
-    ) -> Result<Self, ConfigError> {
-        let specific = format!("OTEL_EXPORTER_OTLP_{signal}_PROTOCOL");
-        for var in [specific.as_str(), "OTEL_EXPORTER_OTLP_PROTOCOL"] {
-            if let Some(v) = lookup(var).filter(|v| !v.trim().is_empty()) {
-                return Self::parse(var, &v);
-            }
-        }
-        Ok(OtlpProtocol::Grpc)
     }
 }
 

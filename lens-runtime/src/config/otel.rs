@@ -1,0 +1,268 @@
+//! The standard `OTEL_*` settings lens applies itself (batch processors,
+//! export timeouts, OTLP protocols and headers, metric interval) and the
+//! signal-flush deadline, read and validated once, before anything is
+//! installed.
+
+use super::ConfigError;
+use std::time::Duration;
+
+/// Default span queue: large enough for a per-layer `all` preset burst
+/// (the SDK's 2048 drops spans in ordinary bursts). `OTEL_BSP_MAX_QUEUE_SIZE`
+/// overrides it.
+pub const DEFAULT_MAX_QUEUE_SIZE: usize = 65_536;
+/// Default export batch (`OTEL_BSP_MAX_EXPORT_BATCH_SIZE` overrides).
+pub const DEFAULT_MAX_EXPORT_BATCH_SIZE: usize = 2_048;
+/// Default metric export interval (`OTEL_METRIC_EXPORT_INTERVAL`, ms, overrides).
+pub const DEFAULT_METRIC_EXPORT_INTERVAL: Duration = Duration::from_secs(10);
+/// Deadline of [`TelemetryHandle::force_flush`].
+pub const DEFAULT_FLUSH_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default `OTEL_BSP_EXPORT_TIMEOUT` (the OpenTelemetry default, 30 s).
+pub const DEFAULT_EXPORT_TIMEOUT: Duration = Duration::from_secs(30);
+/// The largest accepted `OTEL_BSP_MAX_QUEUE_SIZE` (queue memory grows with
+/// use; this bounds what a runaway producer can make lens hold).
+pub const MAX_QUEUE_SIZE_LIMIT: usize = 1 << 24;
+/// The shortest `OTEL_BSP_SCHEDULE_DELAY` (smaller values, 0 included, are
+/// raised to it: a zero delay would spin the export thread).
+pub const MIN_SCHEDULE_DELAY: Duration = Duration::from_millis(1);
+/// The largest accepted `OTEL_BLRP_MAX_QUEUE_SIZE`: the SDK's batch log
+/// processor reserves its whole queue up front.
+pub const MAX_LOG_QUEUE_SIZE_LIMIT: usize = 1 << 16;
+/// The longest accepted `OTEL_EXPORTER_OTLP_*HEADERS` value (the `http`
+/// crate panics past 32,768 headers).
+pub const MAX_HEADERS_LEN: usize = 64 * 1024;
+/// Default of `NEMO_LENS_SIGNAL_FLUSH_TIMEOUT`.
+pub const DEFAULT_SIGNAL_FLUSH_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The one reader of the process environment: a variable's value, `None`
+/// when unset or blank (non-UTF-8 bytes are replaced).
+pub(crate) fn env(var: &str) -> Option<String> {
+    std::env::var_os(var)
+        .map(|v| v.to_string_lossy().into_owned())
+        .filter(|v| !v.trim().is_empty())
+}
+
+pub(crate) fn env_number<T: std::str::FromStr>(
+    var: &str,
+    expected: &str,
+) -> Result<Option<T>, ConfigError> {
+    match env(var) {
+        None => Ok(None),
+        Some(v) => v
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| ConfigError::InvalidValue {
+                variable: var.to_owned(),
+                value: v,
+                expected: expected.to_owned(),
+            }),
+    }
+}
+
+/// Everything read from standard `OTEL_*` variables (and the few
+/// `NEMO_LENS_*` ones setup alone uses), validated up front.
+pub(crate) struct OtelEnv {
+    pub(crate) protocols: [OtlpProtocol; 3],
+    pub(crate) batch: BatchSettings,
+    pub(crate) log_batch: LogBatch,
+    pub(crate) export_timeout: Duration,
+    pub(crate) metric_interval: Duration,
+    pub(crate) signal_flush_timeout: Duration,
+}
+
+fn invalid(variable: &str, value: String, expected: &str) -> ConfigError {
+    ConfigError::InvalidValue {
+        variable: variable.to_owned(),
+        value,
+        expected: expected.to_owned(),
+    }
+}
+
+/// A count in `1..=max`.
+fn env_count(var: &str, max: usize) -> Result<Option<usize>, ConfigError> {
+    let expected = format!("a positive integer at most {max}");
+    match env_number::<u64>(var, &expected)? {
+        None => Ok(None),
+        Some(n) if n >= 1 && n <= max as u64 => Ok(Some(n as usize)),
+        Some(n) => Err(invalid(var, n.to_string(), &expected)),
+    }
+}
+
+/// Milliseconds, at most a day.
+fn env_millis(var: &str) -> Result<Option<Duration>, ConfigError> {
+    const DAY_MS: u64 = 86_400_000;
+    let expected = "a duration in milliseconds (0 to 86400000)";
+    match env_number::<u64>(var, expected)? {
+        None => Ok(None),
+        Some(ms) if ms <= DAY_MS => Ok(Some(Duration::from_millis(ms))),
+        Some(ms) => Err(invalid(var, ms.to_string(), expected)),
+    }
+}
+
+impl OtelEnv {
+    pub(crate) fn read() -> Result<Self, ConfigError> {
+        let protocols = [
+            OtlpProtocol::for_signal("TRACES", env)?,
+            OtlpProtocol::for_signal("METRICS", env)?,
+            OtlpProtocol::for_signal("LOGS", env)?,
+        ];
+        let queue = env_count("OTEL_BSP_MAX_QUEUE_SIZE", MAX_QUEUE_SIZE_LIMIT)?
+            .unwrap_or(DEFAULT_MAX_QUEUE_SIZE);
+        let batch_size = env_count("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", MAX_QUEUE_SIZE_LIMIT)?
+            .unwrap_or(DEFAULT_MAX_EXPORT_BATCH_SIZE)
+            .min(queue);
+        let scheduled_delay = env_millis("OTEL_BSP_SCHEDULE_DELAY")?
+            .unwrap_or(Duration::from_millis(5_000))
+            .max(MIN_SCHEDULE_DELAY);
+        let log_queue =
+            env_count("OTEL_BLRP_MAX_QUEUE_SIZE", MAX_LOG_QUEUE_SIZE_LIMIT)?.unwrap_or(2_048);
+        let log_batch_size =
+            env_count("OTEL_BLRP_MAX_EXPORT_BATCH_SIZE", MAX_LOG_QUEUE_SIZE_LIMIT)?
+                .unwrap_or(512)
+                .min(log_queue);
+        let log_batch = LogBatch {
+            max_queue_size: log_queue,
+            max_export_batch_size: log_batch_size,
+            scheduled_delay: env_millis("OTEL_BLRP_SCHEDULE_DELAY")?
+                .map(|d| d.max(MIN_SCHEDULE_DELAY)),
+        };
+        env_millis("OTEL_BLRP_EXPORT_TIMEOUT")?;
+        for var in [
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+            "OTEL_EXPORTER_OTLP_METRICS_HEADERS",
+            "OTEL_EXPORTER_OTLP_LOGS_HEADERS",
+        ] {
+            if let Some(v) = env(var).filter(|v| v.len() > MAX_HEADERS_LEN) {
+                let shown: String = v.chars().take(40).collect();
+                return Err(invalid(
+                    var,
+                    format!("{shown}… ({} bytes)", v.len()),
+                    &format!("at most {MAX_HEADERS_LEN} bytes of key=value pairs"),
+                ));
+            }
+        }
+        let export_timeout = env_millis("OTEL_BSP_EXPORT_TIMEOUT")?
+            .filter(|d| !d.is_zero())
+            .unwrap_or(DEFAULT_EXPORT_TIMEOUT);
+        let metric_interval = env_millis("OTEL_METRIC_EXPORT_INTERVAL")?
+            .filter(|d| !d.is_zero())
+            .unwrap_or(DEFAULT_METRIC_EXPORT_INTERVAL);
+        for var in [
+            "OTEL_EXPORTER_OTLP_TIMEOUT",
+            "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
+            "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT",
+            "OTEL_EXPORTER_OTLP_LOGS_TIMEOUT",
+        ] {
+            env_millis(var)?;
+        }
+        for var in [
+            "OTEL_EXPORTER_OTLP_COMPRESSION",
+            "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
+            "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION",
+            "OTEL_EXPORTER_OTLP_LOGS_COMPRESSION",
+        ] {
+            if let Some(v) = env(var) {
+                if !matches!(v.trim().to_ascii_lowercase().as_str(), "gzip" | "none") {
+                    return Err(invalid(var, v, "one of: gzip, none"));
+                }
+            }
+        }
+        let signal_flush_timeout = match env("NEMO_LENS_SIGNAL_FLUSH_TIMEOUT") {
+            None => DEFAULT_SIGNAL_FLUSH_TIMEOUT,
+            Some(v) => {
+                let expected = "a number of seconds in [0, 3600], e.g. 10 or 2.5";
+                match v.trim().parse::<f64>() {
+                    Ok(secs) if (0.0..=3600.0).contains(&secs) => Duration::from_secs_f64(secs),
+                    _ => return Err(invalid("NEMO_LENS_SIGNAL_FLUSH_TIMEOUT", v, expected)),
+                }
+            }
+        };
+        Ok(OtelEnv {
+            protocols,
+            batch: BatchSettings {
+                max_queue_size: queue,
+                max_export_batch_size: batch_size,
+                scheduled_delay,
+                flush_timeout: DEFAULT_FLUSH_TIMEOUT,
+            },
+            log_batch,
+            export_timeout,
+            metric_interval,
+            signal_flush_timeout,
+        })
+    }
+}
+
+/// `OTEL_BLRP_*`, validated.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LogBatch {
+    pub(crate) max_queue_size: usize,
+    pub(crate) max_export_batch_size: usize,
+    pub(crate) scheduled_delay: Option<Duration>,
+}
+
+/// Queue and batch settings (from `OTEL_BSP_*`, validated by the config).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BatchSettings {
+    /// Spans held at most; more are dropped and counted.
+    pub(crate) max_queue_size: usize,
+    /// Spans per export call at most.
+    pub(crate) max_export_batch_size: usize,
+    /// Longest wait before a partial batch is exported.
+    pub(crate) scheduled_delay: Duration,
+    /// Default deadline of `force_flush` (the SDK calls it without one).
+    pub(crate) flush_timeout: Duration,
+}
+
+/// An OTLP transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OtlpProtocol {
+    /// `grpc` (the default).
+    Grpc,
+    /// `http/protobuf`.
+    HttpProtobuf,
+    /// `http/json`.
+    HttpJson,
+}
+
+impl OtlpProtocol {
+    /// Accepted spellings.
+    pub const CHOICES: &'static str = "grpc, http/protobuf, http/json";
+
+    fn parse(variable: &str, value: &str) -> Result<Self, ConfigError> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "grpc" => Ok(OtlpProtocol::Grpc),
+            "http/protobuf" => Ok(OtlpProtocol::HttpProtobuf),
+            "http/json" => Ok(OtlpProtocol::HttpJson),
+            _ => Err(ConfigError::InvalidValue {
+                variable: variable.to_owned(),
+                value: value.to_owned(),
+                expected: format!("one of: {}", Self::CHOICES),
+            }),
+        }
+    }
+
+    /// The protocol for one signal (`TRACES`, `METRICS`, `LOGS`):
+    /// `OTEL_EXPORTER_OTLP_<SIGNAL>_PROTOCOL`, else `OTEL_EXPORTER_OTLP_PROTOCOL`,
+    /// else gRPC.
+    ///
+    /// ```
+    /// use lens_runtime::export::OtlpProtocol;
+    /// let p = OtlpProtocol::for_signal("TRACES", |k| (k == "OTEL_EXPORTER_OTLP_PROTOCOL").then(|| "http/json".into())).unwrap();
+    /// assert_eq!(p, OtlpProtocol::HttpJson);
+    /// assert!(OtlpProtocol::for_signal("LOGS", |_| Some("udp".into())).is_err());
+    /// ```
+    pub fn for_signal(
+        signal: &str,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let specific = format!("OTEL_EXPORTER_OTLP_{signal}_PROTOCOL");
+        for var in [specific.as_str(), "OTEL_EXPORTER_OTLP_PROTOCOL"] {
+            if let Some(v) = lookup(var).filter(|v| !v.trim().is_empty()) {
+                return Self::parse(var, &v);
+            }
+        }
+        Ok(OtlpProtocol::Grpc)
+    }
+}

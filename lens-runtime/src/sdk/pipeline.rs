@@ -1,0 +1,457 @@
+//! The pipeline of one exporting setup: the backend (file, console or OTLP)
+//! chosen once, the tracer, meter and logger providers built on it, and
+//! flush / shutdown with one deadline for all signals.
+
+use crate::api::span::SCOPE_NAME;
+use crate::config::otel::{BatchSettings, LogBatch, OtelEnv};
+use crate::config::{ExporterKind, LensConfig};
+use crate::sdk::export::batch::BatchProcessor;
+use crate::sdk::export::{self, console, file, Counting, ExportRuntime, SpanCounters};
+use crate::sdk::ids::ForkSafeIdGenerator;
+use crate::sdk::redact::{RedactLogs, RedactSpans, Redactor};
+use crate::sdk::sampler::{sampler_from_lookup, RankAwareSampler};
+use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
+use opentelemetry_sdk::logs::{LogExporter, SdkLoggerProvider};
+use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
+use opentelemetry_sdk::metrics::{MeterProviderBuilder, PeriodicReader, SdkMeterProvider};
+use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter, SpanProcessor};
+use opentelemetry_sdk::Resource;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Builds the span processor of a custom exporter (`with_span_exporter`).
+pub(crate) type ProcessorFactory =
+    Box<dyn FnOnce(Arc<SpanCounters>, BatchSettings, Redactor) -> BatchProcessor + Send>;
+/// Adds the metric reader of a custom exporter (`with_metric_exporter`).
+pub(crate) type ReaderFactory =
+    Box<dyn FnOnce(MeterProviderBuilder, Duration) -> MeterProviderBuilder + Send>;
+
+/// Why a pipeline could not be built.
+#[derive(Debug)]
+pub(crate) enum BuildError {
+    /// A configuration value is invalid (the sampler variables).
+    Config(crate::config::ConfigError),
+    /// An exporter could not be built.
+    Exporter(String),
+}
+
+/// Where every signal goes; decided once per setup.
+enum Backend {
+    File(Arc<file::Sink>),
+    Console,
+    Otlp(tokio::runtime::Handle),
+}
+
+/// What a pipeline is built from.
+pub(crate) struct Inputs<'a> {
+    pub(crate) config: &'a LensConfig,
+    pub(crate) otel: &'a OtelEnv,
+    pub(crate) rank: u32,
+    pub(crate) run_id: &'a str,
+    pub(crate) resource: Resource,
+    pub(crate) redactor: &'a Redactor,
+    pub(crate) span_processor: Option<ProcessorFactory>,
+    pub(crate) metric_reader: Option<ReaderFactory>,
+}
+
+/// The providers of one exporting setup.
+pub(crate) struct Pipeline {
+    pub(crate) tracer_provider: Option<SdkTracerProvider>,
+    pub(crate) meter_provider: Option<SdkMeterProvider>,
+    pub(crate) logger_provider: Option<SdkLoggerProvider>,
+    pub(crate) counters: Arc<SpanCounters>,
+    /// The telemetry file, with the `file` exporter.
+    pub(crate) sink: Option<Arc<file::Sink>>,
+    pub(crate) file_path: Option<PathBuf>,
+    /// A handle to the span processor: flushed with the caller's deadline,
+    /// on the caller's thread.
+    spans: Option<BatchProcessor>,
+    /// Set while a flush or shutdown thread of metrics / logs runs: a new
+    /// call does not start another (a hung collector must not pile up
+    /// threads).
+    busy: [Arc<AtomicBool>; 2],
+    _runtime: Option<ExportRuntime>,
+}
+
+fn file_path(cfg: &LensConfig, run_id: &str, rank: u32) -> PathBuf {
+    match &cfg.file_path {
+        Some(p) => PathBuf::from(p.replace("{rank}", &rank.to_string())),
+        None => Path::new("lens-telemetry").join(format!("{run_id}-rank{rank}.otlp.jsonl")),
+    }
+}
+
+/// The batch processor over `exporter`: redaction at the last point before
+/// export, then counting of what was exported.
+pub(crate) fn batch_processor<E: SpanExporter + 'static>(
+    exporter: E,
+    counters: Arc<SpanCounters>,
+    batch: BatchSettings,
+    redactor: Redactor,
+) -> BatchProcessor {
+    BatchProcessor::new(
+        RedactSpans::new(Counting::new(exporter, counters.clone()), redactor),
+        batch,
+        counters,
+    )
+}
+
+/// The SDK's batch log processor over `exporter`, with redaction at the last
+/// point before export.
+fn log_processor<E: LogExporter + 'static>(
+    exporter: E,
+    config: &LogBatch,
+    redactor: &Redactor,
+) -> opentelemetry_sdk::logs::BatchLogProcessor {
+    let mut b = opentelemetry_sdk::logs::BatchConfigBuilder::default()
+        .with_max_queue_size(config.max_queue_size)
+        .with_max_export_batch_size(config.max_export_batch_size);
+    if let Some(d) = config.scheduled_delay {
+        b = b.with_scheduled_delay(d);
+    }
+    opentelemetry_sdk::logs::BatchLogProcessor::builder(RedactLogs::new(exporter, redactor.clone()))
+        .with_batch_config(b.build())
+        .build()
+}
+
+/// Counts spans that ended (offered to the batch processor).
+#[derive(Debug)]
+struct CountEnded<P> {
+    inner: P,
+    counters: Arc<SpanCounters>,
+}
+
+impl<P: SpanProcessor> SpanProcessor for CountEnded<P> {
+    fn on_start(&self, span: &mut opentelemetry_sdk::trace::Span, cx: &opentelemetry::Context) {
+        self.inner.on_start(span, cx);
+    }
+    fn on_end(&self, span: SpanData) {
+        self.counters.ended.fetch_add(1, Ordering::Relaxed);
+        self.inner.on_end(span);
+    }
+    fn force_flush(&self) -> OTelSdkResult {
+        self.inner.force_flush()
+    }
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.inner.shutdown_with_timeout(timeout)
+    }
+    fn set_resource(&mut self, resource: &Resource) {
+        self.inner.set_resource(resource);
+    }
+}
+
+impl Pipeline {
+    /// Builds the providers of every enabled signal on one backend.
+    pub(crate) fn build(inp: Inputs<'_>) -> Result<Pipeline, BuildError> {
+        let cfg = inp.config;
+        let otel = inp.otel;
+        let needs_otlp = cfg.exporter == ExporterKind::Otlp
+            && ((cfg.traces_enabled && inp.span_processor.is_none())
+                || (cfg.metrics_enabled && inp.metric_reader.is_none())
+                || cfg.logs_enabled);
+        let runtime = if needs_otlp {
+            Some(ExportRuntime::new().map_err(|e| {
+                BuildError::Exporter(format!("cannot start the export runtime: {e}"))
+            })?)
+        } else {
+            None
+        };
+        let file_path =
+            (cfg.exporter == ExporterKind::File).then(|| file_path(cfg, inp.run_id, inp.rank));
+        let backend = match (&file_path, &runtime) {
+            (Some(p), _) => Backend::File(file::Sink::file(p).map_err(|e| {
+                let from = if cfg.file_path.is_some() {
+                    "NEMO_LENS_FILE_PATH"
+                } else {
+                    "the default path, named after the run id (NEMO_LENS_RUN_ID, else SLURM_JOB_ID)"
+                };
+                let shown: String = p.display().to_string().chars().take(120).collect();
+                BuildError::Exporter(format!("cannot open {shown} (from {from}): {e}"))
+            })?),
+            (None, Some(rt)) => Backend::Otlp(rt.handle()),
+            (None, None) => Backend::Console,
+        };
+        let exporter_err = BuildError::Exporter;
+        let counters = Arc::new(SpanCounters::default());
+        let res = inp.resource;
+        let redactor = inp.redactor;
+
+        let mut spans = None;
+        let tracer_provider = if cfg.traces_enabled {
+            let batch = otel.batch;
+            let processor = match inp.span_processor {
+                Some(f) => f(counters.clone(), batch, redactor.clone()),
+                None => {
+                    let (c, r) = (counters.clone(), redactor.clone());
+                    match &backend {
+                        Backend::File(sink) => {
+                            batch_processor(file::JsonLines::new(sink.clone(), false), c, batch, r)
+                        }
+                        Backend::Console => batch_processor(console::console(), c, batch, r),
+                        Backend::Otlp(h) => {
+                            let e = export::otlp_spans(otel.protocols[0], h)
+                                .map_err(exporter_err)?
+                                .with_timeout(otel.export_timeout);
+                            batch_processor(e, c, batch, r)
+                        }
+                    }
+                }
+            };
+            spans = Some(processor.clone());
+            let lookup = crate::config::otel::env;
+            let mut b = SdkTracerProvider::builder()
+                .with_resource(res.clone())
+                .with_id_generator(ForkSafeIdGenerator::new())
+                .with_span_processor(CountEnded {
+                    inner: processor,
+                    counters: counters.clone(),
+                });
+            if cfg.sampler_enabled {
+                let inner = sampler_from_lookup(lookup).map_err(BuildError::Config)?;
+                b = b.with_sampler(RankAwareSampler::new(
+                    inp.rank,
+                    cfg.export_sample_rate,
+                    inner,
+                ));
+            } else if lookup("OTEL_TRACES_SAMPLER").is_some() {
+                b = b.with_sampler(sampler_from_lookup(lookup).map_err(BuildError::Config)?);
+            }
+            Some(b.build())
+        } else {
+            None
+        };
+
+        let meter_provider = if cfg.metrics_enabled {
+            let b = SdkMeterProvider::builder().with_resource(res.clone());
+            let interval = otel.metric_interval;
+            fn reader<E: PushMetricExporter>(e: E, interval: Duration) -> PeriodicReader<E> {
+                PeriodicReader::builder(e).with_interval(interval).build()
+            }
+            let b = match inp.metric_reader {
+                Some(f) => f(b, interval),
+                None => match &backend {
+                    Backend::File(sink) => {
+                        b.with_reader(reader(file::JsonLines::new(sink.clone(), false), interval))
+                    }
+                    Backend::Console => b.with_reader(reader(console::console(), interval)),
+                    Backend::Otlp(h) => b.with_reader(reader(
+                        export::otlp_metrics(otel.protocols[1], h).map_err(exporter_err)?,
+                        interval,
+                    )),
+                },
+            };
+            Some(b.build())
+        } else {
+            None
+        };
+
+        let logger_provider = if cfg.logs_enabled {
+            let b = SdkLoggerProvider::builder().with_resource(res);
+            let (lb, r) = (&otel.log_batch, redactor);
+            let b = match &backend {
+                Backend::File(sink) => b.with_log_processor(log_processor(
+                    file::JsonLines::new(sink.clone(), false),
+                    lb,
+                    r,
+                )),
+                Backend::Console => b.with_log_processor(log_processor(console::console(), lb, r)),
+                Backend::Otlp(h) => b.with_log_processor(log_processor(
+                    export::otlp_logs(otel.protocols[2], h).map_err(exporter_err)?,
+                    lb,
+                    r,
+                )),
+            };
+            Some(b.build())
+        } else {
+            None
+        };
+
+        Ok(Pipeline {
+            tracer_provider,
+            meter_provider,
+            logger_provider,
+            counters,
+            sink: match backend {
+                Backend::File(sink) => Some(sink),
+                _ => None,
+            },
+            file_path,
+            spans,
+            busy: Default::default(),
+            _runtime: runtime,
+        })
+    }
+
+    /// A meter of this pipeline's meter provider (for lens's own
+    /// instruments, e.g. GPU metrics).
+    pub(crate) fn meter(&self) -> Option<opentelemetry::metrics::Meter> {
+        use opentelemetry::metrics::MeterProvider as _;
+        self.meter_provider.as_ref().map(|mp| mp.meter(SCOPE_NAME))
+    }
+
+    /// Flushes every signal, within `timeout` in all.
+    pub(crate) fn flush(&self, timeout: Duration) -> Vec<String> {
+        let deadline = Instant::now() + timeout;
+        let mut tasks: Vec<Task> = Vec::new();
+        if let Some(mp) = self.meter_provider.clone() {
+            tasks.push((
+                "metrics",
+                self.busy[0].clone(),
+                Box::new(move || mp.force_flush()),
+            ));
+        }
+        if let Some(lp) = self.logger_provider.clone() {
+            tasks.push((
+                "logs",
+                self.busy[1].clone(),
+                Box::new(move || lp.force_flush()),
+            ));
+        }
+        let waiting = spawn_all(tasks, "flush");
+        let mut errors = Vec::new();
+        if let Some(p) = &self.spans {
+            if let Err(e) = p.flush_within(timeout) {
+                errors.push(timed_out_or("traces", "flush", timeout, e));
+            }
+        }
+        errors.extend(wait_all(waiting, deadline, timeout, "flush"));
+        errors
+    }
+
+    /// Shuts every signal down, within `timeout` in all.
+    pub(crate) fn shutdown(&self, timeout: Duration) -> Vec<String> {
+        let deadline = Instant::now() + timeout;
+        let mut tasks: Vec<Task> = Vec::new();
+        if let Some(mp) = self.meter_provider.clone() {
+            tasks.push((
+                "metrics",
+                self.busy[0].clone(),
+                Box::new(move || mp.shutdown_with_timeout(timeout)),
+            ));
+        }
+        if let Some(lp) = self.logger_provider.clone() {
+            tasks.push((
+                "logs",
+                self.busy[1].clone(),
+                Box::new(move || lp.shutdown_with_timeout(timeout)),
+            ));
+        }
+        let waiting = spawn_all(tasks, "shutdown");
+        let mut errors = Vec::new();
+        // lens's own processor meets the deadline by itself: no thread.
+        // Then the provider is marked shut down (the processor, finished or
+        // given up on, answers at once).
+        if let Some(p) = &self.spans {
+            if let Err(e) = p.shutdown_with_timeout(timeout) {
+                errors.push(timed_out_or("traces", "shutdown", timeout, e));
+            }
+        }
+        if let Some(tp) = &self.tracer_provider {
+            let _ = tp.shutdown_with_timeout(Duration::ZERO);
+        }
+        errors.extend(wait_all(waiting, deadline, timeout, "shutdown"));
+        errors
+    }
+}
+
+fn timed_out_or(name: &str, what: &str, timeout: Duration, e: OTelSdkError) -> String {
+    match e {
+        OTelSdkError::Timeout(_) => format!(
+            "{name}: {what} did not finish within {timeout:?} (the exporter or collector is not answering)"
+        ),
+        e => format!("{name}: {e}"),
+    }
+}
+
+type Task = (
+    &'static str,
+    Arc<AtomicBool>,
+    Box<dyn FnOnce() -> OTelSdkResult + Send>,
+);
+
+struct Waiting {
+    /// Started now, answering on `rx`.
+    started: Vec<&'static str>,
+    /// Still running from an earlier call.
+    earlier: Vec<(&'static str, Arc<AtomicBool>)>,
+    errors: Vec<String>,
+    rx: std::sync::mpsc::Receiver<(&'static str, OTelSdkResult)>,
+}
+
+/// Starts each task on a thread of its own, unless the previous one of the
+/// same signal is still running (then that is reported instead).
+fn spawn_all(tasks: Vec<Task>, what: &str) -> Waiting {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut waiting = Vec::new();
+    let mut earlier = Vec::new();
+    let mut errors = Vec::new();
+    for (name, busy, task) in tasks {
+        if busy.swap(true, Ordering::AcqRel) {
+            // an earlier call's thread still runs: wait for it instead
+            earlier.push((name, busy));
+            continue;
+        }
+        let tx = tx.clone();
+        let flag = busy.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("lens-{what}"))
+            .spawn(move || {
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(task))
+                    .unwrap_or_else(|_| Err(OTelSdkError::InternalFailure("panicked".into())));
+                flag.store(false, Ordering::Release);
+                let _ = tx.send((name, r));
+            });
+        match spawned {
+            Ok(_) => waiting.push(name),
+            Err(e) => {
+                busy.store(false, Ordering::Release);
+                errors.push(format!("{name}: cannot start the {what} thread: {e}"));
+            }
+        }
+    }
+    Waiting {
+        started: waiting,
+        earlier,
+        errors,
+        rx,
+    }
+}
+
+/// Waits for the started tasks until `deadline`; a task still running then
+/// is reported by name and left to finish on its own.
+fn wait_all(w: Waiting, deadline: Instant, timeout: Duration, what: &str) -> Vec<String> {
+    let Waiting {
+        mut started,
+        mut earlier,
+        mut errors,
+        rx,
+    } = w;
+    while !started.is_empty() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok((name, r)) => {
+                started.retain(|n| *n != name);
+                if let Err(e) = r {
+                    errors.push(format!("{name}: {e}"));
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    while !earlier.is_empty() && Instant::now() < deadline {
+        earlier.retain(|(_, busy)| busy.load(Ordering::Acquire));
+        if !earlier.is_empty() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    for name in started
+        .into_iter()
+        .chain(earlier.into_iter().map(|(n, _)| n))
+    {
+        errors.push(format!(
+            "{name}: {what} did not finish within {timeout:?} (the exporter or collector is not answering)"
+        ));
+    }
+    errors
+}

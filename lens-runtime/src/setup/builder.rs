@@ -1,0 +1,458 @@
+//! `setup_telemetry` and its builder: validate everything on every rank,
+//! then install what this rank needs.
+
+use super::handle::{next_generation, take_over, teardown_globals, TelemetryHandle, LIVE_HANDLES};
+use super::signal;
+use crate::api::groups::{set_enabled_span_groups, SpanGroupSet};
+use crate::api::span::{self, open};
+use crate::config::otel::{env, OtelEnv};
+use crate::config::strategy::{self, StrategyError, StrategyFn};
+use crate::config::{ConfigError, LensConfig};
+use crate::host::resource::{self, Detect};
+use crate::sdk::pipeline::{
+    batch_processor, BuildError, Inputs, Pipeline, ProcessorFactory, ReaderFactory,
+};
+use crate::sdk::redact::{RedactingMeterProvider, Redactor};
+use opentelemetry::KeyValue;
+use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
+use opentelemetry_sdk::metrics::PeriodicReader;
+use opentelemetry_sdk::trace::SpanExporter;
+use opentelemetry_sdk::Resource;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// Why setup failed. Nothing was installed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum SetupError {
+    /// A configuration value (field or environment variable) is invalid.
+    Config(ConfigError),
+    /// The export strategy is unknown.
+    Strategy(StrategyError),
+    /// An enabled setup already exists in this process.
+    AlreadyInitialized,
+    /// An exporter could not be built (e.g. the output file cannot be opened).
+    Exporter(String),
+}
+
+impl fmt::Display for SetupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SetupError::Config(e) => write!(f, "invalid telemetry configuration: {e}"),
+            SetupError::Strategy(e) => write!(f, "invalid telemetry configuration: {e}"),
+            SetupError::AlreadyInitialized => f.write_str(
+                "telemetry is already set up in this process; shut the first handle down, or call \
+                 `TelemetryBuilder::allow_reinit(true)` (meant for tests) to replace it",
+            ),
+            SetupError::Exporter(e) => write!(f, "cannot start telemetry export: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for SetupError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SetupError::Config(e) => Some(e),
+            SetupError::Strategy(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<ConfigError> for SetupError {
+    fn from(e: ConfigError) -> Self {
+        SetupError::Config(e)
+    }
+}
+
+/// Sets telemetry up with options beyond the configuration.
+///
+/// ```
+/// use lens_runtime::config::LensConfig;
+/// use lens_runtime::setup::TelemetryBuilder;
+/// let handle = TelemetryBuilder::new(LensConfig::default(), 0, 1)
+///     .with_resource_attribute("team", "pretrain")
+///     .install()
+///     .unwrap();
+/// assert!(!handle.is_exporting()); // disabled by default
+/// ```
+#[must_use = "call `.install()`"]
+pub struct TelemetryBuilder {
+    config: LensConfig,
+    rank: u32,
+    world_size: u32,
+    resource_attributes: Vec<KeyValue>,
+    redact_keys: Vec<String>,
+    span_processor: Option<ProcessorFactory>,
+    metric_reader: Option<ReaderFactory>,
+    strategy: Option<StrategyFn>,
+    allow_reinit: bool,
+    k8s_dir: Option<PathBuf>,
+}
+
+impl fmt::Debug for TelemetryBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TelemetryBuilder")
+            .field("config", &self.config)
+            .field("rank", &self.rank)
+            .field("world_size", &self.world_size)
+            .field("resource_attributes", &self.resource_attributes)
+            .field("custom_span_exporter", &self.span_processor.is_some())
+            .field("custom_metric_reader", &self.metric_reader.is_some())
+            .field("custom_strategy", &self.strategy.is_some())
+            .field("allow_reinit", &self.allow_reinit)
+            .finish()
+    }
+}
+
+/// Sets telemetry up for `rank` of `world_size` from `config`. See
+/// [`TelemetryBuilder`] for more options.
+///
+/// * disabled: nothing is started, no group is enabled;
+/// * enabled, this rank exports: providers, exporters and the groups of the spec;
+/// * enabled, this rank does not export: nothing is started (no thread, no
+///   socket), no group is enabled.
+///
+/// The whole configuration is validated first, on every rank.
+///
+/// ```
+/// let cfg = lens_runtime::config::LensConfig::default();
+/// let handle = lens_runtime::setup::setup_telemetry(cfg, 0, 1).unwrap();
+/// handle.shutdown(std::time::Duration::from_secs(1)).unwrap();
+/// ```
+pub fn setup_telemetry(
+    config: LensConfig,
+    rank: u32,
+    world_size: u32,
+) -> Result<TelemetryHandle, SetupError> {
+    TelemetryBuilder::new(config, rank, world_size).install()
+}
+
+impl TelemetryBuilder {
+    /// Starts from a configuration for `rank` of `world_size`.
+    ///
+    /// ```
+    /// let b = lens_runtime::setup::TelemetryBuilder::new(lens_runtime::config::LensConfig::default(), 0, 1);
+    /// # let _ = b;
+    /// ```
+    pub fn new(config: LensConfig, rank: u32, world_size: u32) -> Self {
+        TelemetryBuilder {
+            config,
+            rank,
+            world_size: world_size.max(1),
+            resource_attributes: Vec::new(),
+            redact_keys: Vec::new(),
+            span_processor: None,
+            metric_reader: None,
+            strategy: None,
+            allow_reinit: false,
+            k8s_dir: None,
+        }
+    }
+
+    /// Adds a resource attribute; caller attributes override detected ones.
+    ///
+    /// ```
+    /// let b = lens_runtime::setup::TelemetryBuilder::new(Default::default(), 0, 1)
+    ///     .with_resource_attribute("team", "pretrain");
+    /// # let _ = b;
+    /// ```
+    pub fn with_resource_attribute(
+        mut self,
+        key: &'static str,
+        value: impl Into<opentelemetry::Value>,
+    ) -> Self {
+        self.resource_attributes.push(KeyValue::new(key, value));
+        self
+    }
+
+    /// Exports spans to `exporter` (through a batch processor) instead of the
+    /// configured exporter.
+    ///
+    /// ```
+    /// use lens_runtime::otel_sdk::trace::InMemorySpanExporter;
+    /// let mut cfg = lens_runtime::config::LensConfig::default();
+    /// cfg.enabled = true;
+    /// let exporter = InMemorySpanExporter::default();
+    /// let handle = lens_runtime::setup::TelemetryBuilder::new(cfg, 0, 1)
+    ///     .with_span_exporter(exporter.clone())
+    ///     .allow_reinit(true)
+    ///     .install()
+    ///     .unwrap();
+    /// drop(lens_runtime::span::start_span("x", Vec::new()));
+    /// handle.force_flush().unwrap();
+    /// assert_eq!(exporter.get_finished_spans().unwrap().len(), 1);
+    /// ```
+    pub fn with_span_exporter<E: SpanExporter + 'static>(mut self, exporter: E) -> Self {
+        self.span_processor = Some(Box::new(move |counters, batch, redactor| {
+            batch_processor(exporter, counters, batch, redactor)
+        }));
+        self
+    }
+
+    /// Exports metrics to `exporter` (through a periodic reader at the
+    /// configured interval) instead of the configured exporter.
+    ///
+    /// ```
+    /// use lens_runtime::otel_sdk::metrics::InMemoryMetricExporter;
+    /// let b = lens_runtime::setup::TelemetryBuilder::new(Default::default(), 0, 1)
+    ///     .with_metric_exporter(InMemoryMetricExporter::default());
+    /// # let _ = b;
+    /// ```
+    pub fn with_metric_exporter<E: PushMetricExporter>(mut self, exporter: E) -> Self {
+        self.metric_reader = Some(Box::new(move |b, interval| {
+            b.with_reader(
+                PeriodicReader::builder(exporter)
+                    .with_interval(interval)
+                    .build(),
+            )
+        }));
+        self
+    }
+
+    /// Decides export with `decide` instead of the configured strategy name.
+    ///
+    /// ```
+    /// let b = lens_runtime::setup::TelemetryBuilder::new(Default::default(), 3, 8)
+    ///     .with_export_strategy(|_cfg, rank, _world| rank % 4 == 3);
+    /// # let _ = b;
+    /// ```
+    pub fn with_export_strategy(
+        mut self,
+        decide: impl Fn(&LensConfig, u32, u32) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.strategy = Some(Arc::new(decide));
+        self
+    }
+
+    /// Adds keys whose string values are redacted before export, on top of
+    /// the built-in rule and `NEMO_LENS_REDACT_KEYS` (see
+    /// [`crate::api::attr::is_redacted_key`]): a key matches an attribute key
+    /// equal to it or made of whole dot-separated segments of it (`email`
+    /// matches `user.email`).
+    ///
+    /// ```
+    /// let b = lens_runtime::setup::TelemetryBuilder::new(Default::default(), 0, 1)
+    ///     .redact_keys(["email", "user.ssn"]);
+    /// # let _ = b;
+    /// ```
+    pub fn redact_keys<I, S>(mut self, keys: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.redact_keys.extend(keys.into_iter().map(Into::into));
+        self
+    }
+
+    /// Allows replacing an existing enabled setup (for tests).
+    ///
+    /// ```
+    /// let b = lens_runtime::setup::TelemetryBuilder::new(Default::default(), 0, 1).allow_reinit(true);
+    /// # let _ = b;
+    /// ```
+    pub fn allow_reinit(mut self, allow: bool) -> Self {
+        self.allow_reinit = allow;
+        self
+    }
+
+    /// Flushes on SIGTERM / SIGINT before the process dies (also
+    /// `NEMO_LENS_FLUSH_ON_SIGNAL=1`).
+    ///
+    /// ```
+    /// let b = lens_runtime::setup::TelemetryBuilder::new(Default::default(), 0, 1).flush_on_signal(true);
+    /// # let _ = b;
+    /// ```
+    pub fn flush_on_signal(mut self, on: bool) -> Self {
+        self.config.flush_on_signal = on;
+        self
+    }
+
+    /// Registers GPU instruments read through NVML (also
+    /// `NEMO_LENS_GPU_METRICS=1`).
+    ///
+    /// ```
+    /// let b = lens_runtime::setup::TelemetryBuilder::new(Default::default(), 0, 1).gpu_metrics(true);
+    /// # let _ = b;
+    /// ```
+    pub fn gpu_metrics(mut self, on: bool) -> Self {
+        self.config.gpu_metrics = on;
+        self
+    }
+
+    /// Reads Kubernetes service-account files from `dir` (for tests).
+    ///
+    /// ```
+    /// let b = lens_runtime::setup::TelemetryBuilder::new(Default::default(), 0, 1)
+    ///     .with_k8s_service_account_dir("/tmp/sa");
+    /// # let _ = b;
+    /// ```
+    pub fn with_k8s_service_account_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.k8s_dir = Some(dir.into());
+        self
+    }
+
+    /// Validates everything, then installs what this rank needs.
+    ///
+    /// ```
+    /// let handle = lens_runtime::setup::TelemetryBuilder::new(Default::default(), 0, 1).install().unwrap();
+    /// assert!(!handle.is_exporting());
+    /// ```
+    pub fn install(mut self) -> Result<TelemetryHandle, SetupError> {
+        // 1. validate everything, on every rank, before anything is installed
+        let extra = std::mem::take(&mut self.redact_keys);
+        self.config.redact_keys.extend(extra);
+        self.config
+            .validate()
+            .or_else(|e| match (&e, &self.strategy) {
+                // a custom strategy replaces the named one
+                (ConfigError::InvalidValue { variable, .. }, Some(_))
+                    if variable == "export_strategy" =>
+                {
+                    Ok(())
+                }
+                _ => Err(e),
+            })?;
+        let groups = self.config.resolve_span_groups()?;
+        let otel_env = OtelEnv::read()?;
+        if self.config.sampler_enabled {
+            crate::sdk::sampler::sampler_from_lookup(env)?;
+        }
+        let decide: StrategyFn = match &self.strategy {
+            Some(f) => f.clone(),
+            None => {
+                strategy::should_export(&self.config, 0, 1).map_err(SetupError::Strategy)?;
+                Arc::new(|c, r, w| strategy::should_export(c, r, w).unwrap_or(false))
+            }
+        };
+        crate::api::propagation::install_global();
+        crate::api::span::install_panic_hook();
+        if !self.config.enabled {
+            // a disabled setup leaves a live pipeline alone
+            if LIVE_HANDLES.load(Ordering::Acquire) == 0 {
+                set_enabled_span_groups(&SpanGroupSet::none());
+            }
+            return Ok(TelemetryHandle::inactive(false, 0));
+        }
+        // 2. the double-init guard: holds while any enabled handle is live
+        let allow = self.allow_reinit;
+        if LIVE_HANDLES
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n == 0 || allow).then_some(n + 1)
+            })
+            .is_err()
+        {
+            return Err(SetupError::AlreadyInitialized);
+        }
+        let generation = next_generation();
+        crate::sdk::fork::install_handler();
+        if crate::sdk::fork::in_child() {
+            // a child forked from a live pipeline sets lens up again: the
+            // new pipeline is its own
+            crate::sdk::fork::leave_child();
+        }
+        if !decide(&self.config, self.rank, self.world_size) {
+            // this rank records nothing: it owns the (empty) process state
+            if let Some(previous) = take_over(generation) {
+                signal::clear_live(previous);
+                teardown_globals(false);
+            }
+            set_enabled_span_groups(&SpanGroupSet::none());
+            let h = TelemetryHandle::inactive(true, generation);
+            h.holds_install.store(true, Ordering::Relaxed);
+            return Ok(h);
+        }
+        match self.install_exporting(groups, otel_env, generation) {
+            Ok(h) => Ok(h),
+            Err(e) => {
+                LIVE_HANDLES.fetch_sub(1, Ordering::AcqRel);
+                Err(e)
+            }
+        }
+    }
+
+    fn install_exporting(
+        self,
+        groups: SpanGroupSet,
+        otel_env: OtelEnv,
+        generation: u64,
+    ) -> Result<TelemetryHandle, SetupError> {
+        let cfg = &self.config;
+        let detect = Detect {
+            lookup: &env,
+            k8s_service_account_dir: self
+                .k8s_dir
+                .clone()
+                .unwrap_or_else(|| resource::K8S_SERVICE_ACCOUNT_DIR.into()),
+            use_nvml: true,
+        };
+        let run_id = resource::resolve_run_id(cfg, &env);
+        let mut attrs = resource::resource_attributes(
+            cfg,
+            &run_id,
+            self.rank,
+            self.world_size,
+            &self.resource_attributes,
+            &detect,
+        );
+        let redactor = Redactor::new(&cfg.redact_keys);
+        redactor.redact_attributes(&mut attrs);
+        let pipeline = Pipeline::build(Inputs {
+            config: cfg,
+            otel: &otel_env,
+            rank: self.rank,
+            run_id: &run_id,
+            resource: Resource::builder_empty().with_attributes(attrs).build(),
+            redactor: &redactor,
+            span_processor: self.span_processor,
+            metric_reader: self.metric_reader,
+        })
+        .map_err(|e| match e {
+            BuildError::Config(e) => SetupError::Config(e),
+            BuildError::Exporter(e) => SetupError::Exporter(e),
+        })?;
+        let pipeline = Arc::new(pipeline);
+
+        // install: from here on nothing fails
+        if let Some(previous) = take_over(generation) {
+            signal::clear_live(previous);
+            teardown_globals(false);
+        }
+        crate::sdk::fork::set_armed(true);
+        if let Some(tp) = &pipeline.tracer_provider {
+            span::set_tracer_provider(tp);
+            open::set_tracking(true);
+        }
+        if let Some(mp) = &pipeline.meter_provider {
+            // metric attributes are redacted where they are recorded (the
+            // SDK's aggregated data cannot be edited before export)
+            opentelemetry::global::set_meter_provider(RedactingMeterProvider::new(
+                mp.clone(),
+                redactor.clone(),
+            ));
+        }
+        if let (true, Some(meter)) = (cfg.gpu_metrics, pipeline.meter()) {
+            crate::sdk::gpu::register_gpu_metrics(&meter);
+        }
+        set_enabled_span_groups(&groups);
+        if cfg.flush_on_signal {
+            let weak = Arc::downgrade(&pipeline);
+            signal::set_live(
+                generation,
+                otel_env.signal_flush_timeout,
+                Box::new(move |truncate, timeout| match weak.upgrade() {
+                    Some(p) => {
+                        if truncate {
+                            open::truncate_all(signal::SIGNAL_REASON);
+                        }
+                        p.flush(timeout)
+                    }
+                    None => Vec::new(),
+                }),
+            );
+        }
+        Ok(TelemetryHandle::exporting(pipeline, generation))
+    }
+}
