@@ -185,6 +185,7 @@ pub mod gpu {
 #[cfg(feature = "sdk")]
 pub mod logs {
     pub use lens_runtime::logs::*;
+    pub use lens_runtime::setup::setup_logging_bridge;
 }
 
 #[cfg(feature = "sdk")]

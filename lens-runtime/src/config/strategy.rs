@@ -1,7 +1,7 @@
 //! Export strategies: which ranks export. A registry of named decisions
 //! `(config, rank, world_size) -> bool` with four protected built-ins.
 
-use crate::config::LensConfig;
+use crate::config::lens::LensConfig;
 use md5::{Digest, Md5};
 use std::fmt;
 use std::sync::{Arc, LazyLock, RwLock};

@@ -1,7 +1,7 @@
 //! The log bridge: `log` records and `tracing` events to the OpenTelemetry
 //! logger provider, with the active trace and span ids.
 //!
-//! [`setup_logging_bridge`] connects the two logging facades of the Rust
+//! [`setup_logging_bridge`](crate::setup::setup_logging_bridge) connects the two logging facades of the Rust
 //! ecosystem to the logger provider of a [`TelemetryHandle`], which exists
 //! only when `logs_enabled` is set on a rank that exports; anywhere else the
 //! call installs nothing and bridges nothing.
@@ -27,7 +27,8 @@
 //!   two bridge layers in one subscriber forward each event once.
 //!
 //! ```
-//! use lens_runtime::logs::{setup_logging_bridge, Level, LogBridgeOptions};
+//! use lens_runtime::setup::setup_logging_bridge;
+//! use lens_runtime::logs::{Level, LogBridgeOptions};
 //! # let handle = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
 //! let bridge = setup_logging_bridge(
 //!     &handle,
@@ -39,7 +40,6 @@
 //! # Ok::<(), lens_runtime::logs::LogBridgeError>(())
 //! ```
 
-use crate::setup::TelemetryHandle;
 use opentelemetry::logs::{LogRecord as _, Logger, LoggerProvider, Severity};
 use opentelemetry::InstrumentationScope;
 use opentelemetry_appender_log::OpenTelemetryLogBridge;
@@ -192,7 +192,7 @@ impl FromStr for Level {
     }
 }
 
-/// What [`setup_logging_bridge`] should bridge.
+/// What [`setup_logging_bridge`](crate::setup::setup_logging_bridge) should bridge.
 ///
 /// By default: records at [`Level::Info`] and above, from every target
 /// (except the OpenTelemetry crates and the exporter's network stack), from
@@ -387,7 +387,7 @@ fn target_accepted(prefixes: &[String], target: &str) -> bool {
 /// ```
 /// use lens_runtime::logs::{LogBridgeError, LogBridgeOptions};
 /// # let handle = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
-/// let err = lens_runtime::logs::setup_logging_bridge(
+/// let err = lens_runtime::setup::setup_logging_bridge(
 ///     &handle,
 ///     LogBridgeOptions::new().with_target(""),
 /// )
@@ -421,7 +421,7 @@ impl fmt::Display for LogBridgeError {
 impl std::error::Error for LogBridgeError {}
 
 /// What happened to a process-wide hook (the `log` logger, the global
-/// `tracing` subscriber) during [`setup_logging_bridge`].
+/// `tracing` subscriber) during [`setup_logging_bridge`](crate::setup::setup_logging_bridge).
 ///
 /// ```
 /// use lens_runtime::logs::InstallStatus;
@@ -456,11 +456,12 @@ impl InstallStatus {
     }
 }
 
-/// The result of [`setup_logging_bridge`]. Dropping it changes nothing: the
+/// The result of [`setup_logging_bridge`](crate::setup::setup_logging_bridge). Dropping it changes nothing: the
 /// bridge stays in place until the next call replaces it.
 ///
 /// ```
-/// use lens_runtime::logs::{setup_logging_bridge, InstallStatus, LogBridgeOptions};
+/// use lens_runtime::logs::{InstallStatus, LogBridgeOptions};
+/// use lens_runtime::setup::setup_logging_bridge;
 /// # let handle = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
 /// let bridge = setup_logging_bridge(&handle, LogBridgeOptions::new())?;
 /// if bridge.log_status() == InstallStatus::Occupied {
@@ -481,7 +482,7 @@ impl LogBridge {
     ///
     /// ```
     /// # let handle = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
-    /// let bridge = lens_runtime::logs::setup_logging_bridge(&handle, Default::default()).unwrap();
+    /// let bridge = lens_runtime::setup::setup_logging_bridge(&handle, Default::default()).unwrap();
     /// assert!(!bridge.is_active());
     /// ```
     pub fn is_active(&self) -> bool {
@@ -493,7 +494,7 @@ impl LogBridge {
     /// ```
     /// use lens_runtime::logs::InstallStatus;
     /// # let handle = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
-    /// let bridge = lens_runtime::logs::setup_logging_bridge(&handle, Default::default()).unwrap();
+    /// let bridge = lens_runtime::setup::setup_logging_bridge(&handle, Default::default()).unwrap();
     /// assert_eq!(bridge.log_status(), InstallStatus::NotRequested); // inactive bridge
     /// ```
     pub fn log_status(&self) -> InstallStatus {
@@ -505,7 +506,7 @@ impl LogBridge {
     /// ```
     /// use lens_runtime::logs::InstallStatus;
     /// # let handle = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
-    /// let bridge = lens_runtime::logs::setup_logging_bridge(&handle, Default::default()).unwrap();
+    /// let bridge = lens_runtime::setup::setup_logging_bridge(&handle, Default::default()).unwrap();
     /// assert_eq!(bridge.tracing_subscriber_status(), InstallStatus::NotRequested);
     /// ```
     pub fn tracing_subscriber_status(&self) -> InstallStatus {
@@ -518,7 +519,7 @@ impl LogBridge {
     /// ```
     /// use lens_runtime::logs::tracing_subscriber::layer::SubscriberExt as _;
     /// # let handle = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
-    /// let bridge = lens_runtime::logs::setup_logging_bridge(&handle, Default::default()).unwrap();
+    /// let bridge = lens_runtime::setup::setup_logging_bridge(&handle, Default::default()).unwrap();
     /// let subscriber = lens_runtime::logs::tracing_subscriber::registry().with(bridge.layer());
     /// # drop(subscriber);
     /// ```
@@ -632,9 +633,9 @@ fn emit_once(f: impl FnOnce()) {
 
 /// Sends the `log` crate's records to the current bridge.
 ///
-/// [`setup_logging_bridge`] installs it as the process's `log` logger. When
+/// [`setup_logging_bridge`](crate::setup::setup_logging_bridge) installs it as the process's `log` logger. When
 /// another logger holds that slot, chain this one into it: it forwards
-/// whatever the latest [`setup_logging_bridge`] call configured (nothing
+/// whatever the latest [`setup_logging_bridge`](crate::setup::setup_logging_bridge) call configured (nothing
 /// before the first call or when the bridge is inactive).
 ///
 /// ```
@@ -672,7 +673,7 @@ impl log::Log for LogBridgeLogger {
 /// A `tracing_subscriber` layer that sends `tracing` events to the current
 /// bridge.
 ///
-/// It forwards whatever the latest [`setup_logging_bridge`] call configured
+/// It forwards whatever the latest [`setup_logging_bridge`](crate::setup::setup_logging_bridge) call configured
 /// (nothing before the first call or when the bridge is inactive), so it can
 /// be added to a subscriber before telemetry is set up. A second bridge
 /// layer in the same subscriber stays silent: every event is forwarded once.
@@ -730,67 +731,25 @@ where
     }
 }
 
-/// Sends `log` records and `tracing` events to the logger provider of
-/// `handle`, with the trace and span ids of the current OpenTelemetry
-/// context (a lens span, or a `tracing-opentelemetry` span).
-///
-/// Only when logs are enabled (`NEMO_LENS_LOGS_ENABLED=1`) on a rank that
-/// exports: otherwise nothing is installed and the bridge, if an earlier
-/// call set one up, stops bridging. Each call replaces the configuration of
-/// the previous one (level, targets, provider), so calling it twice never
-/// duplicates a record. The `log` logger is installed on the first call that
-/// wants it (see [`InstallStatus`] when another logger holds the slot); for
-/// `tracing`, add [`LogBridge::layer`] to your subscriber or ask for a global
-/// one with [`LogBridgeOptions::with_global_tracing_subscriber`].
-///
-/// Records are exported with the handle's log exporter (OTLP with
-/// `OTEL_EXPORTER_OTLP_LOGS_PROTOCOL` / `OTEL_EXPORTER_OTLP_PROTOCOL`, the
-/// file or the console exporter) and flushed by `TelemetryHandle::shutdown`.
-///
-/// ```no_run
-/// use lens_runtime::logs::{log, setup_logging_bridge, tracing, Level, LogBridgeOptions};
-/// let mut config = lens_runtime::config::LensConfig::from_env()?;
-/// config.logs_enabled = true;
-/// let telemetry = lens_runtime::setup::setup_telemetry(config, 0, 1)?;
-/// let bridge = setup_logging_bridge(
-///     &telemetry,
-///     LogBridgeOptions::new()
-///         .with_level(Level::Info)
-///         .with_target("trainer")
-///         .with_global_tracing_subscriber(true),
-/// )?;
-/// assert!(bridge.is_active());
-/// log::info!(target: "trainer::loop", "loss={}", 0.25);    // bridged
-/// tracing::warn!(target: "trainer::ckpt", step = 10, "slow"); // bridged
-/// log::debug!(target: "trainer::loop", "too verbose");      // below the level
-/// log::info!(target: "tokio", "not ours");                  // not a bridged target
-/// telemetry.shutdown(std::time::Duration::from_secs(10))?;
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub fn setup_logging_bridge(
-    handle: &TelemetryHandle,
-    options: LogBridgeOptions,
-) -> Result<LogBridge, LogBridgeError> {
+/// The bridge of a handle that has no logger provider (logs disabled, or a
+/// rank that does not export): whatever an earlier call configured is
+/// switched off, and nothing is bridged.
+pub(crate) fn disabled_bridge(options: &LogBridgeOptions) -> Result<LogBridge, LogBridgeError> {
     options.validate()?;
-    match handle.logger_provider() {
-        Some(provider) => install(&provider, &options),
-        None => {
-            let _setup = SETUP.lock().unwrap_or_else(|e| e.into_inner());
-            MIN_LEVEL.store(LEVEL_OFF, Ordering::Relaxed);
-            *ACTIVE.write().unwrap_or_else(|e| e.into_inner()) = None;
-            if LOG_INSTALLED.load(Ordering::Acquire) {
-                log::set_max_level(log::LevelFilter::Off);
-            }
-            Ok(LogBridge {
-                active: false,
-                log: InstallStatus::NotRequested,
-                tracing_subscriber: InstallStatus::NotRequested,
-            })
-        }
+    let _setup = SETUP.lock().unwrap_or_else(|e| e.into_inner());
+    MIN_LEVEL.store(LEVEL_OFF, Ordering::Relaxed);
+    *ACTIVE.write().unwrap_or_else(|e| e.into_inner()) = None;
+    if LOG_INSTALLED.load(Ordering::Acquire) {
+        log::set_max_level(log::LevelFilter::Off);
     }
+    Ok(LogBridge {
+        active: false,
+        log: InstallStatus::NotRequested,
+        tracing_subscriber: InstallStatus::NotRequested,
+    })
 }
 
-/// [`setup_logging_bridge`] for a logger provider of your own (a custom
+/// [`setup_logging_bridge`](crate::setup::setup_logging_bridge) for a logger provider of your own (a custom
 /// exporter, an in-memory exporter in tests). Same rules: each call
 /// replaces the previous configuration.
 ///

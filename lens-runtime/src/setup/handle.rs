@@ -2,9 +2,9 @@
 //! process-wide state a pipeline owns while it is live.
 
 use super::signal;
-use super::{DEFAULT_FLUSH_TIMEOUT, DROP_SHUTDOWN_TIMEOUT, TRUNCATED_REASON};
 use crate::api::groups::{set_enabled_span_groups, SpanGroupSet};
 use crate::api::span::{self, open};
+use crate::config::otel::DEFAULT_FLUSH_TIMEOUT;
 use crate::sdk::export::SpanCounters;
 use crate::sdk::pipeline::Pipeline;
 use opentelemetry_sdk::logs::SdkLoggerProvider;
@@ -13,6 +13,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+/// Time `Drop` gives the shutdown.
+pub const DROP_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
+/// The reason recorded on spans ended by shutdown.
+pub const TRUNCATED_REASON: &str = "still open at telemetry shutdown";
 
 /// Handles of enabled setups that are still live (the double-init guard).
 pub(super) static LIVE_HANDLES: AtomicUsize = AtomicUsize::new(0);

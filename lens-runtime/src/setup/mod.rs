@@ -3,6 +3,7 @@
 
 mod builder;
 mod handle;
+mod logs;
 mod signal;
 
 pub use crate::config::otel::{
@@ -11,11 +12,5 @@ pub use crate::config::otel::{
     MAX_LOG_QUEUE_SIZE_LIMIT, MAX_QUEUE_SIZE_LIMIT, MIN_SCHEDULE_DELAY,
 };
 pub use builder::{setup_telemetry, SetupError, TelemetryBuilder};
-pub use handle::{ShutdownError, TelemetryHandle};
-
-use std::time::Duration;
-
-/// Time `Drop` gives the shutdown.
-pub const DROP_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
-/// The reason recorded on spans ended by shutdown.
-pub const TRUNCATED_REASON: &str = "still open at telemetry shutdown";
+pub use handle::{ShutdownError, TelemetryHandle, DROP_SHUTDOWN_TIMEOUT, TRUNCATED_REASON};
+pub use logs::setup_logging_bridge;

@@ -1,0 +1,190 @@
+//! `LensConfig` and its reading from the environment.
+
+use super::error::{invalid, ConfigError};
+use crate::api::groups::SpanGroupFamily;
+use std::fmt;
+use std::str::FromStr;
+
+/// The default environment prefix.
+pub const ENV_PREFIX: &str = "NEMO_LENS_";
+
+const BOOL_CHOICES: &str = "1, 0, true, false, yes, no, on, off (any case)";
+
+/// Where spans, metrics and logs go.
+///
+/// ```
+/// use lens_runtime::config::ExporterKind;
+/// assert_eq!("FILE".parse::<ExporterKind>().unwrap(), ExporterKind::File);
+/// assert!("jaeger".parse::<ExporterKind>().is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ExporterKind {
+    /// OTLP to a collector (`OTEL_EXPORTER_OTLP_*` variables).
+    #[default]
+    Otlp,
+    /// One compact JSON object per record on stdout.
+    Console,
+    /// OTLP JSON lines appended to a file (`NEMO_LENS_FILE_PATH`).
+    File,
+}
+
+impl ExporterKind {
+    /// Every accepted name.
+    pub const CHOICES: &'static str = "otlp, console, file";
+
+    /// The name as written in configuration.
+    ///
+    /// ```
+    /// assert_eq!(lens_runtime::config::ExporterKind::Console.as_str(), "console");
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExporterKind::Otlp => "otlp",
+            ExporterKind::Console => "console",
+            ExporterKind::File => "file",
+        }
+    }
+}
+
+impl FromStr for ExporterKind {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "otlp" => Ok(ExporterKind::Otlp),
+            "console" => Ok(ExporterKind::Console),
+            "file" => Ok(ExporterKind::File),
+            _ => Err(()),
+        }
+    }
+}
+
+impl fmt::Display for ExporterKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Parses a boolean the way every `NEMO_LENS_*` switch is parsed.
+///
+/// ```
+/// use lens_runtime::config::parse_bool;
+/// assert_eq!(parse_bool("X", "On"), Ok(true));
+/// assert_eq!(parse_bool("X", "0"), Ok(false));
+/// assert!(parse_bool("NEMO_LENS_ENABLED", "maybe").unwrap_err().to_string().contains("NEMO_LENS_ENABLED"));
+/// ```
+pub fn parse_bool(variable: &str, value: &str) -> Result<bool, ConfigError> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(invalid(variable, value, BOOL_CHOICES)),
+    }
+}
+
+/// Configuration of lens, mirroring the Python library's `NemoLensConfig`.
+/// Build it with [`LensConfig::from_env`] (or a prefixed variant), or start
+/// from [`Default`] and set fields; [`LensConfig::validate`] checks it all.
+///
+/// ```
+/// use lens_runtime::config::LensConfig;
+/// let mut cfg = LensConfig::default();
+/// cfg.enabled = true;
+/// cfg.span_groups = "per_step".into();
+/// cfg.validate().unwrap();
+/// cfg.export_sample_rate = 1.5;
+/// assert!(cfg.validate().unwrap_err().to_string().contains("export_sample_rate"));
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct LensConfig {
+    /// Master switch (`NEMO_LENS_ENABLED`, default false).
+    pub enabled: bool,
+    /// `service.name` (`OTEL_SERVICE_NAME`, default `"nemo"`).
+    pub service_name: String,
+    /// Which ranks export (`NEMO_LENS_EXPORT_STRATEGY`, default `single_rank`).
+    pub export_strategy: String,
+    /// The rank `single_rank` exports from; -1 = last (`NEMO_LENS_EXPORT_RANK`).
+    pub export_rank: i64,
+    /// Fraction of ranks kept by `sampled`, in [0, 1] (`NEMO_LENS_EXPORT_SAMPLE_RATE`).
+    pub export_sample_rate: f64,
+    /// Use the rank-aware sampler (`NEMO_LENS_SAMPLER_ENABLED`, default false).
+    pub sampler_enabled: bool,
+    /// Export traces (`NEMO_LENS_TRACES_ENABLED`, default true).
+    pub traces_enabled: bool,
+    /// Export metrics (`NEMO_LENS_METRICS_ENABLED`, default true).
+    pub metrics_enabled: bool,
+    /// Export logs (`NEMO_LENS_LOGS_ENABLED`, default false).
+    pub logs_enabled: bool,
+    /// Span-group spec (`NEMO_LENS_SPAN_GROUPS`, default `"default"`).
+    pub span_groups: String,
+    /// Exporter (`NEMO_LENS_EXPORTER`, default otlp).
+    pub exporter: ExporterKind,
+    /// Run id (`NEMO_LENS_RUN_ID`; setup falls back to `SLURM_JOB_ID`, then random).
+    pub run_id: Option<String>,
+    /// User id (`NEMO_LENS_USER_ID`).
+    pub user: Option<String>,
+    /// W&B entity (`WANDB_ENTITY`).
+    pub wandb_entity: Option<String>,
+    /// W&B project (`WANDB_PROJECT`).
+    pub wandb_project: Option<String>,
+    /// Path of the `file` exporter's OTLP JSON lines (`NEMO_LENS_FILE_PATH`;
+    /// `{rank}` is replaced by the rank). Default:
+    /// `lens-telemetry/<run_id>-rank<rank>.otlp.jsonl` under the working directory.
+    pub file_path: Option<String>,
+    /// Flush telemetry on SIGTERM / SIGINT before the process dies
+    /// (`NEMO_LENS_FLUSH_ON_SIGNAL`, default false).
+    pub flush_on_signal: bool,
+    /// Register GPU instruments read through NVML (`NEMO_LENS_GPU_METRICS`,
+    /// default false).
+    pub gpu_metrics: bool,
+    /// Families the span-group spec resolves against (the base family is
+    /// always included).
+    pub span_group_families: Vec<&'static SpanGroupFamily>,
+    /// Extra attribute keys whose string values are redacted, on top of the
+    /// built-in rule (`NEMO_LENS_REDACT_KEYS`, comma-separated, blank parts
+    /// ignored; default none). A key matches an attribute key equal to it or
+    /// to a run of its dot-separated segments, ASCII case-insensitive
+    /// (`email` redacts `user.email`); see
+    /// [`is_redacted_key_with`](crate::api::attr::is_redacted_key_with). A key
+    /// may not contain whitespace, `=` or `,`.
+    ///
+    /// ```
+    /// use lens_runtime::config::LensConfig;
+    /// let cfg = LensConfig::from_lookup(&["NEMO_LENS_"], &[], |v| {
+    ///     (v == "NEMO_LENS_REDACT_KEYS").then(|| " email, ,user.ssn ".to_owned())
+    /// }).unwrap();
+    /// assert_eq!(cfg.redact_keys, ["email", "user.ssn"]);
+    /// let err = LensConfig::from_lookup(&["NEMO_LENS_"], &[], |v| {
+    ///     (v == "NEMO_LENS_REDACT_KEYS").then(|| "email,api key".to_owned())
+    /// }).unwrap_err();
+    /// assert!(err.to_string().contains("NEMO_LENS_REDACT_KEYS"));
+    /// ```
+    pub redact_keys: Vec<String>,
+}
+
+impl Default for LensConfig {
+    fn default() -> Self {
+        LensConfig {
+            enabled: false,
+            service_name: "nemo".to_owned(),
+            export_strategy: "single_rank".to_owned(),
+            export_rank: -1,
+            export_sample_rate: 1.0,
+            sampler_enabled: false,
+            traces_enabled: true,
+            metrics_enabled: true,
+            logs_enabled: false,
+            span_groups: "default".to_owned(),
+            exporter: ExporterKind::Otlp,
+            run_id: None,
+            user: None,
+            wandb_entity: None,
+            wandb_project: None,
+            file_path: None,
+            flush_on_signal: false,
+            gpu_metrics: false,
+            span_group_families: Vec::new(),
+            redact_keys: Vec::new(),
+        }
+    }
+}
