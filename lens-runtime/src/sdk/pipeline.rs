@@ -290,25 +290,37 @@ impl Pipeline {
         self.meter_provider.as_ref().map(|mp| mp.meter(SCOPE_NAME))
     }
 
-    /// Flushes every signal, within `timeout` in all.
-    pub(crate) fn flush(&self, timeout: Duration) -> Vec<String> {
-        let deadline = Instant::now() + timeout;
+    /// The metric and log providers' flush (or shutdown) as tasks for
+    /// helper threads: the SDK's own calls take no deadline.
+    fn sdk_tasks(&self, shutdown: bool, timeout: Duration) -> Vec<Task> {
         let mut tasks: Vec<Task> = Vec::new();
         if let Some(mp) = self.meter_provider.clone() {
             tasks.push((
                 "metrics",
                 self.busy[0].clone(),
-                Box::new(move || mp.force_flush()),
+                Box::new(move || match shutdown {
+                    true => mp.shutdown_with_timeout(timeout),
+                    false => mp.force_flush(),
+                }),
             ));
         }
         if let Some(lp) = self.logger_provider.clone() {
             tasks.push((
                 "logs",
                 self.busy[1].clone(),
-                Box::new(move || lp.force_flush()),
+                Box::new(move || match shutdown {
+                    true => lp.shutdown_with_timeout(timeout),
+                    false => lp.force_flush(),
+                }),
             ));
         }
-        let waiting = spawn_all(tasks, "flush");
+        tasks
+    }
+
+    /// Flushes every signal, within `timeout` in all.
+    pub(crate) fn flush(&self, timeout: Duration) -> Vec<String> {
+        let deadline = Instant::now() + timeout;
+        let waiting = spawn_all(self.sdk_tasks(false, timeout), "flush");
         let mut errors = Vec::new();
         if let Some(p) = &self.spans {
             if let Err(e) = p.flush_within(timeout) {
@@ -322,22 +334,7 @@ impl Pipeline {
     /// Shuts every signal down, within `timeout` in all.
     pub(crate) fn shutdown(&self, timeout: Duration) -> Vec<String> {
         let deadline = Instant::now() + timeout;
-        let mut tasks: Vec<Task> = Vec::new();
-        if let Some(mp) = self.meter_provider.clone() {
-            tasks.push((
-                "metrics",
-                self.busy[0].clone(),
-                Box::new(move || mp.shutdown_with_timeout(timeout)),
-            ));
-        }
-        if let Some(lp) = self.logger_provider.clone() {
-            tasks.push((
-                "logs",
-                self.busy[1].clone(),
-                Box::new(move || lp.shutdown_with_timeout(timeout)),
-            ));
-        }
-        let waiting = spawn_all(tasks, "shutdown");
+        let waiting = spawn_all(self.sdk_tasks(true, timeout), "shutdown");
         let mut errors = Vec::new();
         // lens's own processor meets the deadline by itself: no thread.
         // Then the provider is marked shut down (the processor, finished or

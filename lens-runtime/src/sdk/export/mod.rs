@@ -221,70 +221,49 @@ fn build_err(signal: &str, e: impl fmt::Display) -> String {
     format!("cannot build the OTLP {signal} exporter: {e}")
 }
 
-/// The OTLP span exporter for `protocol` (endpoint, headers, timeout and
-/// compression come from the standard `OTEL_EXPORTER_OTLP_*` variables).
-pub(crate) fn otlp_spans(
-    protocol: OtlpProtocol,
-    handle: &Handle,
-) -> Result<OnRuntime<opentelemetry_otlp::SpanExporter>, String> {
-    use opentelemetry_otlp::{Protocol, SpanExporter, WithExportConfig};
-    let _enter = handle.enter();
-    let e = match protocol {
-        OtlpProtocol::Grpc => SpanExporter::builder().with_tonic().build(),
-        OtlpProtocol::HttpProtobuf => SpanExporter::builder()
-            .with_http()
-            .with_protocol(Protocol::HttpBinary)
-            .build(),
-        OtlpProtocol::HttpJson => SpanExporter::builder()
-            .with_http()
-            .with_protocol(Protocol::HttpJson)
-            .build(),
-    }
-    .map_err(|e| build_err("trace", e))?;
-    Ok(OnRuntime::new(e, handle.clone()))
+/// Builds one OTLP exporter type for `protocol` on lens's export runtime
+/// (endpoint, headers, timeout and compression come from the standard
+/// `OTEL_EXPORTER_OTLP_*` variables): the three signals differ only in the
+/// exporter type.
+macro_rules! otlp_exporter {
+    ($(#[$doc:meta])* $name:ident, $ty:ident, $signal:literal) => {
+        $(#[$doc])*
+        pub(crate) fn $name(
+            protocol: OtlpProtocol,
+            handle: &Handle,
+        ) -> Result<OnRuntime<opentelemetry_otlp::$ty>, String> {
+            use opentelemetry_otlp::{Protocol, WithExportConfig};
+            let _enter = handle.enter();
+            let b = opentelemetry_otlp::$ty::builder();
+            let e = match protocol {
+                OtlpProtocol::Grpc => b.with_tonic().build(),
+                OtlpProtocol::HttpProtobuf => {
+                    b.with_http().with_protocol(Protocol::HttpBinary).build()
+                }
+                OtlpProtocol::HttpJson => b.with_http().with_protocol(Protocol::HttpJson).build(),
+            }
+            .map_err(|e| build_err($signal, e))?;
+            Ok(OnRuntime::new(e, handle.clone()))
+        }
+    };
 }
 
-/// The OTLP metric exporter for `protocol`.
-pub(crate) fn otlp_metrics(
-    protocol: OtlpProtocol,
-    handle: &Handle,
-) -> Result<OnRuntime<opentelemetry_otlp::MetricExporter>, String> {
-    use opentelemetry_otlp::{MetricExporter, Protocol, WithExportConfig};
-    let _enter = handle.enter();
-    let e = match protocol {
-        OtlpProtocol::Grpc => MetricExporter::builder().with_tonic().build(),
-        OtlpProtocol::HttpProtobuf => MetricExporter::builder()
-            .with_http()
-            .with_protocol(Protocol::HttpBinary)
-            .build(),
-        OtlpProtocol::HttpJson => MetricExporter::builder()
-            .with_http()
-            .with_protocol(Protocol::HttpJson)
-            .build(),
-    }
-    .map_err(|e| build_err("metric", e))?;
-    Ok(OnRuntime::new(e, handle.clone()))
-}
-
-/// The OTLP log exporter for `protocol` (the same protocol variables as
-/// traces and metrics are honoured).
-pub(crate) fn otlp_logs(
-    protocol: OtlpProtocol,
-    handle: &Handle,
-) -> Result<OnRuntime<opentelemetry_otlp::LogExporter>, String> {
-    use opentelemetry_otlp::{LogExporter, Protocol, WithExportConfig};
-    let _enter = handle.enter();
-    let e = match protocol {
-        OtlpProtocol::Grpc => LogExporter::builder().with_tonic().build(),
-        OtlpProtocol::HttpProtobuf => LogExporter::builder()
-            .with_http()
-            .with_protocol(Protocol::HttpBinary)
-            .build(),
-        OtlpProtocol::HttpJson => LogExporter::builder()
-            .with_http()
-            .with_protocol(Protocol::HttpJson)
-            .build(),
-    }
-    .map_err(|e| build_err("log", e))?;
-    Ok(OnRuntime::new(e, handle.clone()))
-}
+otlp_exporter!(
+    /// The OTLP span exporter for `protocol`.
+    otlp_spans,
+    SpanExporter,
+    "trace"
+);
+otlp_exporter!(
+    /// The OTLP metric exporter for `protocol`.
+    otlp_metrics,
+    MetricExporter,
+    "metric"
+);
+otlp_exporter!(
+    /// The OTLP log exporter for `protocol` (the same protocol variables as
+    /// traces and metrics are honoured).
+    otlp_logs,
+    LogExporter,
+    "log"
+);
