@@ -167,24 +167,40 @@ pub use lens_runtime::semconv;
 /// [`Collective`](propagation::Collective); linked spans.
 #[cfg(feature = "sdk")]
 pub mod propagation {
-    pub use lens_runtime::propagation::*;
+    #[cfg(feature = "http")]
+    pub use lens_runtime::propagation::http;
+    #[cfg(feature = "mpi")]
+    pub use lens_runtime::propagation::mpi_collective;
+    pub use lens_runtime::propagation::{
+        broadcast_trace_context, context_from_bytes, context_from_env, context_from_env_lookup,
+        context_to_bytes, create_linked_span, env_for_child, extract_context, extract_from,
+        inject_context, inject_into, pp_trace_carrier, set_pp_trace_carrier, w3c, Carrier,
+        Collective, CollectiveError, LocalCollective, ENV_CARRIER_VARS,
+    };
 }
 /// Instrument sets: inference (GenAI), RL, Gym and training metrics.
 #[cfg(feature = "sdk")]
 pub mod metrics {
-    pub use lens_runtime::metrics::*;
+    pub use lens_runtime::metrics::{
+        GymMetrics, GymRecord, InferenceMetrics, InferenceRecord, RlMetrics, RlRecord,
+        TrainingMetrics, TrainingRecord, DURATION_MS_BUCKETS, GEN_AI_DURATION_BUCKETS_S,
+        GEN_AI_TOKEN_BUCKETS, MAX_INFERENCE_ATTRIBUTE_SETS, STEP_DURATION_BUCKETS_S,
+    };
 }
 
 /// Opt-in GPU telemetry through NVML.
 #[cfg(feature = "sdk")]
 pub mod gpu {
-    pub use lens_runtime::gpu::*;
+    pub use lens_runtime::gpu::{register_gpu_metrics, visible_gpus, GpuDevice};
 }
 
 /// The log bridge: `log` and `tracing` records to OpenTelemetry logs.
 #[cfg(feature = "sdk")]
 pub mod logs {
-    pub use lens_runtime::logs::*;
+    pub use lens_runtime::logs::{
+        log, setup_logging_bridge_with_provider, tracing, tracing_subscriber, InstallStatus, Level,
+        LogBridge, LogBridgeError, LogBridgeLayer, LogBridgeLogger, LogBridgeOptions,
+    };
     pub use lens_runtime::setup::setup_logging_bridge;
 }
 
@@ -212,7 +228,10 @@ pub use lens_runtime::{
 
 /// The eight base groups and the base family.
 pub mod groups {
-    pub use lens_runtime::groups::base::*;
+    pub use lens_runtime::groups::base::{
+        CHECKPOINT, EVALUATE, FAMILY, FORWARD_BACKWARD, JOB, LOAD_CHECKPOINT, MODEL_INIT,
+        OPTIMIZER, STEP, WORD,
+    };
 }
 
 /// Opens a span that is not attached to the current context, e.g. to
