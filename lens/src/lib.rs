@@ -33,6 +33,8 @@
 //! `NEMO_LENS_SPAN_GROUPS` variable) or at run time with
 //! [`set_enabled_span_groups`].
 
+#![deny(missing_docs)]
+
 extern crate self as lens;
 
 /// Instruments a function, method or `async fn` with a span whose group
