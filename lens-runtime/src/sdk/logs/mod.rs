@@ -40,6 +40,11 @@
 //! # Ok::<(), lens_runtime::logs::LogBridgeError>(())
 //! ```
 
+mod options;
+
+use options::target_accepted;
+pub use options::{Level, LogBridgeError, LogBridgeOptions};
+
 use opentelemetry::logs::{LogRecord as _, Logger, LoggerProvider, Severity};
 use opentelemetry::InstrumentationScope;
 use opentelemetry_appender_log::OpenTelemetryLogBridge;
@@ -47,8 +52,6 @@ use opentelemetry_appender_tracing::layer::OpenTelemetryTracingBridge;
 use opentelemetry_sdk::logs::{SdkLogRecord, SdkLogger, SdkLoggerProvider};
 use std::any::TypeId;
 use std::cell::Cell;
-use std::fmt;
-use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::SystemTime;
@@ -82,343 +85,6 @@ pub use tracing;
 /// # drop(subscriber);
 /// ```
 pub use tracing_subscriber;
-
-/// Targets that are never bridged: the OpenTelemetry crates' own internal
-/// logs and the network stack the OTLP exporter runs on. Bridging them could
-/// make every export produce records that need exporting.
-const INTERNAL_TARGETS: &[&str] = &[
-    "hyper",
-    "hyper_util",
-    "h2",
-    "tonic",
-    "tower",
-    "tower_http",
-    "reqwest",
-];
-
-/// The minimum severity a record needs to be bridged.
-///
-/// Ordered from the most verbose (`Trace`) to the most severe (`Error`);
-/// parses case-insensitively from `trace`, `debug`, `info`, `warn` (or
-/// `warning`) and `error`.
-///
-/// ```
-/// use lens_runtime::logs::Level;
-/// let level: Level = "WARN".parse().unwrap();
-/// assert_eq!(level, Level::Warn);
-/// assert!(Level::Error > Level::Info);
-/// assert!("loud".parse::<Level>().is_err());
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub enum Level {
-    /// Everything, including `trace!`.
-    Trace = 1,
-    /// `debug!` and above.
-    Debug = 2,
-    /// `info!` and above (the default).
-    #[default]
-    Info = 3,
-    /// `warn!` and `error!`.
-    Warn = 4,
-    /// Only `error!`.
-    Error = 5,
-}
-
-impl Level {
-    /// The name in lower case.
-    ///
-    /// ```
-    /// assert_eq!(lens_runtime::logs::Level::Warn.as_str(), "warn");
-    /// ```
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Level::Trace => "trace",
-            Level::Debug => "debug",
-            Level::Info => "info",
-            Level::Warn => "warn",
-            Level::Error => "error",
-        }
-    }
-
-    fn from_log(level: log::Level) -> Level {
-        match level {
-            log::Level::Trace => Level::Trace,
-            log::Level::Debug => Level::Debug,
-            log::Level::Info => Level::Info,
-            log::Level::Warn => Level::Warn,
-            log::Level::Error => Level::Error,
-        }
-    }
-
-    fn from_tracing(level: &tracing::Level) -> Level {
-        match *level {
-            tracing::Level::TRACE => Level::Trace,
-            tracing::Level::DEBUG => Level::Debug,
-            tracing::Level::INFO => Level::Info,
-            tracing::Level::WARN => Level::Warn,
-            _ => Level::Error,
-        }
-    }
-
-    fn to_log_filter(self) -> log::LevelFilter {
-        match self {
-            Level::Trace => log::LevelFilter::Trace,
-            Level::Debug => log::LevelFilter::Debug,
-            Level::Info => log::LevelFilter::Info,
-            Level::Warn => log::LevelFilter::Warn,
-            Level::Error => log::LevelFilter::Error,
-        }
-    }
-}
-
-impl fmt::Display for Level {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Level {
-    type Err = LogBridgeError;
-
-    fn from_str(s: &str) -> Result<Level, LogBridgeError> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "trace" => Ok(Level::Trace),
-            "debug" => Ok(Level::Debug),
-            "info" => Ok(Level::Info),
-            "warn" | "warning" => Ok(Level::Warn),
-            "error" => Ok(Level::Error),
-            _ => Err(LogBridgeError::InvalidLevel(s.to_owned())),
-        }
-    }
-}
-
-/// What [`setup_logging_bridge`](crate::setup::setup_logging_bridge) should bridge.
-///
-/// By default: records at [`Level::Info`] and above, from every target
-/// (except the OpenTelemetry crates and the exporter's network stack), from
-/// both `log` and `tracing`; the `log` logger is installed, no global
-/// `tracing` subscriber is.
-///
-/// ```
-/// use lens_runtime::logs::{Level, LogBridgeOptions};
-/// let options = LogBridgeOptions::new()
-///     .with_level(Level::Debug)
-///     .with_target("trainer")            // trainer, trainer::loop, ...
-///     .with_target("data_loader")
-///     .with_global_tracing_subscriber(true);
-/// assert_eq!(options.level(), Level::Debug);
-/// assert_eq!(options.targets(), ["trainer", "data_loader"]);
-/// ```
-#[derive(Debug, Clone)]
-pub struct LogBridgeOptions {
-    level: Level,
-    targets: Vec<String>,
-    log: bool,
-    tracing: bool,
-    global_tracing_subscriber: bool,
-}
-
-impl Default for LogBridgeOptions {
-    fn default() -> Self {
-        LogBridgeOptions {
-            level: Level::Info,
-            targets: Vec::new(),
-            log: true,
-            tracing: true,
-            global_tracing_subscriber: false,
-        }
-    }
-}
-
-impl LogBridgeOptions {
-    /// The defaults: [`Level::Info`], every target, `log` and `tracing`.
-    ///
-    /// ```
-    /// let options = lens_runtime::logs::LogBridgeOptions::new();
-    /// assert!(options.targets().is_empty());
-    /// ```
-    pub fn new() -> Self {
-        LogBridgeOptions::default()
-    }
-
-    /// Bridges records at `level` and above.
-    ///
-    /// ```
-    /// use lens_runtime::logs::{Level, LogBridgeOptions};
-    /// let options = LogBridgeOptions::new().with_level(Level::Warn);
-    /// assert_eq!(options.level(), Level::Warn);
-    /// ```
-    pub fn with_level(mut self, level: Level) -> Self {
-        self.level = level;
-        self
-    }
-
-    /// Adds a target prefix: a record is bridged when its target is `target`
-    /// or lies below it as a module path (`trainer` takes `trainer` and
-    /// `trainer::loop`, not `trainers`; a prefix ending in `::` takes only
-    /// what lies below). With no target every target is bridged.
-    ///
-    /// ```
-    /// let options = lens_runtime::logs::LogBridgeOptions::new().with_target("trainer");
-    /// assert!(options.accepts("trainer::loop"));
-    /// assert!(!options.accepts("trainers"));
-    /// assert!(!options.accepts("tokio::runtime"));
-    /// ```
-    pub fn with_target(mut self, target: impl Into<String>) -> Self {
-        self.targets.push(target.into());
-        self
-    }
-
-    /// Adds several target prefixes (see [`with_target`](Self::with_target)).
-    ///
-    /// ```
-    /// let options = lens_runtime::logs::LogBridgeOptions::new().with_targets(["a", "b::c"]);
-    /// assert_eq!(options.targets(), ["a", "b::c"]);
-    /// ```
-    pub fn with_targets<I, T>(mut self, targets: I) -> Self
-    where
-        I: IntoIterator<Item = T>,
-        T: Into<String>,
-    {
-        self.targets.extend(targets.into_iter().map(Into::into));
-        self
-    }
-
-    /// Whether records of the `log` crate are bridged (default `true`); the
-    /// first bridge that wants them installs [`LogBridgeLogger`] as the
-    /// process's `log` logger.
-    ///
-    /// ```
-    /// let options = lens_runtime::logs::LogBridgeOptions::new().with_log(false);
-    /// # drop(options);
-    /// ```
-    pub fn with_log(mut self, on: bool) -> Self {
-        self.log = on;
-        self
-    }
-
-    /// Whether `tracing` events reaching a [`LogBridgeLayer`] are bridged
-    /// (default `true`).
-    ///
-    /// ```
-    /// let options = lens_runtime::logs::LogBridgeOptions::new().with_tracing(false);
-    /// # drop(options);
-    /// ```
-    pub fn with_tracing(mut self, on: bool) -> Self {
-        self.tracing = on;
-        self
-    }
-
-    /// Also installs a global `tracing` subscriber holding only a
-    /// [`LogBridgeLayer`] (default `false`: add the layer to your own
-    /// subscriber instead). Only possible when no global subscriber is set.
-    ///
-    /// ```
-    /// let options =
-    ///     lens_runtime::logs::LogBridgeOptions::new().with_global_tracing_subscriber(true);
-    /// # drop(options);
-    /// ```
-    pub fn with_global_tracing_subscriber(mut self, on: bool) -> Self {
-        self.global_tracing_subscriber = on;
-        self
-    }
-
-    /// The minimum level.
-    ///
-    /// ```
-    /// use lens_runtime::logs::{Level, LogBridgeOptions};
-    /// assert_eq!(LogBridgeOptions::new().level(), Level::Info);
-    /// ```
-    pub fn level(&self) -> Level {
-        self.level
-    }
-
-    /// The target prefixes (empty: every target).
-    ///
-    /// ```
-    /// assert!(lens_runtime::logs::LogBridgeOptions::new().targets().is_empty());
-    /// ```
-    pub fn targets(&self) -> &[String] {
-        &self.targets
-    }
-
-    /// Whether a record with this target passes the target filter (the
-    /// level filter aside).
-    ///
-    /// ```
-    /// let all = lens_runtime::logs::LogBridgeOptions::new();
-    /// assert!(all.accepts("my_app"));
-    /// assert!(!all.accepts("opentelemetry_sdk"), "never the SDK's own logs");
-    /// ```
-    pub fn accepts(&self, target: &str) -> bool {
-        target_accepted(&self.targets, target)
-    }
-
-    fn validate(&self) -> Result<(), LogBridgeError> {
-        for t in &self.targets {
-            let bare = t.trim_end_matches(':');
-            if t.trim().is_empty() || t.chars().any(char::is_whitespace) || bare.is_empty() {
-                return Err(LogBridgeError::InvalidTarget(t.clone()));
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Whether `target` is `prefix` or below it as a module path.
-fn target_matches(prefix: &str, target: &str) -> bool {
-    match target.strip_prefix(prefix) {
-        Some(rest) => rest.is_empty() || prefix.ends_with("::") || rest.starts_with("::"),
-        None => false,
-    }
-}
-
-fn target_accepted(prefixes: &[String], target: &str) -> bool {
-    if target.starts_with("opentelemetry")
-        || INTERNAL_TARGETS.iter().any(|p| target_matches(p, target))
-    {
-        return false;
-    }
-    prefixes.is_empty() || prefixes.iter().any(|p| target_matches(p, target))
-}
-
-/// An invalid [`LogBridgeOptions`] value or [`Level`] name.
-///
-/// ```
-/// use lens_runtime::logs::{LogBridgeError, LogBridgeOptions};
-/// # let handle = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
-/// let err = lens_runtime::setup::setup_logging_bridge(
-///     &handle,
-///     LogBridgeOptions::new().with_target(""),
-/// )
-/// .unwrap_err();
-/// assert_eq!(err, LogBridgeError::InvalidTarget(String::new()));
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum LogBridgeError {
-    /// A target prefix that is empty or contains whitespace.
-    InvalidTarget(String),
-    /// A level name other than trace, debug, info, warn(ing), error.
-    InvalidLevel(String),
-}
-
-impl fmt::Display for LogBridgeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LogBridgeError::InvalidTarget(t) => write!(
-                f,
-                "invalid log bridge target {t:?}: expected a module path such as \"trainer\" or \"trainer::data\""
-            ),
-            LogBridgeError::InvalidLevel(l) => write!(
-                f,
-                "invalid log level {l:?}: expected one of trace, debug, info, warn, error"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for LogBridgeError {}
 
 /// What happened to a process-wide hook (the `log` logger, the global
 /// `tracing` subscriber) during [`setup_logging_bridge`](crate::setup::setup_logging_bridge).
@@ -631,6 +297,93 @@ fn emit_once(f: impl FnOnce()) {
     }
 }
 
+/// [`setup_logging_bridge`](crate::setup::setup_logging_bridge) for a logger provider of your own (a custom
+/// exporter, an in-memory exporter in tests). Same rules: each call
+/// replaces the previous configuration.
+///
+/// ```
+/// use lens_runtime::logs::{setup_logging_bridge_with_provider, LogBridgeOptions};
+/// use lens_runtime::otel_sdk::logs::{InMemoryLogExporter, SdkLoggerProvider};
+/// let exporter = InMemoryLogExporter::default();
+/// let provider = SdkLoggerProvider::builder()
+///     .with_simple_exporter(exporter.clone())
+///     .build();
+/// let bridge = setup_logging_bridge_with_provider(
+///     &provider,
+///     LogBridgeOptions::new().with_target("trainer"),
+/// )?;
+/// assert!(bridge.log_status().is_bridging());
+/// lens_runtime::logs::log::info!(target: "trainer", "kept");
+/// lens_runtime::logs::log::info!(target: "elsewhere", "dropped");
+/// let logs = exporter.get_emitted_logs().unwrap();
+/// assert_eq!(logs.len(), 1);
+/// # Ok::<(), lens_runtime::logs::LogBridgeError>(())
+/// ```
+pub fn setup_logging_bridge_with_provider(
+    provider: &SdkLoggerProvider,
+    options: LogBridgeOptions,
+) -> Result<LogBridge, LogBridgeError> {
+    options.validate()?;
+    install(provider, &options)
+}
+
+fn install(
+    provider: &SdkLoggerProvider,
+    options: &LogBridgeOptions,
+) -> Result<LogBridge, LogBridgeError> {
+    let _setup = SETUP.lock().unwrap_or_else(|e| e.into_inner());
+    let active = Arc::new(Active {
+        targets: options.targets.clone().into_boxed_slice(),
+        log_on: options.log,
+        tracing_on: options.tracing,
+        log: OpenTelemetryLogBridge::new(&StampingProvider(provider.clone())),
+        tracing: OpenTelemetryTracingBridge::new(&StampingProvider(provider.clone())),
+    });
+    *ACTIVE.write().unwrap_or_else(|e| e.into_inner()) = Some(active);
+    MIN_LEVEL.store(options.level as u8, Ordering::Relaxed);
+
+    let log = if options.log {
+        if LOG_INSTALLED.load(Ordering::Acquire) {
+            InstallStatus::Reused
+        } else if log::set_logger(&LOGGER).is_ok() {
+            LOG_INSTALLED.store(true, Ordering::Release);
+            InstallStatus::Installed
+        } else {
+            InstallStatus::Occupied
+        }
+    } else {
+        InstallStatus::NotRequested
+    };
+    if LOG_INSTALLED.load(Ordering::Acquire) {
+        log::set_max_level(if options.log {
+            options.level.to_log_filter()
+        } else {
+            log::LevelFilter::Off
+        });
+    }
+
+    let tracing_subscriber = if options.global_tracing_subscriber {
+        if TRACING_INSTALLED.load(Ordering::Acquire) {
+            InstallStatus::Reused
+        } else {
+            let subscriber = tracing_subscriber::registry().with(LogBridgeLayer::new());
+            if tracing::subscriber::set_global_default(subscriber).is_ok() {
+                TRACING_INSTALLED.store(true, Ordering::Release);
+                InstallStatus::Installed
+            } else {
+                InstallStatus::Occupied
+            }
+        }
+    } else {
+        InstallStatus::NotRequested
+    };
+    Ok(LogBridge {
+        active: true,
+        log,
+        tracing_subscriber,
+    })
+}
+
 /// Sends the `log` crate's records to the current bridge.
 ///
 /// [`setup_logging_bridge`](crate::setup::setup_logging_bridge) installs it as the process's `log` logger. When
@@ -749,95 +502,9 @@ pub(crate) fn disabled_bridge(options: &LogBridgeOptions) -> Result<LogBridge, L
     })
 }
 
-/// [`setup_logging_bridge`](crate::setup::setup_logging_bridge) for a logger provider of your own (a custom
-/// exporter, an in-memory exporter in tests). Same rules: each call
-/// replaces the previous configuration.
-///
-/// ```
-/// use lens_runtime::logs::{setup_logging_bridge_with_provider, LogBridgeOptions};
-/// use lens_runtime::otel_sdk::logs::{InMemoryLogExporter, SdkLoggerProvider};
-/// let exporter = InMemoryLogExporter::default();
-/// let provider = SdkLoggerProvider::builder()
-///     .with_simple_exporter(exporter.clone())
-///     .build();
-/// let bridge = setup_logging_bridge_with_provider(
-///     &provider,
-///     LogBridgeOptions::new().with_target("trainer"),
-/// )?;
-/// assert!(bridge.log_status().is_bridging());
-/// lens_runtime::logs::log::info!(target: "trainer", "kept");
-/// lens_runtime::logs::log::info!(target: "elsewhere", "dropped");
-/// let logs = exporter.get_emitted_logs().unwrap();
-/// assert_eq!(logs.len(), 1);
-/// # Ok::<(), lens_runtime::logs::LogBridgeError>(())
-/// ```
-pub fn setup_logging_bridge_with_provider(
-    provider: &SdkLoggerProvider,
-    options: LogBridgeOptions,
-) -> Result<LogBridge, LogBridgeError> {
-    options.validate()?;
-    install(provider, &options)
-}
-
-fn install(
-    provider: &SdkLoggerProvider,
-    options: &LogBridgeOptions,
-) -> Result<LogBridge, LogBridgeError> {
-    let _setup = SETUP.lock().unwrap_or_else(|e| e.into_inner());
-    let active = Arc::new(Active {
-        targets: options.targets.clone().into_boxed_slice(),
-        log_on: options.log,
-        tracing_on: options.tracing,
-        log: OpenTelemetryLogBridge::new(&StampingProvider(provider.clone())),
-        tracing: OpenTelemetryTracingBridge::new(&StampingProvider(provider.clone())),
-    });
-    *ACTIVE.write().unwrap_or_else(|e| e.into_inner()) = Some(active);
-    MIN_LEVEL.store(options.level as u8, Ordering::Relaxed);
-
-    let log = if options.log {
-        if LOG_INSTALLED.load(Ordering::Acquire) {
-            InstallStatus::Reused
-        } else if log::set_logger(&LOGGER).is_ok() {
-            LOG_INSTALLED.store(true, Ordering::Release);
-            InstallStatus::Installed
-        } else {
-            InstallStatus::Occupied
-        }
-    } else {
-        InstallStatus::NotRequested
-    };
-    if LOG_INSTALLED.load(Ordering::Acquire) {
-        log::set_max_level(if options.log {
-            options.level.to_log_filter()
-        } else {
-            log::LevelFilter::Off
-        });
-    }
-
-    let tracing_subscriber = if options.global_tracing_subscriber {
-        if TRACING_INSTALLED.load(Ordering::Acquire) {
-            InstallStatus::Reused
-        } else {
-            let subscriber = tracing_subscriber::registry().with(LogBridgeLayer::new());
-            if tracing::subscriber::set_global_default(subscriber).is_ok() {
-                TRACING_INSTALLED.store(true, Ordering::Release);
-                InstallStatus::Installed
-            } else {
-                InstallStatus::Occupied
-            }
-        }
-    } else {
-        InstallStatus::NotRequested
-    };
-    Ok(LogBridge {
-        active: true,
-        log,
-        tracing_subscriber,
-    })
-}
-
 #[cfg(test)]
 mod tests {
+    use super::options::target_matches;
     use super::*;
 
     #[test]
