@@ -7,6 +7,8 @@ mod error;
 mod lens;
 #[cfg(feature = "sdk")]
 pub mod otel;
+#[cfg(feature = "sdk")]
+pub(crate) mod plan;
 pub mod strategy;
 mod validate;
 

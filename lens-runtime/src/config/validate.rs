@@ -19,10 +19,20 @@ impl LensConfig {
     /// assert!(msg.contains("stpe") && msg.contains("step"));
     /// ```
     pub fn validate(&self) -> Result<(), ConfigError> {
-        check_spec("span_groups", &self.span_groups, &self.span_group_families)?;
+        self.checked(true).map(drop)
+    }
+
+    /// Every check of [`validate`](Self::validate) (the strategy name only
+    /// with `check_strategy`: a custom strategy replaces the named one),
+    /// returning the resolved span groups, so that the spec is resolved
+    /// once.
+    pub(crate) fn checked(&self, check_strategy_name: bool) -> Result<SpanGroupSet, ConfigError> {
+        let groups = self.resolve_span_groups()?;
         check_rate("export_sample_rate", self.export_sample_rate)?;
         check_rank("export_rank", self.export_rank)?;
-        check_strategy("export_strategy", &self.export_strategy)?;
+        if check_strategy_name {
+            check_strategy("export_strategy", &self.export_strategy)?;
+        }
         check_redact_keys("redact_keys", &self.redact_keys)?;
         if self.service_name.trim().is_empty() {
             return Err(invalid(
@@ -31,7 +41,7 @@ impl LensConfig {
                 "a non-empty name",
             ));
         }
-        Ok(())
+        Ok(groups)
     }
 
     /// The groups named by `span_groups`, resolved against the configured

@@ -5,8 +5,9 @@ use super::handle::{next_generation, take_over, teardown_globals, TelemetryHandl
 use super::signal;
 use crate::api::groups::{set_enabled_span_groups, SpanGroupSet};
 use crate::api::span::{self, open};
-use crate::config::otel::{env, OtelEnv};
-use crate::config::strategy::{self, StrategyError, StrategyFn};
+use crate::config::otel::env;
+use crate::config::plan::{Plan, PlanError};
+use crate::config::strategy::{StrategyError, StrategyFn};
 use crate::config::{ConfigError, LensConfig};
 use crate::host::resource::{self, Detect};
 use crate::sdk::pipeline::{
@@ -304,32 +305,18 @@ impl TelemetryBuilder {
         // 1. validate everything, on every rank, before anything is installed
         let extra = std::mem::take(&mut self.redact_keys);
         self.config.redact_keys.extend(extra);
-        self.config
-            .validate()
-            .or_else(|e| match (&e, &self.strategy) {
-                // a custom strategy replaces the named one
-                (ConfigError::InvalidValue { variable, .. }, Some(_))
-                    if variable == "export_strategy" =>
-                {
-                    Ok(())
-                }
-                _ => Err(e),
-            })?;
-        let groups = self.config.resolve_span_groups()?;
-        let otel_env = OtelEnv::read()?;
-        if self.config.sampler_enabled {
+        let plan = Plan::new(std::mem::take(&mut self.config), self.strategy.take()).map_err(
+            |e| match e {
+                PlanError::Config(e) => SetupError::Config(e),
+                PlanError::Strategy(e) => SetupError::Strategy(e),
+            },
+        )?;
+        if plan.config.sampler_enabled {
             crate::sdk::sampler::sampler_from_lookup(env)?;
         }
-        let decide: StrategyFn = match &self.strategy {
-            Some(f) => f.clone(),
-            None => {
-                strategy::should_export(&self.config, 0, 1).map_err(SetupError::Strategy)?;
-                Arc::new(|c, r, w| strategy::should_export(c, r, w).unwrap_or(false))
-            }
-        };
         crate::api::propagation::install_global();
         crate::api::span::install_panic_hook();
-        if !self.config.enabled {
+        if !plan.config.enabled {
             // a disabled setup leaves a live pipeline alone
             if LIVE_HANDLES.load(Ordering::Acquire) == 0 {
                 set_enabled_span_groups(&SpanGroupSet::none());
@@ -353,7 +340,7 @@ impl TelemetryBuilder {
             // new pipeline is its own
             crate::sdk::fork::leave_child();
         }
-        if !decide(&self.config, self.rank, self.world_size) {
+        if !(plan.decide)(&plan.config, self.rank, self.world_size) {
             // this rank records nothing: it owns the (empty) process state
             if let Some(previous) = take_over(generation) {
                 signal::clear_live(previous);
@@ -364,7 +351,7 @@ impl TelemetryBuilder {
             h.holds_install.store(true, Ordering::Relaxed);
             return Ok(h);
         }
-        match self.install_exporting(groups, otel_env, generation) {
+        match self.install_exporting(plan, generation) {
             Ok(h) => Ok(h),
             Err(e) => {
                 LIVE_HANDLES.fetch_sub(1, Ordering::AcqRel);
@@ -373,13 +360,14 @@ impl TelemetryBuilder {
         }
     }
 
-    fn install_exporting(
-        self,
-        groups: SpanGroupSet,
-        otel_env: OtelEnv,
-        generation: u64,
-    ) -> Result<TelemetryHandle, SetupError> {
-        let cfg = &self.config;
+    fn install_exporting(self, plan: Plan, generation: u64) -> Result<TelemetryHandle, SetupError> {
+        let Plan {
+            config: cfg,
+            groups,
+            otel: otel_env,
+            ..
+        } = plan;
+        let cfg = &cfg;
         let detect = Detect {
             lookup: &env,
             k8s_service_account_dir: self
