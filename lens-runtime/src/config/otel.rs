@@ -20,7 +20,7 @@ pub const DEFAULT_FLUSH_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_EXPORT_TIMEOUT: Duration = Duration::from_secs(30);
 /// The largest accepted `OTEL_BSP_MAX_QUEUE_SIZE` (queue memory grows with
 /// use; this bounds what a runaway producer can make lens hold).
-pub const MAX_QUEUE_SIZE_LIMIT: usize = 1 << 24;
+pub const MAX_QUEUE_SIZE_LIMIT: usize = 1 << 20;
 /// The shortest `OTEL_BSP_SCHEDULE_DELAY` (smaller values, 0 included, are
 /// raised to it: a zero delay would spin the export thread).
 pub const MIN_SCHEDULE_DELAY: Duration = Duration::from_millis(1);

@@ -188,6 +188,10 @@ impl Redactor {
     /// ```
     pub fn redact_span(&self, span: &mut SpanData) -> bool {
         let mut changed = self.redact_attributes(&mut span.attributes);
+        if let Some(scope) = self.redact_scope(&span.instrumentation_scope) {
+            span.instrumentation_scope = scope;
+            changed = true;
+        }
         for event in &mut span.events.events {
             changed |= self.redact_attributes(&mut event.attributes);
         }
@@ -195,6 +199,37 @@ impl Redactor {
             changed |= self.redact_attributes(&mut link.attributes);
         }
         changed
+    }
+
+    /// A copy of `scope` with sensitive attributes redacted (name, version
+    /// and schema URL kept), or `None` when nothing in it is sensitive.
+    ///
+    /// ```
+    /// use lens_runtime::otel::{InstrumentationScope, KeyValue};
+    /// let r = lens_runtime::redact::Redactor::new::<[&str; 0]>([]);
+    /// let scope = InstrumentationScope::builder("s")
+    ///     .with_attributes([KeyValue::new("api_key", "x")])
+    ///     .build();
+    /// let redacted = r.redact_scope(&scope).unwrap();
+    /// assert_eq!(redacted.attributes().next().unwrap().value.as_str(), "[REDACTED]");
+    /// ```
+    pub fn redact_scope(&self, scope: &InstrumentationScope) -> Option<InstrumentationScope> {
+        if !scope
+            .attributes()
+            .any(|kv| self.is_redacted(kv.key.as_str()))
+        {
+            return None;
+        }
+        let mut attributes: Vec<KeyValue> = scope.attributes().cloned().collect();
+        self.redact_attributes(&mut attributes);
+        let mut b = InstrumentationScope::builder(scope.name().to_owned());
+        if let Some(v) = scope.version() {
+            b = b.with_version(v.to_owned());
+        }
+        if let Some(u) = scope.schema_url() {
+            b = b.with_schema_url(u.to_owned());
+        }
+        Some(b.with_attributes(attributes).build())
     }
 
     /// A copy of `resource` with sensitive attributes redacted (schema URL
@@ -430,10 +465,18 @@ impl<E> RedactLogs<E> {
 
 impl<E: LogExporter> LogExporter for RedactLogs<E> {
     async fn export(&self, batch: LogBatch<'_>) -> OTelSdkResult {
-        if !batch.iter().any(|(r, _)| self.redactor.record_needs(r)) {
+        let scope_needs = |s: &InstrumentationScope| {
+            s.attributes()
+                .any(|kv| self.redactor.is_redacted(kv.key.as_str()))
+        };
+        if !batch
+            .iter()
+            .any(|(r, s)| self.redactor.record_needs(r) || scope_needs(s))
+        {
             return self.inner.export(batch).await;
         }
-        let records: Vec<(Cow<'_, SdkLogRecord>, &InstrumentationScope)> = batch
+        type Owned<'a> = (Cow<'a, SdkLogRecord>, Cow<'a, InstrumentationScope>);
+        let records: Vec<Owned<'_>> = batch
             .iter()
             .map(|(record, scope)| {
                 let record = if self.redactor.record_needs(record) {
@@ -441,11 +484,17 @@ impl<E: LogExporter> LogExporter for RedactLogs<E> {
                 } else {
                     Cow::Borrowed(record)
                 };
+                let scope = match self.redactor.redact_scope(scope) {
+                    Some(s) => Cow::Owned(s),
+                    None => Cow::Borrowed(scope),
+                };
                 (record, scope)
             })
             .collect();
-        let refs: Vec<(&SdkLogRecord, &InstrumentationScope)> =
-            records.iter().map(|(r, s)| (r.as_ref(), *s)).collect();
+        let refs: Vec<(&SdkLogRecord, &InstrumentationScope)> = records
+            .iter()
+            .map(|(r, s)| (r.as_ref(), s.as_ref()))
+            .collect();
         self.inner.export(LogBatch::new(&refs)).await
     }
 
@@ -510,6 +559,7 @@ impl<P> RedactingMeterProvider<P> {
 
 impl<P: MeterProvider> MeterProvider for RedactingMeterProvider<P> {
     fn meter_with_scope(&self, scope: InstrumentationScope) -> Meter {
+        let scope = self.redactor.redact_scope(&scope).unwrap_or(scope);
         Meter::new(Arc::new(RedactingInstruments {
             meter: self.inner.meter_with_scope(scope),
             redactor: self.redactor.clone(),

@@ -6,7 +6,9 @@
 //! * A signal that was ignored when the hook is installed stays ignored:
 //!   lens does not hook it.
 //! * A handler that existed before lens is chained: it runs after lens's
-//!   (async-signal-safe) handler has woken the flush thread.
+//!   (async-signal-safe) handler has woken the flush thread, with its mask
+//!   and `SA_RESTART`/`SA_ONSTACK`/`SA_NODEFER` kept; a one-shot
+//!   (`SA_RESETHAND`) handler runs once, then the default is behind lens.
 //! * A handler installed after lens (plain `sigaction`, `signal-hook`,
 //!   tokio) replaces lens's handler in the kernel; `signal-hook` and tokio
 //!   chain to it, so lens still flushes.
@@ -21,6 +23,8 @@
 //!   signal arrives (re-setups move it), within
 //!   `NEMO_LENS_SIGNAL_FLUSH_TIMEOUT` (default 10 s, inside SLURM's default
 //!   30 s between SIGTERM and SIGKILL).
+//! * A second signal lens alone handles, arriving while it flushes for the
+//!   first, kills at once.
 //! * Nothing on the path panics: the handler only stores atomics and writes
 //!   one byte to a pipe; the flush thread reports through best-effort
 //!   writes and catches any panic of the code it calls.
@@ -32,7 +36,7 @@
 use crate::diag;
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
@@ -49,8 +53,11 @@ struct Hooked {
     prev_action: AtomicUsize,
     /// Whether the previous handler took `SA_SIGINFO` arguments.
     prev_siginfo: AtomicBool,
+    /// Whether the previous action was one-shot (`SA_RESETHAND`): after it
+    /// ran once, the disposition behind lens is the default.
+    prev_resethand: AtomicBool,
     /// Set by the handler, cleared by the flush thread.
-    pending: AtomicBool,
+    pending: AtomicU8,
 }
 
 impl Hooked {
@@ -59,10 +66,21 @@ impl Hooked {
             installed: AtomicBool::new(false),
             prev_action: AtomicUsize::new(libc::SIG_DFL),
             prev_siginfo: AtomicBool::new(false),
-            pending: AtomicBool::new(false),
+            prev_resethand: AtomicBool::new(false),
+            pending: AtomicU8::new(NONE),
         }
     }
 }
+
+/// `Hooked::pending`: nothing, flush only, or flush then die by the signal
+/// (lens was the sole handler over the default when it arrived).
+const NONE: u8 = 0;
+const FLUSH: u8 = 1;
+const FLUSH_AND_DIE: u8 = 2;
+
+/// Set while the flush thread flushes for a signal: a second signal that
+/// lens alone handles then kills at once (a second Ctrl-C does not wait).
+static FLUSHING: AtomicBool = AtomicBool::new(false);
 
 static HOOKED: [Hooked; 2] = [Hooked::new(), Hooked::new()];
 /// Write end of the wake-up pipe (non-blocking), -1 until installed.
@@ -171,6 +189,8 @@ fn install_handlers() -> std::io::Result<()> {
         h.prev_action.store(old.sa_sigaction, Ordering::Relaxed);
         h.prev_siginfo
             .store(old.sa_flags & libc::SA_SIGINFO != 0, Ordering::Relaxed);
+        h.prev_resethand
+            .store(old.sa_flags & libc::SA_RESETHAND != 0, Ordering::Relaxed);
         // The previous action's mask and flags, with lens's handler:
         // SA_SIGINFO is lens's own; SA_RESETHAND is not kept (the previous
         // handler is called by lens's, which stays). Over the default
@@ -209,7 +229,14 @@ extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ucontext: *m
         // SAFETY: getpid is async-signal-safe.
         let same_process = unsafe { libc::getpid() } as u32 == HOOK_PID.load(Ordering::Relaxed);
         if same_process {
-            h.pending.store(true, Ordering::Release);
+            let sole = prev == libc::SIG_DFL && is_current_handler(sig);
+            if sole && FLUSHING.load(Ordering::Acquire) {
+                // a second signal while lens flushes for the first: the
+                // process dies now, as it would have without lens
+                die_by_default(sig);
+            }
+            h.pending
+                .fetch_max(if sole { FLUSH_AND_DIE } else { FLUSH }, Ordering::AcqRel);
             let fd = WAKE_FD.load(Ordering::Acquire);
             if fd >= 0 {
                 let b = [sig as u8];
@@ -229,6 +256,10 @@ extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ucontext: *m
                     let f: extern "C" fn(libc::c_int) = std::mem::transmute(prev);
                     f(sig);
                 }
+            }
+            if h.prev_resethand.swap(false, Ordering::AcqRel) {
+                // the one-shot handler ran: the default is behind lens now
+                h.prev_action.store(libc::SIG_DFL, Ordering::Release);
             }
         } else if !same_process && prev == libc::SIG_DFL && is_current_handler(sig) {
             // a forked child has no flush thread: behave as the default
@@ -276,12 +307,13 @@ fn watch(mut reader: std::fs::File) {
         }
         for (i, &sig) in SIGNALS.iter().enumerate() {
             let h = &HOOKED[i];
-            if !h.pending.swap(false, Ordering::AcqRel) {
-                continue;
-            }
-            let sole =
-                h.prev_action.load(Ordering::Relaxed) == libc::SIG_DFL && is_current_handler(sig);
+            let sole = match h.pending.swap(NONE, Ordering::AcqRel) {
+                NONE => continue,
+                p => p == FLUSH_AND_DIE,
+            };
+            FLUSHING.store(true, Ordering::Release);
             let _ = std::panic::catch_unwind(|| on_signal(sig, sole));
+            FLUSHING.store(false, Ordering::Release);
             if sole {
                 die_by_default(sig);
             }

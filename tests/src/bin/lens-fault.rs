@@ -429,6 +429,24 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
                 .u64_counter("fault.requests")
                 .build()
                 .add(1, &[lens::otel::KeyValue::new("prompt", "SECRET-8")]);
+            // instrumentation-scope attributes, for a tracer and a meter
+            let scope = |secret: &'static str| {
+                lens::otel::InstrumentationScope::builder("fault.scope")
+                    .with_attributes([lens::otel::KeyValue::new("api_key", secret)])
+                    .build()
+            };
+            {
+                use lens::otel::trace::Tracer as _;
+                lens::otel::global::tracer_with_scope(scope("SECRET-10"))
+                    .in_span("scoped.span", |_| {});
+            }
+            {
+                lens::otel::global::meter_provider()
+                    .meter_with_scope(scope("SECRET-11"))
+                    .u64_counter("fault.scoped")
+                    .build()
+                    .add(1, &[]);
+            }
             h.shutdown(Duration::from_secs(5))?;
             Ok(())
         }
@@ -638,6 +656,56 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
             ));
             h.shutdown(Duration::from_secs(5)).ok();
             Ok(())
+        }
+        // a shutdown that gives up frees what it gave up on: nothing more
+        // is exported afterwards but the batch in flight
+        "abandon" => {
+            let out = std::path::PathBuf::from(arg.ok_or("abandon needs a path")?);
+            let h = builder()?
+                .with_span_exporter(NamesTo {
+                    path: out.clone(),
+                    delay: Duration::from_millis(300),
+                    panic_first: AtomicBool::new(false),
+                })
+                .install()?;
+            for i in 0..200 {
+                drop(span_cm!("abandoned.span", i = i));
+            }
+            let count =
+                || std::fs::read_to_string(&out).map_or(0, |t| t.matches("abandoned.span").count());
+            let _ = h.shutdown(Duration::from_millis(500));
+            let at_return = count();
+            drop(h);
+            std::thread::sleep(Duration::from_secs(2));
+            say(&format!("exported at_return={at_return} later={}", count()));
+            Ok(())
+        }
+        // a flush whose spans all failed reports it
+        "flush-fails" => {
+            let h = setup()?;
+            for _ in 0..10 {
+                drop(span_cm!("doomed"));
+            }
+            let r = h.force_flush();
+            say(&format!("flush_ok={}", r.is_ok()));
+            let _ = h.shutdown(Duration::from_secs(2));
+            Ok(())
+        }
+        // a one-shot (SA_RESETHAND) application handler: the second signal
+        // kills, as without lens
+        "resethand" => {
+            // SAFETY: a one-shot handler that stores an atomic.
+            unsafe {
+                let mut sa: libc::sigaction = std::mem::zeroed();
+                sa.sa_sigaction = app_handler as *const () as usize;
+                libc::sigemptyset(&mut sa.sa_mask);
+                sa.sa_flags = libc::SA_RESETHAND;
+                libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
+            }
+            let _h = setup()?;
+            say("ready");
+            std::thread::sleep(Duration::from_secs(60));
+            Err("not killed".into())
         }
         other => Err(format!("unknown mode {other}").into()),
     }

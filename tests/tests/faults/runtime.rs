@@ -228,6 +228,8 @@ fn every_signal_is_redacted_before_export() {
     let text = std::fs::read_to_string(dir.join("spans.jsonl")).unwrap();
     // each signal reached the file, with its non-sensitive values
     for needle in [
+        "scoped.span",
+        "fault.scoped",
         "redaction.span",
         "visible",
         "fault.requests",
@@ -236,7 +238,7 @@ fn every_signal_is_redacted_before_export() {
     ] {
         assert!(text.contains(needle), "{needle} missing from {text}");
     }
-    for n in 1..=9 {
+    for n in 1..=11 {
         let secret = format!("SECRET-{n}");
         assert!(
             !text.contains(&secret),
@@ -331,6 +333,68 @@ fn a_panicking_exporter_or_callback_does_not_stop_export() {
     check(
         calls >= 2,
         "the metric callback must run again after its panic",
+        &f,
+    );
+}
+
+#[test]
+fn a_shutdown_that_gives_up_exports_nothing_more() {
+    let dir = temp_dir("abandon");
+    let out = dir.join("names.txt");
+    let f = run_with_timeout(
+        fault("abandon", Some(out.to_str().unwrap()), &dir)
+            .env("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "10"),
+        TIMEOUT,
+    );
+    check(f.status.success(), "abandon", &f);
+    let num = |key: &str| -> usize {
+        f.stdout
+            .split(key)
+            .nth(1)
+            .and_then(|s| s.split_whitespace().next())
+            .and_then(|s| s.parse().ok())
+            .expect("counts")
+    };
+    let (at_return, later) = (num("at_return="), num("later="));
+    // at most the one batch that was in flight when the deadline passed
+    check(
+        later <= at_return + 10,
+        &format!("{at_return} exported at shutdown, {later} two seconds later"),
+        &f,
+    );
+}
+
+#[test]
+fn a_flush_whose_spans_all_failed_reports_it() {
+    let dir = temp_dir("flush-fails");
+    let f = run_with_timeout(
+        fault("flush-fails", None, &dir).env("NEMO_LENS_FILE_PATH", "/dev/full"),
+        TIMEOUT,
+    );
+    check(
+        f.status.success() && f.stdout.contains("flush_ok=false"),
+        "force_flush must not report success over spans it lost",
+        &f,
+    );
+}
+
+#[test]
+fn a_fifo_with_no_reader_fails_setup_instead_of_hanging() {
+    let dir = temp_dir("fifo");
+    let fifo = dir.join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: creating a FIFO in our own temp dir.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let f = run_with_timeout(
+        fault("dropped-count", None, &dir).env("NEMO_LENS_FILE_PATH", &fifo),
+        Duration::from_secs(20),
+    );
+    check(
+        !f.timed_out
+            && f.status.code() == Some(2)
+            && f.stderr.contains("FIFO")
+            && f.stderr.contains("NEMO_LENS_FILE_PATH"),
+        "setup must fail fast, naming the variable",
         &f,
     );
 }

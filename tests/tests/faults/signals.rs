@@ -215,3 +215,52 @@ fn an_application_handler_without_sa_restart_still_interrupts_calls() {
         &f,
     );
 }
+
+#[test]
+fn a_one_shot_application_handler_still_lets_the_second_signal_kill() {
+    let dir = temp_dir("resethand");
+    let f = run_with_timeout_and(
+        &mut fault("resethand", None, &dir),
+        TIMEOUT,
+        |child, wait| {
+            assert!(wait("ready"), "the probe never got ready");
+            kill(child, libc::SIGINT);
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "the first SIGINT must be the application's"
+            );
+            kill(child, libc::SIGINT);
+        },
+    );
+    check(
+        f.signal() == Some(libc::SIGINT),
+        "the second SIGINT must kill",
+        &f,
+    );
+}
+
+#[test]
+fn a_second_signal_during_the_flush_kills_at_once() {
+    let addr = hung_collector();
+    let dir = temp_dir("second-signal");
+    let mut cmd = fault("sole", None, &dir);
+    cmd.env("NEMO_LENS_EXPORTER", "otlp")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", format!("http://{addr}"))
+        .env("NEMO_LENS_SIGNAL_FLUSH_TIMEOUT", "20");
+    let mut second = None;
+    let f = run_with_timeout_and(&mut cmd, TIMEOUT, |child, wait| {
+        assert!(wait("ready"), "the probe never got ready");
+        kill(child, libc::SIGTERM);
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        second = Some(std::time::Instant::now());
+        kill(child, libc::SIGINT);
+    });
+    let after = second.unwrap().elapsed();
+    check(f.signal().is_some(), "must die by a signal", &f);
+    check(
+        after < std::time::Duration::from_secs(5),
+        &format!("died {after:?} after the second signal (flush deadline 20 s)"),
+        &f,
+    );
+}

@@ -133,10 +133,21 @@ impl BatchProcessor {
         }
         st.flush_requested += 1;
         let ticket = st.flush_requested;
+        let counters = &self.shared.counters;
+        let lost =
+            || counters.failed.load(Ordering::Relaxed) + counters.dropped.load(Ordering::Relaxed);
+        let lost_before = lost();
         self.shared.work.notify_one();
         self.shared
             .wait_done(st, deadline, |st| st.flushed >= ticket || st.finished)
-            .map_err(|()| OTelSdkError::Timeout(timeout))
+            .map_err(|()| OTelSdkError::Timeout(timeout))?;
+        // the flush is over, but what it exported may have been refused
+        match lost() - lost_before {
+            0 => Ok(()),
+            n => Err(OTelSdkError::InternalFailure(format!(
+                "{n} spans were lost during the flush (the exporter failed or the queue was full)"
+            ))),
+        }
     }
 }
 
@@ -251,6 +262,12 @@ fn run<E: SpanExporter>(mut exporter: E, shared: &Shared) {
             exporter.set_resource(&r);
         }
         while !spare.is_empty() {
+            if shared.lock().abandoned {
+                // a shutdown gave up on these (and counted them): free them
+                // rather than export spans reported lost
+                spare = VecDeque::new();
+                break;
+            }
             let n = spare.len().min(settings.max_export_batch_size);
             let batch: Vec<SpanData> = spare.drain(..n).collect();
             shared.lock().in_flight = n + spare.len();

@@ -70,11 +70,30 @@ impl Sink {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
         }
+        // O_NONBLOCK: opening a FIFO nobody reads would block setup for
+        // ever; it fails with ENXIO instead. The flag is cleared once open.
         let file = OpenOptions::new()
             .create(true)
             .append(true)
             .mode(0o600)
-            .open(path)?;
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+            .map_err(|e| match e.raw_os_error() {
+                Some(libc::ENXIO) => io::Error::new(
+                    e.kind(),
+                    "a FIFO with no reader (lens does not wait for one)",
+                ),
+                _ => e,
+            })?;
+        // SAFETY: fcntl on a descriptor this function owns.
+        unsafe {
+            use std::os::fd::AsRawFd;
+            let fd = file.as_raw_fd();
+            let flags = libc::fcntl(fd, libc::F_GETFL);
+            if flags >= 0 {
+                libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
+            }
+        }
         Ok(Arc::new(Sink::new(Target::File {
             file: Mutex::new(file),
             path: path.to_owned(),
