@@ -1,0 +1,65 @@
+//! Spans, events and links: redacted in the exporter wrapper.
+
+use super::rule::Redactor;
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::trace::{SpanData, SpanExporter};
+use opentelemetry_sdk::Resource;
+use std::time::Duration;
+
+/// A span exporter that redacts every span ([`Redactor::redact_span`]) and
+/// the resource before handing them to `inner`.
+///
+/// ```
+/// use lens_runtime::redact::{RedactSpans, Redactor};
+/// use lens_runtime::otel_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+/// let exporter = InMemorySpanExporter::default();
+/// let provider = SdkTracerProvider::builder()
+///     .with_simple_exporter(RedactSpans::new(exporter.clone(), Redactor::default()))
+///     .build();
+/// # let _ = provider;
+/// ```
+#[derive(Debug)]
+pub struct RedactSpans<E> {
+    inner: E,
+    redactor: Redactor,
+}
+
+impl<E> RedactSpans<E> {
+    /// Wraps `inner`.
+    pub fn new(inner: E, redactor: Redactor) -> Self {
+        RedactSpans { inner, redactor }
+    }
+
+    /// The wrapped exporter.
+    pub fn inner(&self) -> &E {
+        &self.inner
+    }
+}
+
+impl<E: SpanExporter> SpanExporter for RedactSpans<E> {
+    async fn export(&self, mut batch: Vec<SpanData>) -> OTelSdkResult {
+        for span in &mut batch {
+            self.redactor.redact_span(span);
+        }
+        self.inner.export(batch).await
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.inner.shutdown_with_timeout(timeout)
+    }
+
+    fn shutdown(&self) -> OTelSdkResult {
+        self.inner.shutdown()
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        self.inner.force_flush()
+    }
+
+    fn set_resource(&mut self, resource: &Resource) {
+        match self.redactor.redact_resource(resource) {
+            Some(redacted) => self.inner.set_resource(&redacted),
+            None => self.inner.set_resource(resource),
+        }
+    }
+}
