@@ -13,6 +13,7 @@
 pub(crate) mod batch;
 pub(crate) mod console;
 pub(crate) mod file;
+mod proto3;
 
 pub use crate::config::otel::OtlpProtocol;
 use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
