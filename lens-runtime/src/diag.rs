@@ -19,7 +19,9 @@ pub(crate) fn warn(message: fmt::Arguments<'_>) {
     let mut line = Vec::with_capacity(128);
     let _ = write!(line, "lens: {message}");
     line.push(b'\n');
-    let _ = write_all_with(&line, |b| write_fd(STDERR, b));
+    without_signal(libc::SIGPIPE, || {
+        let _ = write_all_with(&line, |b| write_fd(STDERR, b));
+    });
 }
 
 /// One `write(2)` of `buf` to the file descriptor `fd`.
@@ -67,17 +69,18 @@ pub(crate) fn write_all_with(
     write_all_counted(buf, write).map_err(|(_, e)| e)
 }
 
-/// Runs `f` with SIGXFSZ blocked on this thread, then consumes a SIGXFSZ
-/// that `f` raised (a write past `RLIMIT_FSIZE`) before restoring the
-/// thread's mask: lens's own file writes fail with `EFBIG` instead of
-/// killing the process, and the application's signal handling is
+/// Runs `f` with `sig` blocked on this thread, then consumes a `sig` that
+/// `f` raised before restoring the thread's mask, so that lens's own writes
+/// fail with an error instead of killing the process: SIGXFSZ (a write past
+/// `RLIMIT_FSIZE`) and SIGPIPE (a write to a closed pipe, in a program that
+/// restored SIGPIPE's default). The application's own signal handling is
 /// untouched.
-pub(crate) fn without_sigxfsz<T>(f: impl FnOnce() -> T) -> T {
+pub(crate) fn without_signal<T>(sig: libc::c_int, f: impl FnOnce() -> T) -> T {
     // SAFETY: plain signal-mask calls on this thread with sets built here.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGXFSZ);
+        libc::sigaddset(&mut set, sig);
         let mut old: libc::sigset_t = std::mem::zeroed();
         let blocked = libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old) == 0;
         let r = f();
@@ -88,8 +91,8 @@ pub(crate) fn without_sigxfsz<T>(f: impl FnOnce() -> T) -> T {
             };
             let mut pending: libc::sigset_t = std::mem::zeroed();
             if libc::sigpending(&mut pending) == 0
-                && libc::sigismember(&pending, libc::SIGXFSZ) == 1
-                && libc::sigismember(&old, libc::SIGXFSZ) == 0
+                && libc::sigismember(&pending, sig) == 1
+                && libc::sigismember(&old, sig) == 0
             {
                 libc::sigtimedwait(&set, std::ptr::null_mut(), &zero);
             }

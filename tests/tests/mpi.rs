@@ -177,3 +177,61 @@ fn strategies_pick_the_exporting_ranks() {
         BTreeSet::from(["0".to_owned()])
     );
 }
+
+/// SIGTERM to the whole job (mpirun forwards it to every rank, and kills
+/// the others as soon as one exits): every rank's spans are flushed. Runs
+/// several jobs, since a rank scheduled late is what loses them.
+#[test]
+fn sigterm_to_the_job_flushes_every_rank() {
+    let dir = std::env::temp_dir().join(format!("lens-mpi-sigterm-{}", std::process::id()));
+    for round in 0..5 {
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut cmd = Command::new("mpirun");
+        cmd.args(["--allow-run-as-root", "--oversubscribe", "-np", "4"]);
+        for (k, _) in std::env::vars() {
+            if k.starts_with("NEMO_LENS_") || k.starts_with("OTEL_") || k == "LOCAL_RANK" {
+                cmd.env_remove(k);
+            }
+        }
+        let path = dir.join("rank{rank}.jsonl");
+        let env = [
+            ("NEMO_LENS_ENABLED", "1".to_owned()),
+            ("NEMO_LENS_EXPORT_STRATEGY", "all_ranks".to_owned()),
+            ("NEMO_LENS_SPAN_GROUPS", "all".to_owned()),
+            ("NEMO_LENS_EXPORTER", "file".to_owned()),
+            ("NEMO_LENS_METRICS_ENABLED", "0".to_owned()),
+            ("NEMO_LENS_FLUSH_ON_SIGNAL", "1".to_owned()),
+            ("NEMO_LENS_FILE_PATH", path.to_string_lossy().into_owned()),
+            ("OMPI_ALLOW_RUN_AS_ROOT", "1".to_owned()),
+            ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1".to_owned()),
+        ];
+        for (k, v) in &env {
+            cmd.env(k, v);
+            cmd.args(["-x", k]);
+        }
+        cmd.args([env!("CARGO_BIN_EXE_lens-fault"), "rank"]);
+        let f = tests::run_with_timeout_and(&mut cmd, Duration::from_secs(60), |child, wait| {
+            for _ in 0..4 {
+                assert!(wait("ready"), "the ranks never got ready");
+            }
+            // SAFETY: signalling our own child (mpirun).
+            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        });
+        assert!(!f.timed_out, "round {round}: the job did not end: {f:?}");
+        for rank in 0..4 {
+            let spans = tests::file_spans(&dir.join(format!("rank{rank}.jsonl")));
+            let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
+            assert_eq!(
+                names.iter().filter(|n| **n == "rank.step").count(),
+                5,
+                "round {round}, rank {rank}: {names:?}\n{f:?}"
+            );
+            assert!(
+                names.contains(&"rank.job"),
+                "round {round}, rank {rank}: {names:?}"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -17,7 +17,7 @@ use opentelemetry_sdk::metrics::{MeterProviderBuilder, PeriodicReader, SdkMeterP
 use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter, SpanProcessor};
 use opentelemetry_sdk::Resource;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -68,6 +68,8 @@ pub(crate) struct Pipeline {
     /// A handle to the span processor: flushed with the caller's deadline,
     /// on the caller's thread.
     spans: Option<BatchProcessor>,
+    /// Log records emitted and exported (the SDK's log queue drops silently).
+    log_counters: Arc<LogCounters>,
     /// Set while a flush or shutdown thread of metrics / logs runs: a new
     /// call does not start another (a hung collector must not pile up
     /// threads).
@@ -103,16 +105,98 @@ fn log_processor<E: LogExporter + 'static>(
     exporter: E,
     config: &LogBatch,
     redactor: &Redactor,
-) -> opentelemetry_sdk::logs::BatchLogProcessor {
+    counters: &Arc<LogCounters>,
+) -> CountEmitted<opentelemetry_sdk::logs::BatchLogProcessor> {
     let mut b = opentelemetry_sdk::logs::BatchConfigBuilder::default()
         .with_max_queue_size(config.max_queue_size)
         .with_max_export_batch_size(config.max_export_batch_size);
     if let Some(d) = config.scheduled_delay {
         b = b.with_scheduled_delay(d);
     }
-    opentelemetry_sdk::logs::BatchLogProcessor::builder(RedactLogs::new(exporter, redactor.clone()))
-        .with_batch_config(b.build())
-        .build()
+    let exporter = CountExported {
+        inner: RedactLogs::new(exporter, redactor.clone()),
+        counters: counters.clone(),
+    };
+    CountEmitted {
+        inner: opentelemetry_sdk::logs::BatchLogProcessor::builder(exporter)
+            .with_batch_config(b.build())
+            .build(),
+        counters: counters.clone(),
+    }
+}
+
+/// Log records offered to the batch log processor, and those exported: the
+/// SDK's processor drops records silently when its queue is full, so lens
+/// counts the difference (reported by flush and shutdown).
+#[derive(Debug, Default)]
+pub(crate) struct LogCounters {
+    emitted: AtomicU64,
+    exported: AtomicU64,
+    /// Losses already reported by a flush.
+    reported: AtomicU64,
+}
+
+impl LogCounters {
+    /// Records lost among those emitted before `emitted_then` (a snapshot
+    /// taken before a flush), not reported yet.
+    fn newly_lost(&self, emitted_then: u64) -> u64 {
+        let lost = emitted_then.saturating_sub(self.exported.load(Ordering::Relaxed));
+        let before = self.reported.fetch_max(lost, Ordering::AcqRel);
+        lost.saturating_sub(before)
+    }
+}
+
+/// Counts the records the logger provider hands to the processor.
+#[derive(Debug)]
+struct CountEmitted<P> {
+    inner: P,
+    counters: Arc<LogCounters>,
+}
+
+impl<P: opentelemetry_sdk::logs::LogProcessor> opentelemetry_sdk::logs::LogProcessor
+    for CountEmitted<P>
+{
+    fn emit(
+        &self,
+        data: &mut opentelemetry_sdk::logs::SdkLogRecord,
+        scope: &opentelemetry::InstrumentationScope,
+    ) {
+        self.counters.emitted.fetch_add(1, Ordering::Relaxed);
+        self.inner.emit(data, scope);
+    }
+    fn force_flush(&self) -> OTelSdkResult {
+        self.inner.force_flush()
+    }
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.inner.shutdown_with_timeout(timeout)
+    }
+    fn set_resource(&mut self, resource: &Resource) {
+        self.inner.set_resource(resource);
+    }
+}
+
+/// Counts the records an exporter accepted.
+#[derive(Debug)]
+struct CountExported<E> {
+    inner: E,
+    counters: Arc<LogCounters>,
+}
+
+impl<E: LogExporter> LogExporter for CountExported<E> {
+    async fn export(&self, batch: opentelemetry_sdk::logs::LogBatch<'_>) -> OTelSdkResult {
+        let n = batch.iter().count() as u64;
+        let r = self.inner.export(batch).await;
+        if r.is_ok() {
+            self.counters.exported.fetch_add(n, Ordering::Relaxed);
+        }
+        r
+    }
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.inner.shutdown_with_timeout(timeout)
+    }
+    fn set_resource(&mut self, resource: &Resource) {
+        self.inner.set_resource(resource);
+    }
 }
 
 /// Counts spans that ended (offered to the batch processor).
@@ -246,20 +330,25 @@ impl Pipeline {
             None
         };
 
+        let log_counters = Arc::new(LogCounters::default());
         let logger_provider = if cfg.logs_enabled {
             let b = SdkLoggerProvider::builder().with_resource(res);
-            let (lb, r) = (&otel.log_batch, redactor);
+            let (lb, r, c) = (&otel.log_batch, redactor, &log_counters);
             let b = match &backend {
                 Backend::File(sink) => b.with_log_processor(log_processor(
                     file::JsonLines::new(sink.clone(), false),
                     lb,
                     r,
+                    c,
                 )),
-                Backend::Console => b.with_log_processor(log_processor(console::console(), lb, r)),
+                Backend::Console => {
+                    b.with_log_processor(log_processor(console::console(), lb, r, c))
+                }
                 Backend::Otlp(h) => b.with_log_processor(log_processor(
                     export::otlp_logs(otel.protocols[2], h).map_err(exporter_err)?,
                     lb,
                     r,
+                    c,
                 )),
             };
             Some(b.build())
@@ -278,6 +367,7 @@ impl Pipeline {
             },
             file_path,
             spans,
+            log_counters,
             busy: Default::default(),
             _runtime: runtime,
         })
@@ -320,6 +410,7 @@ impl Pipeline {
     /// Flushes every signal, within `timeout` in all.
     pub(crate) fn flush(&self, timeout: Duration) -> Vec<String> {
         let deadline = Instant::now() + timeout;
+        let emitted = self.log_counters.emitted.load(Ordering::Relaxed);
         let waiting = spawn_all(self.sdk_tasks(false, timeout), "flush");
         let mut errors = Vec::new();
         if let Some(p) = &self.spans {
@@ -328,6 +419,14 @@ impl Pipeline {
             }
         }
         errors.extend(wait_all(waiting, deadline, timeout, "flush"));
+        if errors.is_empty() {
+            match self.log_counters.newly_lost(emitted) {
+                0 => {}
+                n => errors.push(format!(
+                    "logs: {n} records were lost (the log queue was full or the exporter failed; raise OTEL_BLRP_MAX_QUEUE_SIZE or check the collector)"
+                )),
+            }
+        }
         errors
     }
 
@@ -429,8 +528,10 @@ fn wait_all(w: Waiting, deadline: Instant, timeout: Duration, what: &str) -> Vec
         match rx.recv_timeout(left) {
             Ok((name, r)) => {
                 started.retain(|n| *n != name);
-                if let Err(e) = r {
-                    errors.push(format!("{name}: {e}"));
+                match r {
+                    // a flush racing a shutdown of the same pipeline
+                    Ok(()) | Err(OTelSdkError::AlreadyShutdown) => {}
+                    Err(e) => errors.push(format!("{name}: {e}")),
                 }
             }
             Err(_) => break,
@@ -451,4 +552,17 @@ fn wait_all(w: Waiting, deadline: Instant, timeout: Duration, what: &str) -> Vec
         ));
     }
     errors
+}
+
+impl Pipeline {
+    /// Log records that were never exported: `(lost, emitted)`, meaningful
+    /// once the pipeline is shut down (before, some may be queued).
+    pub(crate) fn lost_logs(&self) -> (u64, u64) {
+        let c = &self.log_counters;
+        let emitted = c.emitted.load(Ordering::Relaxed);
+        (
+            emitted.saturating_sub(c.exported.load(Ordering::Relaxed)),
+            emitted,
+        )
+    }
 }

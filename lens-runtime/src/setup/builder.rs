@@ -430,6 +430,7 @@ impl TelemetryBuilder {
             signal::set_live(
                 generation,
                 otel_env.signal_flush_timeout,
+                self.world_size,
                 Box::new(move |truncate, timeout| match weak.upgrade() {
                     Some(p) => {
                         if truncate {

@@ -322,7 +322,13 @@ impl TelemetryHandle {
             ));
         } else if lost > 0 {
             errors.push(format!(
-                "{lost} of {ended} spans were not exported (queue full or exporter unreachable; raise OTEL_BSP_MAX_QUEUE_SIZE or check the collector)"
+                "{lost} of {ended} spans may not have been exported (queue full, exporter unreachable or too slow for the deadline; raise OTEL_BSP_MAX_QUEUE_SIZE or check the collector)"
+            ));
+        }
+        let (lost_logs, emitted_logs) = pipeline.lost_logs();
+        if lost_logs > 0 {
+            errors.push(format!(
+                "{lost_logs} of {emitted_logs} log records were not exported (the log queue was full or the exporter failed; raise OTEL_BLRP_MAX_QUEUE_SIZE or check the collector)"
             ));
         }
         // the export threads hold the last references when a deadline
@@ -331,6 +337,10 @@ impl TelemetryHandle {
         for e in &errors {
             crate::diag::warn(format_args!("shutdown: {e}"));
         }
+        // a SIGTERM that arrived during this shutdown kills the process
+        // once its flush is done: do not return (and let `main` exit 0)
+        // before that
+        signal::wait_for_pending_death();
         if errors.is_empty() {
             Ok(())
         } else {

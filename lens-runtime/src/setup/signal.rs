@@ -36,7 +36,9 @@
 use crate::diag;
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
@@ -95,7 +97,21 @@ struct Live {
     generation: u64,
     flush: std::sync::Arc<FlushFn>,
     timeout: Duration,
+    /// Wait after the flush before dying: in a multi-rank job the launcher
+    /// kills every rank as soon as one exits (Open MPI sends SIGKILL), so a
+    /// rank that flushed first waits for its siblings to flush too.
+    settle: Duration,
 }
+
+/// The wait after a flush before dying, in a job of more than one rank.
+pub(crate) const MULTI_RANK_SETTLE: Duration = Duration::from_millis(250);
+
+/// Set from the moment a signal that lens alone handles arrives until the
+/// process dies of it: shutdown and exit wait for that death (bounded),
+/// rather than end the process with status 0 while the flush runs.
+static DYING: AtomicBool = AtomicBool::new(false);
+/// The deadline of the flush that `DYING` waits for, in milliseconds.
+static DYING_WAIT_MS: AtomicU64 = AtomicU64::new(10_000);
 
 static LIVE: Mutex<Option<Live>> = Mutex::new(None);
 
@@ -105,11 +121,22 @@ fn live() -> std::sync::MutexGuard<'static, Option<Live>> {
 
 /// Makes `flush` (called with `truncate_open_spans` and a deadline) the
 /// pipeline the hook flushes, and installs the hook once per process.
-pub(crate) fn set_live(generation: u64, timeout: Duration, flush: FlushFn) {
+pub(crate) fn set_live(generation: u64, timeout: Duration, world_size: u32, flush: FlushFn) {
+    let settle = if world_size > 1 {
+        MULTI_RANK_SETTLE.min(timeout)
+    } else {
+        Duration::ZERO
+    };
+    let wait = timeout + settle + Duration::from_millis(500);
+    DYING_WAIT_MS.store(
+        wait.as_millis().try_into().unwrap_or(u64::MAX),
+        Ordering::Relaxed,
+    );
     *live() = Some(Live {
         generation,
         flush: std::sync::Arc::new(flush),
         timeout,
+        settle,
     });
     install_once();
 }
@@ -130,6 +157,8 @@ fn install_once() {
         if let Err(e) = start_flush_thread().and_then(|()| install_handlers()) {
             diag::warn(format_args!("cannot install the flush-on-signal hook: {e}"));
         }
+        // SAFETY: registering a plain extern "C" function.
+        unsafe { libc::atexit(wait_for_death_at_exit) };
     });
     // a forked child that sets lens up again inherited the handlers but
     // not the flush thread: it gets its own
@@ -235,6 +264,9 @@ extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ucontext: *m
                 // process dies now, as it would have without lens
                 die_by_default(sig);
             }
+            if sole {
+                DYING.store(true, Ordering::Release);
+            }
             h.pending
                 .fetch_max(if sole { FLUSH_AND_DIE } else { FLUSH }, Ordering::AcqRel);
             let fd = WAKE_FD.load(Ordering::Acquire);
@@ -322,12 +354,36 @@ fn watch(mut reader: std::fs::File) {
 }
 
 fn on_signal(sig: libc::c_int, sole: bool) {
-    let target = live().as_ref().map(|l| (l.flush.clone(), l.timeout));
-    let Some((flush, timeout)) = target else {
+    let target = live()
+        .as_ref()
+        .map(|l| (l.flush.clone(), l.timeout, l.settle));
+    let Some((flush, timeout, settle)) = target else {
         return;
     };
     let errors = flush(sole, timeout);
     for e in errors {
         diag::warn(format_args!("flush on signal {sig}: {e}"));
     }
+    if sole && !settle.is_zero() {
+        std::thread::sleep(settle);
+    }
+}
+
+/// Waits, bounded by the flush deadline, while the process is about to die
+/// of a signal lens alone handles: a `shutdown` or an `exit` that races the
+/// signal flush does not end the process with status 0 first (a scheduler
+/// would read a preempted job as a success).
+pub(crate) fn wait_for_pending_death() {
+    if !DYING.load(Ordering::Acquire) {
+        return;
+    }
+    let limit = Duration::from_millis(DYING_WAIT_MS.load(Ordering::Relaxed));
+    let start = std::time::Instant::now();
+    while DYING.load(Ordering::Acquire) && start.elapsed() < limit {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+extern "C" fn wait_for_death_at_exit() {
+    let _ = std::panic::catch_unwind(wait_for_pending_death);
 }

@@ -707,6 +707,84 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
             std::thread::sleep(Duration::from_secs(60));
             Err("not killed".into())
         }
+        // one rank of a multi-rank job (rank and world size from the
+        // launcher's variables): a job span, ended steps, then a wait for
+        // the launcher's SIGTERM
+        "rank" => {
+            let var = |names: &[&str]| {
+                names
+                    .iter()
+                    .find_map(|n| std::env::var(n).ok()?.parse::<u32>().ok())
+            };
+            let rank = var(&["OMPI_COMM_WORLD_RANK", "RANK"]).unwrap_or(0);
+            let world = var(&["OMPI_COMM_WORLD_SIZE", "WORLD_SIZE"]).unwrap_or(1);
+            let _h = TelemetryBuilder::new(LensConfig::from_env()?, rank, world).install()?;
+            let _job = span_cm!("rank.job");
+            for i in 0..5u64 {
+                drop(managed_span!("step", "rank.step", "nv.dl.iteration" = i));
+            }
+            say("ready");
+            std::thread::sleep(Duration::from_secs(60));
+            Err("not killed".into())
+        }
+        // a storm of log records into a small log queue: the losses are
+        // reported, not a silent Ok
+        "log-storm" => {
+            use lens::logs::tracing_subscriber::layer::SubscriberExt as _;
+            let h = setup()?;
+            let bridge = lens::logs::setup_logging_bridge(
+                &h,
+                lens::logs::LogBridgeOptions::new().with_target("storm"),
+            )?;
+            let subscriber = lens::logs::tracing_subscriber::registry().with(bridge.layer());
+            lens::logs::tracing::subscriber::with_default(subscriber, || {
+                for i in 0..20_000 {
+                    lens::logs::tracing::info!(target: "storm", i, "a record");
+                }
+            });
+            let flushed = h.force_flush();
+            let shut = h.shutdown(Duration::from_secs(5));
+            say(&format!(
+                "flush={} shutdown={}",
+                flushed.map_or_else(|e| e.to_string(), |()| "ok".into()),
+                shut.map_or_else(|e| e.to_string(), |()| "ok".into())
+            ));
+            Ok(())
+        }
+        // SIGTERM during shutdown, then main returns at once: the process
+        // still dies of the signal, not with status 0
+        "sigterm-then-exit" => {
+            let out = std::path::PathBuf::from(arg.ok_or("sigterm-then-exit needs a path")?);
+            let h = builder()?
+                .with_span_exporter(NamesTo {
+                    path: out,
+                    delay: Duration::from_millis(800),
+                    panic_first: AtomicBool::new(false),
+                })
+                .install()?;
+            drop(span_cm!("slow.span"));
+            std::thread::spawn(|| {
+                std::thread::sleep(Duration::from_millis(100));
+                // SAFETY: signalling ourselves.
+                unsafe { libc::kill(libc::getpid(), libc::SIGTERM) };
+            });
+            let _ = h.shutdown(Duration::from_secs(5));
+            Ok(())
+        }
+        // the console exporter writing to a closed pipe in a program that
+        // restored SIGPIPE's default
+        "sigpipe" => {
+            // SAFETY: restoring the default disposition, as many CLIs do.
+            unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+            let h = setup()?;
+            for _ in 0..10 {
+                drop(span_cm!("piped"));
+            }
+            let _ = h.force_flush();
+            let _ = h.shutdown(Duration::from_secs(2));
+            let _ = writeln!(std::io::stderr(), "survived");
+            std::process::exit(0);
+        }
         other => Err(format!("unknown mode {other}").into()),
     }
 }

@@ -50,7 +50,8 @@ fn shutdown_meets_its_deadline_with_a_hung_collector() {
             &f,
         );
         check(
-            f.stdout.contains("100 of 100 spans were not exported"),
+            f.stdout
+                .contains("100 of 100 spans may not have been exported"),
             &format!("{protocol}: every span still queued or in flight counts as lost"),
             &f,
         );
@@ -71,7 +72,7 @@ fn export_timeout_is_honoured() {
         TIMEOUT,
     );
     check(
-        f.stdout.contains("spans were not exported")
+        f.stdout.contains("spans may not have been exported")
             && !f.stdout.contains("traces: shutdown did not finish"),
         "the export call must give up after OTEL_BSP_EXPORT_TIMEOUT",
         &f,
@@ -396,5 +397,43 @@ fn a_fifo_with_no_reader_fails_setup_instead_of_hanging() {
             && f.stderr.contains("NEMO_LENS_FILE_PATH"),
         "setup must fail fast, naming the variable",
         &f,
+    );
+}
+
+#[test]
+fn log_records_lost_to_a_full_queue_are_reported() {
+    let dir = temp_dir("log-storm");
+    let f = run_with_timeout(
+        fault("log-storm", None, &dir)
+            .env("NEMO_LENS_LOGS_ENABLED", "1")
+            .env("OTEL_BLRP_MAX_QUEUE_SIZE", "64"),
+        TIMEOUT,
+    );
+    check(
+        f.status.success()
+            && f.stdout.contains("flush=telemetry shutdown: logs:")
+            && f.stdout.contains("log records were not exported"),
+        "lost log records must make the flush and the shutdown fail",
+        &f,
+    );
+}
+
+#[test]
+fn the_console_exporter_survives_a_closed_pipe_with_default_sigpipe() {
+    let mut cmd = tests::lens_command(env!("CARGO_BIN_EXE_lens-fault"));
+    cmd.arg("sigpipe")
+        .env("NEMO_LENS_EXPORTER", "console")
+        .env("NEMO_LENS_METRICS_ENABLED", "0")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    drop(child.stdout.take()); // nobody reads: writes get EPIPE (or SIGPIPE)
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stderr.contains("survived"),
+        "{:?}\n{stderr}",
+        out.status
     );
 }

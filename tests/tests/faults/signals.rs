@@ -264,3 +264,21 @@ fn a_second_signal_during_the_flush_kills_at_once() {
         &f,
     );
 }
+
+#[test]
+fn a_sigterm_during_shutdown_is_not_swallowed_by_a_normal_exit() {
+    let dir = temp_dir("sigterm-then-exit");
+    let out = dir.join("names.txt");
+    let f = run_with_timeout(
+        &mut fault("sigterm-then-exit", Some(out.to_str().unwrap()), &dir),
+        TIMEOUT,
+    );
+    check(
+        f.signal() == Some(libc::SIGTERM),
+        "main returned during the signal flush: the process must still die of SIGTERM",
+        &f,
+    );
+    assert!(std::fs::read_to_string(&out)
+        .unwrap_or_default()
+        .contains("slow.span"));
+}

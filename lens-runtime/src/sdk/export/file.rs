@@ -131,7 +131,9 @@ impl Sink {
                 let file = file.lock().unwrap_or_else(|e| e.into_inner());
                 append_whole(&file, &batch.buf, |f, b| (&*f).write(b))
             }
-            Target::Stdout => write_all_with(&batch.buf, |b| write_fd(STDOUT, b)),
+            Target::Stdout => crate::diag::without_signal(libc::SIGPIPE, || {
+                write_all_with(&batch.buf, |b| write_fd(STDOUT, b))
+            }),
         };
         result.map_err(|e| self.drop_batch(batch.records, &e))
     }
@@ -178,7 +180,8 @@ fn append_whole(
     // Past RLIMIT_FSIZE the kernel sends SIGXFSZ to the writing thread,
     // whose default action kills the job: blocked here, the write fails
     // with EFBIG instead, and a SIGXFSZ the write raised is consumed.
-    let written = crate::diag::without_sigxfsz(|| write_all_counted(buf, |b| write(file, b)));
+    let written =
+        crate::diag::without_signal(libc::SIGXFSZ, || write_all_counted(buf, |b| write(file, b)));
     let Err((written, err)) = written else {
         return Ok(());
     };
