@@ -12,7 +12,7 @@
 //! | `host/` | facts about the host: resource detection (rank, SLURM, K8s, GPUs) | config, api |
 //! | `config/` | `LensConfig`, `OTEL_*` settings, export strategies | api |
 //! | `api/` | span groups, attributes, guards, futures, semantic conventions, instrument sets, W3C propagation | the OpenTelemetry API only |
-//! | `diag` | best-effort diagnostics on stderr | std |
+//! | `diag`, `vars` | best-effort diagnostics on stderr; the one reader of the environment | std |
 
 mod api;
 pub mod config;
@@ -24,6 +24,7 @@ mod host;
 mod sdk;
 #[cfg(feature = "sdk")]
 pub mod setup;
+mod vars;
 
 // The public paths of the modules (unchanged by the move into layers).
 pub use api::{attr, future, groups, semconv, span};

@@ -74,9 +74,7 @@ impl LensConfig {
         prefixes: &[&str],
         families: &[&'static SpanGroupFamily],
     ) -> Result<Self, ConfigError> {
-        Self::from_lookup(prefixes, families, |var| {
-            std::env::var_os(var).map(|v| v.to_string_lossy().into_owned())
-        })
+        Self::from_lookup(prefixes, families, crate::vars::raw)
     }
 
     /// Like [`from_env_with`](Self::from_env_with), reading variables through

@@ -33,13 +33,7 @@ pub const MAX_HEADERS_LEN: usize = 64 * 1024;
 /// Default of `NEMO_LENS_SIGNAL_FLUSH_TIMEOUT`.
 pub const DEFAULT_SIGNAL_FLUSH_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The one reader of the process environment: a variable's value, `None`
-/// when unset or blank (non-UTF-8 bytes are replaced).
-pub(crate) fn env(var: &str) -> Option<String> {
-    std::env::var_os(var)
-        .map(|v| v.to_string_lossy().into_owned())
-        .filter(|v| !v.trim().is_empty())
-}
+pub(crate) use crate::vars::var as env;
 
 pub(crate) fn env_number<T: std::str::FromStr>(
     var: &str,

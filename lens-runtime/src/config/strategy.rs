@@ -107,11 +107,26 @@ pub const LOCAL_RANK_VARS: &[&str] = &[
 /// let _ = lens_runtime::strategy::local_rank();
 /// ```
 pub fn local_rank() -> u32 {
+    local_rank_with(crate::vars::var).unwrap_or(0)
+}
+
+/// The one rule for the local rank, over any lookup (the process
+/// environment, or a test's table): the first of [`LOCAL_RANK_VARS`] that
+/// is set and not blank, parsed; `None` when none is set or it is not a
+/// number. The `first_rank_per_node` strategy and the `nv.dl.local_rank`
+/// resource attribute both use it.
+///
+/// ```
+/// use lens_runtime::strategy::local_rank_with;
+/// let env = |k: &str| (k == "OMPI_COMM_WORLD_LOCAL_RANK").then(|| "3".to_owned());
+/// assert_eq!(local_rank_with(env), Some(3));
+/// assert_eq!(local_rank_with(|_| None), None);
+/// ```
+pub fn local_rank_with(lookup: impl Fn(&str) -> Option<String>) -> Option<u32> {
     LOCAL_RANK_VARS
         .iter()
-        .find_map(|v| std::env::var(v).ok())
+        .find_map(|v| lookup(v).filter(|s| !s.trim().is_empty()))
         .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0)
 }
 
 /// The rank-sampling rule shared with the Python library: keep `rank` when

@@ -34,7 +34,7 @@ impl std::fmt::Debug for Detect<'_> {
 }
 
 fn env_process(var: &str) -> Option<String> {
-    std::env::var_os(var).map(|v| v.to_string_lossy().into_owned())
+    crate::vars::raw(var)
 }
 
 impl Detect<'static> {
@@ -106,8 +106,8 @@ pub fn lens_attributes(
         KeyValue::new(sc::NEMO_RUN_ID, run_id.to_owned()),
         KeyValue::new(sc::SERVICE_INSTANCE_ID, format!("{run_id}-rank{rank}")),
     ];
-    if let Some(local) = detect.get("LOCAL_RANK").and_then(|v| v.parse::<i64>().ok()) {
-        v.push(KeyValue::new(sc::NV_DL_LOCAL_RANK, local));
+    if let Some(local) = crate::config::strategy::local_rank_with(|k| detect.get(k)) {
+        v.push(KeyValue::new(sc::NV_DL_LOCAL_RANK, i64::from(local)));
     }
     let opt = [
         (sc::NEMO_USER_ID, config.user.clone()),

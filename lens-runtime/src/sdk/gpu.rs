@@ -98,7 +98,7 @@ pub fn visible_gpus() -> Vec<GpuDevice> {
 
 fn discover(nvml: &'static Nvml) -> Vec<(Device<'static>, GpuDevice)> {
     let count = nvml.device_count().unwrap_or(0);
-    let raw = std::env::var("CUDA_VISIBLE_DEVICES").ok();
+    let raw = crate::vars::raw("CUDA_VISIBLE_DEVICES");
     let indices = select_devices(raw.as_deref(), count, |i| {
         nvml.device_by_index(i).ok()?.uuid().ok()
     });

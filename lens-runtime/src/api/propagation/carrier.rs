@@ -117,7 +117,7 @@ impl Extractor for EnvCarrier {
 /// let _guard = lens_runtime::propagation::context_from_env().attach();
 /// ```
 pub fn context_from_env() -> Context {
-    context_from_env_lookup(|v| std::env::var(v).ok())
+    context_from_env_lookup(crate::vars::raw)
 }
 
 /// [`context_from_env`] reading variables through `lookup`.
