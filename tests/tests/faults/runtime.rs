@@ -32,13 +32,7 @@ fn shutdown_meets_its_deadline_with_a_hung_collector() {
             TIMEOUT,
         );
         check(f.status.success(), protocol, &f);
-        let ms: u64 = f
-            .stdout
-            .split("took_ms=")
-            .nth(1)
-            .and_then(|s| s.split_whitespace().next())
-            .and_then(|s| s.parse().ok())
-            .expect("took_ms");
+        let ms = stdout_num(&f, "took_ms=");
         check(
             ms < 3_000,
             &format!("{protocol}: shutdown(2 s) took {ms} ms"),
@@ -105,15 +99,10 @@ fn setup_shutdown_cycles_keep_memory_flat() {
         Duration::from_secs(600),
     );
     check(f.status.success(), "soak", &f);
-    let num = |key: &str| -> u64 {
-        f.stdout
-            .split(key)
-            .nth(1)
-            .and_then(|s| s.split_whitespace().next())
-            .and_then(|s| s.parse().ok())
-            .expect("rss")
-    };
-    let (early, late) = (num("after 20="), num(&format!("after {cycles}=")));
+    let (early, late) = (
+        stdout_num(&f, "after 20="),
+        stdout_num(&f, &format!("after {cycles}=")),
+    );
     check(
         late < early + 8 * 1024,
         &format!("RSS grew from {early} KiB to {late} KiB over {cycles} cycles"),
@@ -192,12 +181,7 @@ fn a_zero_schedule_delay_does_not_spin() {
         TIMEOUT,
     );
     check(f.status.success(), "idle", &f);
-    let ms: u64 = f
-        .stdout
-        .split("idle_cpu_ms=")
-        .nth(1)
-        .and_then(|s| s.trim().parse().ok())
-        .expect("idle_cpu_ms");
+    let ms = stdout_num(&f, "idle_cpu_ms=");
     // a spinning export thread would burn ~2000 ms of CPU in the 2 s
     check(ms < 500, &format!("{ms} ms of CPU while idle for 2 s"), &f);
 }
@@ -294,15 +278,7 @@ fn short_flush_deadlines_against_a_hung_collector_do_not_pile_up_threads() {
         TIMEOUT,
     );
     check(f.status.success(), "flush-loop", &f);
-    let num = |key: &str| -> usize {
-        f.stdout
-            .split(key)
-            .nth(1)
-            .and_then(|s| s.split_whitespace().next())
-            .and_then(|s| s.parse().ok())
-            .expect("thread counts")
-    };
-    let (before, most) = (num("before="), num("most="));
+    let (before, most) = (stdout_num(&f, "before="), stdout_num(&f, "most="));
     check(
         most <= before + 4,
         &format!("threads grew from {before} to {most} over 200 flushes"),
@@ -325,12 +301,7 @@ fn a_panicking_exporter_or_callback_does_not_stop_export() {
     );
     let names = std::fs::read_to_string(&out).unwrap_or_default();
     assert!(names.contains("after.panic"), "{names}");
-    let calls: u32 = f
-        .stdout
-        .split("callback_calls=")
-        .nth(1)
-        .and_then(|s| s.trim().parse().ok())
-        .expect("callback_calls");
+    let calls = stdout_num(&f, "callback_calls=");
     check(
         calls >= 2,
         "the metric callback must run again after its panic",
@@ -348,15 +319,7 @@ fn a_shutdown_that_gives_up_exports_nothing_more() {
         TIMEOUT,
     );
     check(f.status.success(), "abandon", &f);
-    let num = |key: &str| -> usize {
-        f.stdout
-            .split(key)
-            .nth(1)
-            .and_then(|s| s.split_whitespace().next())
-            .and_then(|s| s.parse().ok())
-            .expect("counts")
-    };
-    let (at_return, later) = (num("at_return="), num("later="));
+    let (at_return, later) = (stdout_num(&f, "at_return="), stdout_num(&f, "later="));
     // at most the one batch that was in flight when the deadline passed
     check(
         later <= at_return + 10,

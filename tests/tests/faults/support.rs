@@ -85,3 +85,14 @@ pub fn hung_collector() -> std::net::SocketAddr {
     });
     addr
 }
+
+/// The number after `key` (e.g. `took_ms=`) in the child's stdout.
+#[track_caller]
+pub fn stdout_num(f: &Finished, key: &str) -> u64 {
+    f.stdout
+        .split(key)
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no number after {key:?} in:\n{}", f.stdout))
+}
