@@ -1,0 +1,219 @@
+//! Groups, presets and families, and the eight base groups.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A named switch for a set of instrumented sites.
+///
+/// A group is a reference to its family's word plus a bit mask fixed at
+/// compile time. [`SpanGroup::is_enabled`] is `word.load(Relaxed) & mask != 0`.
+/// Groups are declared with [`define_span_group!`](../lens/macro.define_span_group.html)
+/// (consumer families) or are one of the eight base groups in [`base`].
+///
+/// ```
+/// use lens_runtime::groups::base;
+/// assert_eq!(base::STEP.name(), "step");
+/// assert!(!base::STEP.is_enabled());
+/// ```
+#[derive(Debug)]
+pub struct SpanGroup {
+    pub(super) name: &'static str,
+    pub(super) family: &'static str,
+    pub(super) word: &'static AtomicU64,
+    pub(super) mask: u64,
+}
+
+impl SpanGroup {
+    /// Declares a group. Used by `define_span_group!`; `bit` must be below 64.
+    #[doc(hidden)]
+    pub const fn __new(
+        name: &'static str,
+        family: &'static str,
+        word: &'static AtomicU64,
+        bit: u32,
+    ) -> Self {
+        assert!(bit < 64, "a span group family holds at most 64 groups");
+        SpanGroup {
+            name,
+            family,
+            word,
+            mask: 1u64 << bit,
+        }
+    }
+
+    /// Whether sites of this group record spans: one relaxed atomic load.
+    ///
+    /// ```
+    /// use lens_runtime::groups::base;
+    /// if base::CHECKPOINT.is_enabled() { /* build expensive attributes */ }
+    /// ```
+    #[inline(always)]
+    pub fn is_enabled(&self) -> bool {
+        self.word.load(Ordering::Relaxed) & self.mask != 0
+    }
+
+    /// The group's name, e.g. `"step"`.
+    ///
+    /// ```
+    /// assert_eq!(lens_runtime::groups::base::JOB.name(), "job");
+    /// ```
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The name of the family that declared this group, e.g. `"base"`.
+    ///
+    /// ```
+    /// assert_eq!(lens_runtime::groups::base::JOB.family(), "base");
+    /// ```
+    pub const fn family(&self) -> &'static str {
+        self.family
+    }
+
+    /// The bit mask of this group inside its family word.
+    #[doc(hidden)]
+    pub const fn __mask(&self) -> u64 {
+        self.mask
+    }
+}
+
+/// A named set of groups of one family (plus, for consumer families, base
+/// groups), e.g. `per_step`.
+#[derive(Debug, Clone, Copy)]
+pub struct Preset {
+    pub(super) name: &'static str,
+    pub(super) base: u64,
+    pub(super) own: u64,
+}
+
+impl Preset {
+    /// Declares a preset from masks over the base word and the family's word.
+    #[doc(hidden)]
+    pub const fn __new(name: &'static str, base: u64, own: u64) -> Self {
+        Preset { name, base, own }
+    }
+
+    /// The preset's name.
+    ///
+    /// ```
+    /// assert_eq!(lens_runtime::groups::base::FAMILY.presets()[0].name(), "default");
+    /// ```
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+}
+
+/// A family of span groups with presets. The base family holds the eight base
+/// groups; a consumer family declared with `define_span_group!` extends it:
+/// its presets may include base groups, and a spec resolved against it also
+/// accepts every base group and preset.
+///
+/// ```
+/// use lens_runtime::groups::base;
+/// let names: Vec<_> = base::FAMILY.groups().iter().map(|g| g.name()).collect();
+/// assert_eq!(names[..3], ["job", "checkpoint", "evaluate"]);
+/// ```
+#[derive(Debug)]
+pub struct SpanGroupFamily {
+    pub(super) name: &'static str,
+    pub(super) word: &'static AtomicU64,
+    pub(super) groups: &'static [&'static SpanGroup],
+    pub(super) presets: &'static [Preset],
+}
+
+impl SpanGroupFamily {
+    /// Declares a family. Used by `define_span_group!`.
+    #[doc(hidden)]
+    pub const fn __new(
+        name: &'static str,
+        word: &'static AtomicU64,
+        groups: &'static [&'static SpanGroup],
+        presets: &'static [Preset],
+    ) -> Self {
+        assert!(
+            groups.len() <= 64,
+            "a span group family holds at most 64 groups"
+        );
+        SpanGroupFamily {
+            name,
+            word,
+            groups,
+            presets,
+        }
+    }
+
+    /// The family's name.
+    ///
+    /// ```
+    /// assert_eq!(lens_runtime::groups::base::FAMILY.name(), "base");
+    /// ```
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The groups declared by this family (not the base groups it extends).
+    ///
+    /// ```
+    /// assert_eq!(lens_runtime::groups::base::FAMILY.groups().len(), 8);
+    /// ```
+    pub const fn groups(&self) -> &'static [&'static SpanGroup] {
+        self.groups
+    }
+
+    /// The presets declared by this family.
+    ///
+    /// ```
+    /// let p: Vec<_> = lens_runtime::groups::base::FAMILY.presets().iter().map(|p| p.name()).collect();
+    /// assert_eq!(p, ["default", "per_step", "all"]);
+    /// ```
+    pub const fn presets(&self) -> &'static [Preset] {
+        self.presets
+    }
+}
+
+/// The base family: `job`, `checkpoint`, `evaluate` (preset `default`), plus
+/// `model_init`, `load_checkpoint`, `step`, `forward_backward`, `optimizer`
+/// (preset `per_step` = default + these); `all` = every base group.
+pub mod base {
+    use crate::api::groups::family::{Preset, SpanGroup, SpanGroupFamily};
+    use std::sync::atomic::AtomicU64;
+
+    /// Word 0: the bits of the base groups.
+    #[doc(hidden)]
+    pub static WORD: AtomicU64 = AtomicU64::new(0);
+
+    macro_rules! base_groups {
+        ($($(#[$doc:meta])* $id:ident = $name:literal, $bit:literal;)*) => {
+            $( $(#[$doc])* pub const $id: SpanGroup = SpanGroup::__new($name, "base", &WORD, $bit); )*
+            /// The base family.
+            pub static FAMILY: SpanGroupFamily = SpanGroupFamily::__new(
+                "base",
+                &WORD,
+                &[$(&$id),*],
+                &[
+                    Preset::__new("default", 0b0000_0111, 0),
+                    Preset::__new("per_step", 0b1111_1111, 0),
+                    Preset::__new("all", 0b1111_1111, 0),
+                ],
+            );
+        };
+    }
+
+    base_groups! {
+        /// The whole job / run.
+        JOB = "job", 0;
+        /// Saving a checkpoint.
+        CHECKPOINT = "checkpoint", 1;
+        /// An evaluation pass.
+        EVALUATE = "evaluate", 2;
+        /// Building / initialising the model.
+        MODEL_INIT = "model_init", 3;
+        /// Loading a checkpoint.
+        LOAD_CHECKPOINT = "load_checkpoint", 4;
+        /// One training step (iteration).
+        STEP = "step", 5;
+        /// Forward and backward pass of a step.
+        FORWARD_BACKWARD = "forward_backward", 6;
+        /// Optimizer update of a step.
+        OPTIMIZER = "optimizer", 7;
+    }
+}

@@ -1,0 +1,180 @@
+//! A span-group spec resolved against families.
+
+use super::family::*;
+use std::fmt;
+
+/// An unknown name in a span-group spec.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpanGroupError {
+    pub(super) name: String,
+    pub(super) valid: Vec<&'static str>,
+}
+
+impl SpanGroupError {
+    /// The name that matched no group or preset.
+    ///
+    /// ```
+    /// let e = lens_runtime::groups::SpanGroupSet::resolve("stpe", &[]).unwrap_err();
+    /// assert_eq!(e.name(), "stpe");
+    /// ```
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Every valid group and preset name, sorted.
+    ///
+    /// ```
+    /// let e = lens_runtime::groups::SpanGroupSet::resolve("stpe", &[]).unwrap_err();
+    /// assert!(e.valid_names().contains(&"step"));
+    /// ```
+    pub fn valid_names(&self) -> &[&'static str] {
+        &self.valid
+    }
+}
+
+impl fmt::Display for SpanGroupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown span group or preset `{}`; valid names are: {}",
+            self.name,
+            self.valid.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for SpanGroupError {}
+
+/// A resolved set of enabled groups over one or more families.
+///
+/// ```
+/// use lens_runtime::groups::{base, SpanGroupSet};
+/// let set = SpanGroupSet::resolve("default, STEP", &[]).unwrap();
+/// assert!(set.contains(&base::STEP) && set.contains(&base::JOB));
+/// assert!(!set.contains(&base::OPTIMIZER));
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct SpanGroupSet {
+    // (family, mask of that family's word); the base family is always first.
+    pub(super) entries: Vec<(&'static SpanGroupFamily, u64)>,
+}
+
+impl SpanGroupSet {
+    /// The empty set: every group off.
+    ///
+    /// ```
+    /// assert!(lens_runtime::groups::SpanGroupSet::none().names().is_empty());
+    /// ```
+    pub fn none() -> Self {
+        SpanGroupSet {
+            entries: vec![(&base::FAMILY, 0)],
+        }
+    }
+
+    /// Resolves a spec such as `"default,step"`, `"per_step"` or `"all"`
+    /// against the base family plus `families`. Names are case-insensitive,
+    /// blank parts are ignored, and a preset name expands in every family
+    /// that defines it.
+    ///
+    /// ```
+    /// use lens_runtime::groups::{base, SpanGroupSet};
+    /// let set = SpanGroupSet::resolve(" , per_step ,", &[]).unwrap();
+    /// assert!(set.contains(&base::OPTIMIZER));
+    /// let err = SpanGroupSet::resolve("default,stpe", &[]).unwrap_err();
+    /// assert!(err.to_string().contains("`stpe`"));
+    /// ```
+    pub fn resolve(
+        spec: &str,
+        families: &[&'static SpanGroupFamily],
+    ) -> Result<Self, SpanGroupError> {
+        let mut set = SpanGroupSet::none();
+        for fam in families {
+            if !set.entries.iter().any(|(f, _)| std::ptr::eq(*f, *fam)) {
+                set.entries.push((fam, 0));
+            }
+        }
+        for part in spec.split(',') {
+            let part = part.trim();
+            if part.is_empty() {
+                continue;
+            }
+            if !set.add_name(part) {
+                return Err(SpanGroupError {
+                    name: part.to_owned(),
+                    valid: set.valid_names(),
+                });
+            }
+        }
+        Ok(set)
+    }
+
+    fn add_name(&mut self, name: &str) -> bool {
+        let mut matched = false;
+        let mut base_bits = 0;
+        for (fam, mask) in &mut self.entries {
+            for p in fam.presets {
+                if p.name.eq_ignore_ascii_case(name) {
+                    *mask |= p.own;
+                    base_bits |= p.base;
+                    matched = true;
+                }
+            }
+            for g in fam.groups {
+                if g.name.eq_ignore_ascii_case(name) {
+                    *mask |= g.mask;
+                    matched = true;
+                }
+            }
+        }
+        // preset bits over word 0 (base presets, and base groups named by
+        // consumer presets); entry 0 is always the base family
+        self.entries[0].1 |= base_bits;
+        matched
+    }
+
+    fn valid_names(&self) -> Vec<&'static str> {
+        let mut v: Vec<&'static str> = self
+            .entries
+            .iter()
+            .flat_map(|(f, _)| {
+                f.groups
+                    .iter()
+                    .map(|g| g.name)
+                    .chain(f.presets.iter().map(|p| p.name))
+            })
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// Whether `group` is in this set.
+    ///
+    /// ```
+    /// use lens_runtime::groups::{base, SpanGroupSet};
+    /// assert!(SpanGroupSet::resolve("all", &[]).unwrap().contains(&base::OPTIMIZER));
+    /// ```
+    pub fn contains(&self, group: &SpanGroup) -> bool {
+        self.entries
+            .iter()
+            .any(|(f, m)| std::ptr::eq(f.word, group.word) && m & group.mask != 0)
+    }
+
+    /// Names of the groups in this set, base groups first.
+    ///
+    /// ```
+    /// let s = lens_runtime::groups::SpanGroupSet::resolve("default", &[]).unwrap();
+    /// assert_eq!(s.names(), ["job", "checkpoint", "evaluate"]);
+    /// ```
+    pub fn names(&self) -> Vec<&'static str> {
+        self.entries
+            .iter()
+            .flat_map(|(f, m)| {
+                f.groups
+                    .iter()
+                    .filter(move |g| m & g.mask != 0)
+                    .map(|g| g.name)
+            })
+            .collect()
+    }
+}
