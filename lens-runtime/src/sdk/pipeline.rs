@@ -6,6 +6,7 @@ use crate::api::span::SCOPE_NAME;
 use crate::config::otel::{BatchSettings, LogBatch, OtelEnv};
 use crate::config::{ExporterKind, LensConfig};
 use crate::sdk::export::batch::BatchProcessor;
+use crate::sdk::export::log_count::{CountEmitted, CountExported, LogCounters};
 use crate::sdk::export::{self, console, file, Counting, ExportRuntime, SpanCounters};
 use crate::sdk::ids::ForkSafeIdGenerator;
 use crate::sdk::redact::{RedactLogs, RedactSpans, Redactor};
@@ -17,7 +18,7 @@ use opentelemetry_sdk::metrics::{MeterProviderBuilder, PeriodicReader, SdkMeterP
 use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter, SpanProcessor};
 use opentelemetry_sdk::Resource;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -113,90 +114,13 @@ fn log_processor<E: LogExporter + 'static>(
     if let Some(d) = config.scheduled_delay {
         b = b.with_scheduled_delay(d);
     }
-    let exporter = CountExported {
-        inner: RedactLogs::new(exporter, redactor.clone()),
-        counters: counters.clone(),
-    };
-    CountEmitted {
-        inner: opentelemetry_sdk::logs::BatchLogProcessor::builder(exporter)
+    let exporter = CountExported::new(RedactLogs::new(exporter, redactor.clone()), counters);
+    CountEmitted::new(
+        opentelemetry_sdk::logs::BatchLogProcessor::builder(exporter)
             .with_batch_config(b.build())
             .build(),
-        counters: counters.clone(),
-    }
-}
-
-/// Log records offered to the batch log processor, and those exported: the
-/// SDK's processor drops records silently when its queue is full, so lens
-/// counts the difference (reported by flush and shutdown).
-#[derive(Debug, Default)]
-pub(crate) struct LogCounters {
-    emitted: AtomicU64,
-    exported: AtomicU64,
-    /// Losses already reported by a flush.
-    reported: AtomicU64,
-}
-
-impl LogCounters {
-    /// Records lost among those emitted before `emitted_then` (a snapshot
-    /// taken before a flush), not reported yet.
-    fn newly_lost(&self, emitted_then: u64) -> u64 {
-        let lost = emitted_then.saturating_sub(self.exported.load(Ordering::Relaxed));
-        let before = self.reported.fetch_max(lost, Ordering::AcqRel);
-        lost.saturating_sub(before)
-    }
-}
-
-/// Counts the records the logger provider hands to the processor.
-#[derive(Debug)]
-struct CountEmitted<P> {
-    inner: P,
-    counters: Arc<LogCounters>,
-}
-
-impl<P: opentelemetry_sdk::logs::LogProcessor> opentelemetry_sdk::logs::LogProcessor
-    for CountEmitted<P>
-{
-    fn emit(
-        &self,
-        data: &mut opentelemetry_sdk::logs::SdkLogRecord,
-        scope: &opentelemetry::InstrumentationScope,
-    ) {
-        self.counters.emitted.fetch_add(1, Ordering::Relaxed);
-        self.inner.emit(data, scope);
-    }
-    fn force_flush(&self) -> OTelSdkResult {
-        self.inner.force_flush()
-    }
-    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
-        self.inner.shutdown_with_timeout(timeout)
-    }
-    fn set_resource(&mut self, resource: &Resource) {
-        self.inner.set_resource(resource);
-    }
-}
-
-/// Counts the records an exporter accepted.
-#[derive(Debug)]
-struct CountExported<E> {
-    inner: E,
-    counters: Arc<LogCounters>,
-}
-
-impl<E: LogExporter> LogExporter for CountExported<E> {
-    async fn export(&self, batch: opentelemetry_sdk::logs::LogBatch<'_>) -> OTelSdkResult {
-        let n = batch.iter().count() as u64;
-        let r = self.inner.export(batch).await;
-        if r.is_ok() {
-            self.counters.exported.fetch_add(n, Ordering::Relaxed);
-        }
-        r
-    }
-    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
-        self.inner.shutdown_with_timeout(timeout)
-    }
-    fn set_resource(&mut self, resource: &Resource) {
-        self.inner.set_resource(resource);
-    }
+        counters,
+    )
 }
 
 /// Counts spans that ended (offered to the batch processor).
@@ -410,7 +334,7 @@ impl Pipeline {
     /// Flushes every signal, within `timeout` in all.
     pub(crate) fn flush(&self, timeout: Duration) -> Vec<String> {
         let deadline = Instant::now() + timeout;
-        let emitted = self.log_counters.emitted.load(Ordering::Relaxed);
+        let emitted = self.log_counters.emitted();
         let waiting = spawn_all(self.sdk_tasks(false, timeout), "flush");
         let mut errors = Vec::new();
         if let Some(p) = &self.spans {
@@ -559,10 +483,7 @@ impl Pipeline {
     /// once the pipeline is shut down (before, some may be queued).
     pub(crate) fn lost_logs(&self) -> (u64, u64) {
         let c = &self.log_counters;
-        let emitted = c.emitted.load(Ordering::Relaxed);
-        (
-            emitted.saturating_sub(c.exported.load(Ordering::Relaxed)),
-            emitted,
-        )
+        let emitted = c.emitted();
+        (emitted.saturating_sub(c.exported()), emitted)
     }
 }

@@ -13,6 +13,7 @@
 pub(crate) mod batch;
 pub(crate) mod console;
 pub(crate) mod file;
+pub(crate) mod log_count;
 mod proto3;
 
 pub use crate::config::otel::OtlpProtocol;
