@@ -15,7 +15,7 @@
 //! | `diag`, `vars` | best-effort diagnostics on stderr; the one reader of the environment | std |
 
 mod api;
-pub mod config;
+mod config;
 #[cfg(feature = "sdk")]
 mod diag;
 #[cfg(feature = "sdk")]
@@ -23,25 +23,65 @@ mod host;
 #[cfg(feature = "sdk")]
 mod sdk;
 #[cfg(feature = "sdk")]
-pub mod setup;
+mod setup;
 mod vars;
 
-// The public paths of the modules (unchanged by the move into layers).
-pub use api::{attr, future, groups, semconv, span};
-#[cfg(feature = "sdk")]
-pub use api::{metrics, propagation, propagation::w3c};
-pub use config::strategy;
-#[cfg(feature = "sdk")]
-pub use host::resource;
-#[cfg(feature = "sdk")]
-pub use sdk::{export, gpu, ids, logs, redact, sampler};
+// The public surface: exactly what `lens` re-exports, by name. Everything
+// else is crate-private (`unreachable_pub` is warned in this crate).
 
-/// The proc macros' compile-time tables, compiled here so that a unit test
-/// can check the macros' redaction rule against the runtime's.
-#[cfg(test)]
-#[path = "../../lens-macros/src/tables.rs"]
-#[allow(dead_code)]
-mod macro_tables;
+pub use api::attr::{
+    is_redacted_key, safe_set_span_attributes, AttributeValue, SpanAttributeTarget, REDACTED,
+    REDACTED_KEYS,
+};
+pub use api::future::{Instrument, Instrumented, IntoInstrumentSpan};
+pub use api::groups::{
+    base, is_span_group_enabled, register_family, set_enabled_span_groups, SpanGroup,
+    SpanGroupError, SpanGroupFamily, SpanGroupSet,
+};
+pub use api::metrics::{
+    GymMetrics, GymRecord, InferenceMetrics, InferenceRecord, RlMetrics, RlRecord,
+    TrainingMetrics, TrainingRecord, DURATION_MS_BUCKETS, GEN_AI_DURATION_BUCKETS_S,
+    GEN_AI_TOKEN_BUCKETS, MAX_INFERENCE_ATTRIBUTE_SETS, STEP_DURATION_BUCKETS_S,
+};
+#[cfg(feature = "http")]
+pub use api::propagation::http;
+#[cfg(feature = "mpi")]
+pub use api::propagation::mpi_collective;
+pub use api::propagation::{
+    broadcast_trace_context, context_from_bytes, context_from_env, context_from_env_lookup,
+    context_to_bytes, create_linked_span, env_for_child, extract_context, extract_from,
+    inject_context, inject_into, pp_trace_carrier, set_pp_trace_carrier, w3c, Carrier,
+    Collective, CollectiveError, LocalCollective, ENV_CARRIER_VARS,
+};
+pub use api::semconv;
+pub use api::span::{start_detached, LensSpan, SpanGuard, SpanStatus};
+#[cfg(feature = "sdk")]
+pub use api::span::{clear_tracer_provider, set_tracer_provider};
+pub use config::strategy::{
+    is_export_strategy_registered, rank_is_sampled, register_export_strategy,
+    registered_export_strategies, remove_export_strategy, replace_export_strategy, should_export,
+    StrategyError,
+};
+pub use config::{ConfigError, ExporterKind, LensConfig};
+#[cfg(feature = "sdk")]
+pub use config::otel::OtlpProtocol;
+#[cfg(feature = "sdk")]
+pub use sdk::gpu::{register_gpu_metrics, visible_gpus, GpuDevice};
+#[cfg(feature = "sdk")]
+pub use sdk::ids::ForkSafeIdGenerator;
+#[cfg(feature = "sdk")]
+pub use sdk::logs::{
+    log, setup_logging_bridge_with_provider, tracing, tracing_subscriber, InstallStatus, Level,
+    LogBridge, LogBridgeError, LogBridgeLayer, LogBridgeLogger, LogBridgeOptions,
+};
+#[cfg(feature = "sdk")]
+pub use sdk::sampler::RankAwareSampler;
+#[cfg(feature = "sdk")]
+pub use setup::{
+    setup_logging_bridge, setup_telemetry, SetupError, ShutdownError, TelemetryBuilder,
+    TelemetryHandle,
+};
+
 #[cfg(all(test, feature = "sdk"))]
 mod metrics_test_support;
 

@@ -152,38 +152,41 @@ pub use lens_macros::span_cm;
 #[doc(inline)]
 pub use lens_macros::define_span_group;
 
-pub use lens_runtime::attr::{
+pub use lens_runtime::{
     is_redacted_key, safe_set_span_attributes, AttributeValue, SpanAttributeTarget, REDACTED,
     REDACTED_KEYS,
 };
-pub use lens_runtime::config::{ConfigError, ExporterKind, LensConfig};
-pub use lens_runtime::future::{Instrument, Instrumented, IntoInstrumentSpan};
-pub use lens_runtime::groups::{
+pub use lens_runtime::{
     is_span_group_enabled, register_family, set_enabled_span_groups, SpanGroup, SpanGroupError,
     SpanGroupFamily, SpanGroupSet,
 };
-pub use lens_runtime::semconv;
+pub use lens_runtime::{semconv, ConfigError, ExporterKind, LensConfig};
+pub use lens_runtime::{Instrument, Instrumented, IntoInstrumentSpan};
 
 /// Context propagation: W3C TraceContext + Baggage over maps, HTTP headers
 /// (feature `http`), environment variables and bytes; trace broadcast over a
 /// [`Collective`](propagation::Collective); linked spans.
-#[cfg(feature = "sdk")]
+///
+/// Available without the `sdk` feature too; baggage travels once the `sdk`
+/// feature is on anywhere in the build (the W3C Baggage propagator lives in
+/// the OpenTelemetry SDK crate).
 pub mod propagation {
     #[cfg(feature = "http")]
-    pub use lens_runtime::propagation::http;
+    pub use lens_runtime::http;
     #[cfg(feature = "mpi")]
-    pub use lens_runtime::propagation::mpi_collective;
-    pub use lens_runtime::propagation::{
+    pub use lens_runtime::mpi_collective;
+    pub use lens_runtime::{
         broadcast_trace_context, context_from_bytes, context_from_env, context_from_env_lookup,
         context_to_bytes, create_linked_span, env_for_child, extract_context, extract_from,
         inject_context, inject_into, pp_trace_carrier, set_pp_trace_carrier, w3c, Carrier,
         Collective, CollectiveError, LocalCollective, ENV_CARRIER_VARS,
     };
 }
-/// Instrument sets: inference (GenAI), RL, Gym and training metrics.
-#[cfg(feature = "sdk")]
+/// Instrument sets: inference (GenAI), RL, Gym and training metrics. They
+/// need only the OpenTelemetry metrics API: without the `sdk` feature they
+/// record into whatever global meter provider the application installs.
 pub mod metrics {
-    pub use lens_runtime::metrics::{
+    pub use lens_runtime::{
         GymMetrics, GymRecord, InferenceMetrics, InferenceRecord, RlMetrics, RlRecord,
         TrainingMetrics, TrainingRecord, DURATION_MS_BUCKETS, GEN_AI_DURATION_BUCKETS_S,
         GEN_AI_TOKEN_BUCKETS, MAX_INFERENCE_ATTRIBUTE_SETS, STEP_DURATION_BUCKETS_S,
@@ -193,44 +196,36 @@ pub mod metrics {
 /// Opt-in GPU telemetry through NVML.
 #[cfg(feature = "sdk")]
 pub mod gpu {
-    pub use lens_runtime::gpu::{register_gpu_metrics, visible_gpus, GpuDevice};
+    pub use lens_runtime::{register_gpu_metrics, visible_gpus, GpuDevice};
 }
 
 /// The log bridge: `log` and `tracing` records to OpenTelemetry logs.
 #[cfg(feature = "sdk")]
 pub mod logs {
-    pub use lens_runtime::logs::{
-        log, setup_logging_bridge_with_provider, tracing, tracing_subscriber, InstallStatus, Level,
-        LogBridge, LogBridgeError, LogBridgeLayer, LogBridgeLogger, LogBridgeOptions,
+    pub use lens_runtime::{
+        log, setup_logging_bridge, setup_logging_bridge_with_provider, tracing,
+        tracing_subscriber, InstallStatus, Level, LogBridge, LogBridgeError, LogBridgeLayer,
+        LogBridgeLogger, LogBridgeOptions,
     };
-    pub use lens_runtime::setup::setup_logging_bridge;
 }
 
 #[cfg(feature = "sdk")]
-pub use lens_runtime::propagation::{
-    broadcast_trace_context, context_from_bytes, context_from_env, context_to_bytes,
-    create_linked_span, env_for_child, extract_context, inject_context, pp_trace_carrier,
-    set_pp_trace_carrier,
-};
-#[cfg(feature = "sdk")]
-pub use lens_runtime::span::{clear_tracer_provider, set_tracer_provider};
-pub use lens_runtime::span::{LensSpan, SpanGuard, SpanStatus};
-pub use lens_runtime::strategy::{
+pub use lens_runtime::{clear_tracer_provider, set_tracer_provider};
+pub use lens_runtime::{
     is_export_strategy_registered, rank_is_sampled, register_export_strategy,
     registered_export_strategies, remove_export_strategy, replace_export_strategy, should_export,
     StrategyError,
 };
+pub use lens_runtime::{LensSpan, SpanGuard, SpanStatus};
 #[cfg(feature = "sdk")]
 pub use lens_runtime::{
-    export::OtlpProtocol,
-    ids::ForkSafeIdGenerator,
-    sampler::RankAwareSampler,
-    setup::{setup_telemetry, SetupError, ShutdownError, TelemetryBuilder, TelemetryHandle},
+    setup_telemetry, ForkSafeIdGenerator, OtlpProtocol, RankAwareSampler, SetupError,
+    ShutdownError, TelemetryBuilder, TelemetryHandle,
 };
 
 /// The eight base groups and the base family.
 pub mod groups {
-    pub use lens_runtime::groups::base::{
+    pub use lens_runtime::base::{
         CHECKPOINT, EVALUATE, FAMILY, FORWARD_BACKWARD, JOB, LOAD_CHECKPOINT, MODEL_INIT,
         OPTIMIZER, STEP, WORD,
     };
@@ -246,7 +241,7 @@ pub mod groups {
 /// # drop(fut);
 /// ```
 pub fn detached_span(name: impl Into<std::borrow::Cow<'static, str>>) -> LensSpan {
-    lens_runtime::span::start_detached(name, Vec::new())
+    lens_runtime::start_detached(name, Vec::new())
 }
 
 /// The OpenTelemetry API crate lens is built on (use it instead of adding

@@ -43,10 +43,9 @@ impl<T: IntoInstrumentSpan> IntoInstrumentSpan for Option<T> {
 /// Runs any future inside a span.
 ///
 /// ```
-/// use lens_runtime::future::Instrument;
-/// use lens_runtime::span::start_detached;
+/// use lens::Instrument;
 /// async fn rollout() -> u32 { 7 }
-/// let fut = rollout().instrument(start_detached("rollout", Vec::new()));
+/// let fut = rollout().instrument(lens::detached_span("rollout"));
 /// # drop(fut);
 /// ```
 pub trait Instrument: Future + Sized {

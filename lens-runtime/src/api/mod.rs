@@ -1,13 +1,11 @@
 //! The API layer: what instrumented code needs, on the OpenTelemetry API
 //! alone (span groups, attribute values, span guards, futures, semantic
-//! conventions; with `sdk`, also the instrument sets and W3C propagation).
+//! conventions, the instrument sets and W3C propagation).
 
-pub mod attr;
-pub mod future;
-pub mod groups;
-#[cfg(feature = "sdk")]
-pub mod metrics;
-#[cfg(feature = "sdk")]
-pub mod propagation;
+pub(crate) mod attr;
+pub(crate) mod future;
+pub(crate) mod groups;
+pub(crate) mod metrics;
+pub(crate) mod propagation;
 pub mod semconv;
-pub mod span;
+pub(crate) mod span;

@@ -10,7 +10,7 @@
 //! (`GEN_AI_TOKEN_TYPE_INPUT`).
 //!
 //! ```
-//! use lens_runtime::semconv;
+//! use lens::semconv;
 //! assert_eq!(semconv::NV_DL_RANK, "nv.dl.rank");
 //! assert_eq!(semconv::METRIC_HW_GPU_UTILIZATION, "hw.gpu.utilization");
 //! assert!(semconv::SCHEMA_URL.ends_with(semconv::SEMCONV_VERSION));

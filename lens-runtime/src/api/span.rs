@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Once;
 
 /// Instrumentation scope name of every lens span.
-pub const SCOPE_NAME: &str = "lens";
+pub(crate) const SCOPE_NAME: &str = "lens";
 
 #[cfg(feature = "sdk")]
 mod slot {
@@ -43,10 +43,10 @@ mod slot {
 /// use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
 /// let exporter = InMemorySpanExporter::default();
 /// let provider = SdkTracerProvider::builder().with_simple_exporter(exporter.clone()).build();
-/// lens_runtime::span::set_tracer_provider(&provider);
-/// drop(lens_runtime::span::start_span("doc.span", Vec::new()));
+/// lens::set_tracer_provider(&provider);
+/// drop(lens::span_cm!("doc.span"));
 /// assert_eq!(exporter.get_finished_spans().unwrap()[0].name, "doc.span");
-/// # lens_runtime::span::clear_tracer_provider();
+/// # lens::clear_tracer_provider();
 /// ```
 #[cfg(feature = "sdk")]
 pub fn set_tracer_provider(provider: &opentelemetry_sdk::trace::SdkTracerProvider) {
@@ -63,7 +63,7 @@ pub fn set_tracer_provider(provider: &opentelemetry_sdk::trace::SdkTracerProvide
 /// the global OpenTelemetry provider again.
 ///
 /// ```
-/// lens_runtime::span::clear_tracer_provider();
+/// lens::clear_tracer_provider();
 /// ```
 #[cfg(feature = "sdk")]
 pub fn clear_tracer_provider() {
@@ -177,7 +177,7 @@ pub enum SpanStatus {
 /// it ERROR with the panic message.
 ///
 /// ```
-/// let span = lens_runtime::span::start_detached("work", Vec::new());
+/// let span = lens::detached_span("work");
 /// std::thread::spawn(move || {
 ///     let _g = span.enter(); // current on this thread until `_g` drops
 /// }).join().unwrap();
@@ -229,7 +229,7 @@ pub fn start_detached(name: impl Into<Cow<'static, str>>, attributes: Vec<KeyVal
 /// Starts a span from a full builder (links, kind, …), child of the current
 /// context, without attaching it.
 #[doc(hidden)]
-pub fn start_detached_builder(builder: SpanBuilder) -> LensSpan {
+pub(crate) fn start_detached_builder(builder: SpanBuilder) -> LensSpan {
     LensSpan::new(start_builder(builder))
 }
 
@@ -262,7 +262,7 @@ impl LensSpan {
     /// the span ends when the guard drops.
     ///
     /// ```
-    /// let g = lens_runtime::span::start_detached("x", Vec::new()).enter();
+    /// let g = lens::detached_span("x").enter();
     /// g.set_attribute("n", 1);
     /// ```
     pub fn enter(self) -> SpanGuard {
@@ -276,8 +276,8 @@ impl LensSpan {
     /// The OpenTelemetry context holding this span (for propagation).
     ///
     /// ```
-    /// use lens_runtime::otel::trace::TraceContextExt;
-    /// let s = lens_runtime::span::start_detached("x", Vec::new());
+    /// use lens::otel::trace::TraceContextExt;
+    /// let s = lens::detached_span("x");
     /// let _sc = s.context().span().span_context().clone();
     /// ```
     pub fn context(&self) -> &Context {
@@ -288,7 +288,7 @@ impl LensSpan {
     /// redacted key become `[REDACTED]`).
     ///
     /// ```
-    /// let s = lens_runtime::span::start_detached("x", Vec::new());
+    /// let s = lens::detached_span("x");
     /// s.set_attribute("loss", 0.25);
     /// s.set_attribute("token", "abc"); // recorded as "[REDACTED]"
     /// ```
@@ -303,7 +303,7 @@ impl LensSpan {
     /// rules as [`set_attribute`](Self::set_attribute).
     ///
     /// ```
-    /// let s = lens_runtime::span::start_detached("x", Vec::new());
+    /// let s = lens::detached_span("x");
     /// s.add_event("grad.clipped", &[("norm", &3.5), ("layer", &"attn")]);
     /// ```
     pub fn add_event(
@@ -320,7 +320,7 @@ impl LensSpan {
     /// `exception` event (`exception.type`, `exception.message`).
     ///
     /// ```
-    /// let s = lens_runtime::span::start_detached("x", Vec::new());
+    /// let s = lens::detached_span("x");
     /// s.record_error(&"disk full");
     /// ```
     pub fn record_error<E: Display + ?Sized>(&self, err: &E) {
@@ -330,8 +330,8 @@ impl LensSpan {
     /// Sets the span status.
     ///
     /// ```
-    /// use lens_runtime::span::SpanStatus;
-    /// let s = lens_runtime::span::start_detached("x", Vec::new());
+    /// use lens::SpanStatus;
+    /// let s = lens::detached_span("x");
     /// s.set_status(SpanStatus::Ok);
     /// ```
     pub fn set_status(&self, status: SpanStatus) {
@@ -394,7 +394,7 @@ fn drop_span(inner: &mut ManuallyDrop<SpanInner>) {
 /// [`LensSpan`] and the future combinator to cross threads or `.await`s).
 ///
 /// ```
-/// let g = lens_runtime::span::start_span("train.step", Vec::new());
+/// let g = lens::span_cm!("train.step");
 /// g.set_attribute("loss", 1.5);
 /// drop(g); // ends the span and restores the previous context
 /// ```
@@ -445,7 +445,7 @@ impl SpanGuard {
     /// hand it to a future.
     ///
     /// ```
-    /// let span = lens_runtime::span::start_span("x", Vec::new()).into_span();
+    /// let span = lens::span_cm!("x").into_span();
     /// drop(span); // ends it
     /// ```
     pub fn into_span(self) -> LensSpan {

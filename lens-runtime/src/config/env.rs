@@ -54,7 +54,7 @@ impl LensConfig {
     /// Unset or blank variables keep their defaults.
     ///
     /// ```
-    /// let cfg = lens_runtime::config::LensConfig::from_env().unwrap();
+    /// let cfg = lens::LensConfig::from_env().unwrap();
     /// # let _ = cfg;
     /// ```
     pub fn from_env() -> Result<Self, ConfigError> {
@@ -66,7 +66,7 @@ impl LensConfig {
     /// against the base family plus `families`.
     ///
     /// ```
-    /// use lens_runtime::config::LensConfig;
+    /// use lens::LensConfig;
     /// let cfg = LensConfig::from_env_with(&["MEGATRON_OTEL_", "NEMO_LENS_"], &[]).unwrap();
     /// # let _ = cfg;
     /// ```
@@ -81,7 +81,7 @@ impl LensConfig {
     /// `lookup` instead of the process environment (for tests and embedding).
     ///
     /// ```
-    /// use lens_runtime::config::LensConfig;
+    /// use lens::LensConfig;
     /// let cfg = LensConfig::from_lookup(&["NEMO_LENS_"], &[], |v| {
     ///     (v == "NEMO_LENS_ENABLED").then(|| "yes".to_owned())
     /// }).unwrap();

@@ -6,14 +6,14 @@ use std::fmt;
 use std::str::FromStr;
 
 /// The default environment prefix.
-pub const ENV_PREFIX: &str = "NEMO_LENS_";
+pub(crate) const ENV_PREFIX: &str = "NEMO_LENS_";
 
 const BOOL_CHOICES: &str = "1, 0, true, false, yes, no, on, off (any case)";
 
 /// Where spans, metrics and logs go.
 ///
 /// ```
-/// use lens_runtime::config::ExporterKind;
+/// use lens::ExporterKind;
 /// assert_eq!("FILE".parse::<ExporterKind>().unwrap(), ExporterKind::File);
 /// assert!("jaeger".parse::<ExporterKind>().is_err());
 /// ```
@@ -36,7 +36,7 @@ impl ExporterKind {
     /// The name as written in configuration.
     ///
     /// ```
-    /// assert_eq!(lens_runtime::config::ExporterKind::Console.as_str(), "console");
+    /// assert_eq!(lens::ExporterKind::Console.as_str(), "console");
     /// ```
     pub fn as_str(self) -> &'static str {
         match self {
@@ -66,14 +66,7 @@ impl fmt::Display for ExporterKind {
 }
 
 /// Parses a boolean the way every `NEMO_LENS_*` switch is parsed.
-///
-/// ```
-/// use lens_runtime::config::parse_bool;
-/// assert_eq!(parse_bool("X", "On"), Ok(true));
-/// assert_eq!(parse_bool("X", "0"), Ok(false));
-/// assert!(parse_bool("NEMO_LENS_ENABLED", "maybe").unwrap_err().to_string().contains("NEMO_LENS_ENABLED"));
-/// ```
-pub fn parse_bool(variable: &str, value: &str) -> Result<bool, ConfigError> {
+pub(crate) fn parse_bool(variable: &str, value: &str) -> Result<bool, ConfigError> {
     match value.trim().to_ascii_lowercase().as_str() {
         "1" | "true" | "yes" | "on" => Ok(true),
         "0" | "false" | "no" | "off" => Ok(false),
@@ -86,7 +79,7 @@ pub fn parse_bool(variable: &str, value: &str) -> Result<bool, ConfigError> {
 /// from [`Default`] and set fields; [`LensConfig::validate`] checks it all.
 ///
 /// ```
-/// use lens_runtime::config::LensConfig;
+/// use lens::LensConfig;
 /// let mut cfg = LensConfig::default();
 /// cfg.enabled = true;
 /// cfg.span_groups = "per_step".into();
@@ -149,7 +142,7 @@ pub struct LensConfig {
     /// may not contain whitespace, `=` or `,`.
     ///
     /// ```
-    /// use lens_runtime::config::LensConfig;
+    /// use lens::LensConfig;
     /// let cfg = LensConfig::from_lookup(&["NEMO_LENS_"], &[], |v| {
     ///     (v == "NEMO_LENS_REDACT_KEYS").then(|| " email, ,user.ssn ".to_owned())
     /// }).unwrap();
@@ -186,5 +179,19 @@ impl Default for LensConfig {
             span_group_families: Vec::new(),
             redact_keys: Vec::new(),
         }
+    }
+}
+
+
+#[cfg(test)]
+mod examples {
+    //! Examples of crate-private items, kept as unit tests.
+
+    #[test]
+    fn parse_bool() {
+        use crate::config::lens::parse_bool;
+        assert_eq!(parse_bool("X", "On"), Ok(true));
+        assert_eq!(parse_bool("X", "0"), Ok(false));
+        assert!(parse_bool("NEMO_LENS_ENABLED", "maybe").unwrap_err().to_string().contains("NEMO_LENS_ENABLED"));
     }
 }

@@ -6,18 +6,18 @@ mod env;
 mod error;
 mod lens;
 #[cfg(feature = "sdk")]
-pub mod otel;
+pub(crate) mod otel;
 #[cfg(feature = "sdk")]
 pub(crate) mod plan;
-pub mod strategy;
+pub(crate) mod strategy;
 mod validate;
 
 pub use error::ConfigError;
-pub use lens::{parse_bool, ExporterKind, LensConfig, ENV_PREFIX};
-pub use strategy::BUILTIN_STRATEGIES;
+pub use lens::{ExporterKind, LensConfig};
 
 #[cfg(test)]
 mod tests {
+    use super::lens::ENV_PREFIX;
     use super::*;
 
     fn lookup(vars: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {

@@ -9,29 +9,29 @@ use std::time::Duration;
 /// Default span queue: large enough for a per-layer `all` preset burst
 /// (the SDK's 2048 drops spans in ordinary bursts). `OTEL_BSP_MAX_QUEUE_SIZE`
 /// overrides it.
-pub const DEFAULT_MAX_QUEUE_SIZE: usize = 65_536;
+pub(crate) const DEFAULT_MAX_QUEUE_SIZE: usize = 65_536;
 /// Default export batch (`OTEL_BSP_MAX_EXPORT_BATCH_SIZE` overrides).
-pub const DEFAULT_MAX_EXPORT_BATCH_SIZE: usize = 2_048;
+pub(crate) const DEFAULT_MAX_EXPORT_BATCH_SIZE: usize = 2_048;
 /// Default metric export interval (`OTEL_METRIC_EXPORT_INTERVAL`, ms, overrides).
-pub const DEFAULT_METRIC_EXPORT_INTERVAL: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_METRIC_EXPORT_INTERVAL: Duration = Duration::from_secs(10);
 /// Deadline of [`TelemetryHandle::force_flush`].
-pub const DEFAULT_FLUSH_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_FLUSH_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default `OTEL_BSP_EXPORT_TIMEOUT` (the OpenTelemetry default, 30 s).
-pub const DEFAULT_EXPORT_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_EXPORT_TIMEOUT: Duration = Duration::from_secs(30);
 /// The largest accepted `OTEL_BSP_MAX_QUEUE_SIZE` (queue memory grows with
 /// use; this bounds what a runaway producer can make lens hold).
-pub const MAX_QUEUE_SIZE_LIMIT: usize = 1 << 20;
+pub(crate) const MAX_QUEUE_SIZE_LIMIT: usize = 1 << 20;
 /// The shortest `OTEL_BSP_SCHEDULE_DELAY` (smaller values, 0 included, are
 /// raised to it: a zero delay would spin the export thread).
-pub const MIN_SCHEDULE_DELAY: Duration = Duration::from_millis(1);
+pub(crate) const MIN_SCHEDULE_DELAY: Duration = Duration::from_millis(1);
 /// The largest accepted `OTEL_BLRP_MAX_QUEUE_SIZE`: the SDK's batch log
 /// processor reserves its whole queue up front.
-pub const MAX_LOG_QUEUE_SIZE_LIMIT: usize = 1 << 16;
+pub(crate) const MAX_LOG_QUEUE_SIZE_LIMIT: usize = 1 << 16;
 /// The longest accepted `OTEL_EXPORTER_OTLP_*HEADERS` value (the `http`
 /// crate panics past 32,768 headers).
-pub const MAX_HEADERS_LEN: usize = 64 * 1024;
+pub(crate) const MAX_HEADERS_LEN: usize = 64 * 1024;
 /// Default of `NEMO_LENS_SIGNAL_FLUSH_TIMEOUT`.
-pub const DEFAULT_SIGNAL_FLUSH_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_SIGNAL_FLUSH_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub(crate) use crate::vars::var as env;
 
@@ -242,7 +242,7 @@ impl OtlpProtocol {
     /// else gRPC.
     ///
     /// ```
-    /// use lens_runtime::export::OtlpProtocol;
+    /// use lens::OtlpProtocol;
     /// let p = OtlpProtocol::for_signal("TRACES", |k| (k == "OTEL_EXPORTER_OTLP_PROTOCOL").then(|| "http/json".into())).unwrap();
     /// assert_eq!(p, OtlpProtocol::HttpJson);
     /// assert!(OtlpProtocol::for_signal("LOGS", |_| Some("udp".into())).is_err());

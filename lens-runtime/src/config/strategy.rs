@@ -7,11 +7,11 @@ use std::fmt;
 use std::sync::{Arc, LazyLock, RwLock};
 
 /// A strategy decision: does `rank` of `world_size` export under `config`?
-pub type StrategyFn = Arc<dyn Fn(&LensConfig, u32, u32) -> bool + Send + Sync>;
+pub(crate) type StrategyFn = Arc<dyn Fn(&LensConfig, u32, u32) -> bool + Send + Sync>;
 
 /// The built-in strategies, which cannot be removed or replaced without the
 /// explicit override flag.
-pub const BUILTIN_STRATEGIES: &[&str] =
+pub(crate) const BUILTIN_STRATEGIES: &[&str] =
     &["all_ranks", "single_rank", "sampled", "first_rank_per_node"];
 
 /// An export-strategy registry error.
@@ -93,7 +93,7 @@ fn single_rank(c: &LensConfig, rank: u32, world_size: u32) -> bool {
 
 /// Variables that give the rank within the node, in the order read:
 /// torchrun's, Open MPI's, SLURM's, MPICH's.
-pub const LOCAL_RANK_VARS: &[&str] = &[
+pub(crate) const LOCAL_RANK_VARS: &[&str] = &[
     "LOCAL_RANK",
     "OMPI_COMM_WORLD_LOCAL_RANK",
     "SLURM_LOCALID",
@@ -102,11 +102,7 @@ pub const LOCAL_RANK_VARS: &[&str] = &[
 
 /// The rank of this process within its node: the first of
 /// [`LOCAL_RANK_VARS`] that is set (missing or unparsable: 0).
-///
-/// ```
-/// let _ = lens_runtime::strategy::local_rank();
-/// ```
-pub fn local_rank() -> u32 {
+pub(crate) fn local_rank() -> u32 {
     local_rank_with(crate::vars::var).unwrap_or(0)
 }
 
@@ -115,14 +111,7 @@ pub fn local_rank() -> u32 {
 /// is set and not blank, parsed; `None` when none is set or it is not a
 /// number. The `first_rank_per_node` strategy and the `nv.dl.local_rank`
 /// resource attribute both use it.
-///
-/// ```
-/// use lens_runtime::strategy::local_rank_with;
-/// let env = |k: &str| (k == "OMPI_COMM_WORLD_LOCAL_RANK").then(|| "3".to_owned());
-/// assert_eq!(local_rank_with(env), Some(3));
-/// assert_eq!(local_rank_with(|_| None), None);
-/// ```
-pub fn local_rank_with(lookup: impl Fn(&str) -> Option<String>) -> Option<u32> {
+pub(crate) fn local_rank_with(lookup: impl Fn(&str) -> Option<String>) -> Option<u32> {
     LOCAL_RANK_VARS
         .iter()
         .find_map(|v| lookup(v).filter(|s| !s.trim().is_empty()))
@@ -134,7 +123,7 @@ pub fn local_rank_with(lookup: impl Fn(&str) -> Option<String>) -> Option<u32> {
 /// ≥ 1 keep every rank, ≤ 0 (and NaN) keep none.
 ///
 /// ```
-/// use lens_runtime::strategy::rank_is_sampled;
+/// use lens::rank_is_sampled;
 /// assert!(rank_is_sampled(5, 1.0));
 /// assert!(!rank_is_sampled(5, 0.0));
 /// let kept = (0..10_000).filter(|r| rank_is_sampled(*r, 0.25)).count();
@@ -169,9 +158,9 @@ fn normalise(name: &str) -> Result<String, StrategyError> {
 /// Registers a custom strategy under a new name (ASCII case-insensitive).
 ///
 /// ```
-/// use lens_runtime::strategy::{register_export_strategy, should_export};
+/// use lens::{register_export_strategy, should_export};
 /// register_export_strategy("even_ranks", |_, rank, _| rank % 2 == 0).unwrap();
-/// let mut cfg = lens_runtime::config::LensConfig::default();
+/// let mut cfg = lens::LensConfig::default();
 /// cfg.export_strategy = "even_ranks".into();
 /// assert!(should_export(&cfg, 4, 8).unwrap());
 /// assert!(register_export_strategy("even_ranks", |_, _, _| true).is_err());
@@ -197,7 +186,7 @@ pub fn register_export_strategy(
 /// `allow_builtin = true`.
 ///
 /// ```
-/// use lens_runtime::strategy::replace_export_strategy;
+/// use lens::replace_export_strategy;
 /// assert!(replace_export_strategy("all_ranks", |_, _, _| false, false).is_err());
 /// replace_export_strategy("my_rule", |_, r, _| r == 0, false).unwrap();
 /// ```
@@ -223,7 +212,7 @@ pub fn replace_export_strategy(
 /// Removes a strategy; removing a built-in needs `allow_builtin = true`.
 ///
 /// ```
-/// use lens_runtime::strategy::{register_export_strategy, remove_export_strategy};
+/// use lens::{register_export_strategy, remove_export_strategy};
 /// register_export_strategy("tmp_rule", |_, _, _| true).unwrap();
 /// remove_export_strategy("tmp_rule", false).unwrap();
 /// assert!(remove_export_strategy("sampled", false).is_err());
@@ -255,7 +244,7 @@ fn unknown(name: &str, r: &[Entry]) -> StrategyError {
 /// Whether a strategy of this name is registered.
 ///
 /// ```
-/// assert!(lens_runtime::strategy::is_export_strategy_registered("Sampled"));
+/// assert!(lens::is_export_strategy_registered("Sampled"));
 /// ```
 pub fn is_export_strategy_registered(name: &str) -> bool {
     let name = name.trim().to_ascii_lowercase();
@@ -266,7 +255,7 @@ pub fn is_export_strategy_registered(name: &str) -> bool {
 /// The names of every registered strategy.
 ///
 /// ```
-/// assert!(lens_runtime::strategy::registered_export_strategies().contains(&"all_ranks".to_owned()));
+/// assert!(lens::registered_export_strategies().contains(&"all_ranks".to_owned()));
 /// ```
 pub fn registered_export_strategies() -> Vec<String> {
     let r = REGISTRY.read().unwrap_or_else(|e| e.into_inner());
@@ -276,7 +265,7 @@ pub fn registered_export_strategies() -> Vec<String> {
 /// Decides whether `rank` of `world_size` exports under `config`'s strategy.
 ///
 /// ```
-/// use lens_runtime::{config::LensConfig, strategy::should_export};
+/// use lens::{LensConfig, should_export};
 /// let cfg = LensConfig::default(); // single_rank, export_rank -1 = last
 /// assert!(should_export(&cfg, 7, 8).unwrap());
 /// assert!(!should_export(&cfg, 0, 8).unwrap());
@@ -295,4 +284,23 @@ pub fn should_export(
         }
     };
     Ok(decide(config, rank, world_size))
+}
+
+
+#[cfg(test)]
+mod examples {
+    //! Examples of crate-private items, kept as unit tests.
+
+    #[test]
+    fn local_rank() {
+        let _ = crate::config::strategy::local_rank();
+    }
+
+    #[test]
+    fn local_rank_with() {
+        use crate::config::strategy::local_rank_with;
+        let env = |k: &str| (k == "OMPI_COMM_WORLD_LOCAL_RANK").then(|| "3".to_owned());
+        assert_eq!(local_rank_with(env), Some(3));
+        assert_eq!(local_rank_with(|_| None), None);
+    }
 }

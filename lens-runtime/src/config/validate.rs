@@ -13,7 +13,7 @@ impl LensConfig {
     /// anything is installed.
     ///
     /// ```
-    /// let mut cfg = lens_runtime::config::LensConfig::default();
+    /// let mut cfg = lens::LensConfig::default();
     /// cfg.span_groups = "default,stpe".into();
     /// let msg = cfg.validate().unwrap_err().to_string();
     /// assert!(msg.contains("stpe") && msg.contains("step"));
@@ -48,8 +48,8 @@ impl LensConfig {
     /// families.
     ///
     /// ```
-    /// use lens_runtime::groups::base;
-    /// let cfg = lens_runtime::config::LensConfig::default();
+    /// use lens::groups;
+    /// let cfg = lens::LensConfig::default();
     /// assert!(cfg.resolve_span_groups().unwrap().contains(&base::JOB));
     /// ```
     pub fn resolve_span_groups(&self) -> Result<SpanGroupSet, ConfigError> {

@@ -1,4 +1,4 @@
 //! The host layer: facts about the machine and the launcher (rank, SLURM,
 //! Kubernetes, GPUs) turned into resource attributes.
 
-pub mod resource;
+pub(crate) mod resource;

@@ -11,11 +11,11 @@ use opentelemetry::{KeyValue, Value};
 use std::path::{Path, PathBuf};
 
 /// The default Kubernetes service-account folder.
-pub const K8S_SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+pub(crate) const K8S_SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 
 /// What resource detection reads: environment and files, injectable for
 /// tests.
-pub struct Detect<'a> {
+pub(crate) struct Detect<'a> {
     /// Reads an environment variable.
     pub lookup: &'a dyn Fn(&str) -> Option<String>,
     /// The Kubernetes service-account folder.
@@ -33,21 +33,6 @@ impl std::fmt::Debug for Detect<'_> {
     }
 }
 
-fn env_process(var: &str) -> Option<String> {
-    crate::vars::raw(var)
-}
-
-impl Detect<'static> {
-    /// Detection from the process environment and the real file system.
-    pub fn process() -> Self {
-        Detect {
-            lookup: &env_process,
-            k8s_service_account_dir: PathBuf::from(K8S_SERVICE_ACCOUNT_DIR),
-            use_nvml: true,
-        }
-    }
-}
-
 impl Detect<'_> {
     fn get(&self, var: &str) -> Option<String> {
         (self.lookup)(var)
@@ -61,14 +46,7 @@ impl Detect<'_> {
 }
 
 /// `run_id` from the config, else `SLURM_JOB_ID`, else 12 random hex digits.
-///
-/// ```
-/// use lens_runtime::resource::resolve_run_id;
-/// let cfg = lens_runtime::config::LensConfig::default();
-/// assert_eq!(resolve_run_id(&cfg, &|v| (v == "SLURM_JOB_ID").then(|| "777".into())), "777");
-/// assert_eq!(resolve_run_id(&cfg, &|_| None).len(), 12);
-/// ```
-pub fn resolve_run_id(config: &LensConfig, lookup: &dyn Fn(&str) -> Option<String>) -> String {
+pub(crate) fn resolve_run_id(config: &LensConfig, lookup: &dyn Fn(&str) -> Option<String>) -> String {
     if let Some(id) = config.run_id.as_ref().filter(|s| !s.trim().is_empty()) {
         return id.trim().to_owned();
     }
@@ -91,7 +69,7 @@ pub fn resolve_run_id(config: &LensConfig, lookup: &dyn Fn(&str) -> Option<Strin
 }
 
 /// Lens's own resource attributes for `rank` of `world_size`.
-pub fn lens_attributes(
+pub(crate) fn lens_attributes(
     config: &LensConfig,
     run_id: &str,
     rank: u32,
@@ -131,20 +109,7 @@ pub fn lens_attributes(
 /// As the OpenTelemetry specification asks, an invalid value is discarded
 /// as a whole: no attribute comes from it, one warning goes to stderr
 /// (best effort), and setup goes on.
-///
-/// ```
-/// use lens_runtime::resource::{otel_resource_attributes, Detect};
-/// let d = |v: &'static str| Detect {
-///     lookup: Box::leak(Box::new(move |k: &str| {
-///         (k == "OTEL_RESOURCE_ATTRIBUTES").then(|| v.to_owned())
-///     })),
-///     k8s_service_account_dir: "/nonexistent".into(),
-///     use_nvml: false,
-/// };
-/// assert_eq!(otel_resource_attributes(&d("team=a%20b")).len(), 1);
-/// assert!(otel_resource_attributes(&d("team=ok,team=%1€")).is_empty());
-/// ```
-pub fn otel_resource_attributes(detect: &Detect<'_>) -> Vec<KeyValue> {
+pub(crate) fn otel_resource_attributes(detect: &Detect<'_>) -> Vec<KeyValue> {
     let Some(raw) = detect.get("OTEL_RESOURCE_ATTRIBUTES") else {
         return Vec::new();
     };
@@ -156,7 +121,7 @@ pub fn otel_resource_attributes(detect: &Detect<'_>) -> Vec<KeyValue> {
 
 /// Why an `OTEL_RESOURCE_ATTRIBUTES` value is invalid.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InvalidResourceAttributes {
+pub(crate) struct InvalidResourceAttributes {
     /// The invalid `key=value` member (at most 64 characters of it).
     pub member: String,
     /// What is wrong with it.
@@ -181,18 +146,7 @@ impl std::error::Error for InvalidResourceAttributes {}
 /// trimmed and percent-decoded. Blank members are skipped; a member without
 /// `=`, with an empty key, with a `%` not followed by two hex digits, or
 /// whose escapes do not decode to UTF-8 makes the whole value invalid.
-///
-/// ```
-/// use lens_runtime::resource::parse_resource_attributes;
-/// let attrs = parse_resource_attributes(" a%2Cb = c%3Dd , team=pre%E2%82%AC,").unwrap();
-/// assert_eq!(attrs[0].key.as_str(), "a,b");
-/// assert_eq!(attrs[0].value.as_str(), "c=d");
-/// assert_eq!(attrs[1].value.as_str(), "pre€");
-/// for bad in ["team", "=x", "team=%", "team=%zz", "team=%1€", "team=%e2%82"] {
-///     assert!(parse_resource_attributes(bad).is_err(), "{bad}");
-/// }
-/// ```
-pub fn parse_resource_attributes(raw: &str) -> Result<Vec<KeyValue>, InvalidResourceAttributes> {
+pub(crate) fn parse_resource_attributes(raw: &str) -> Result<Vec<KeyValue>, InvalidResourceAttributes> {
     raw.split(',')
         .filter(|member| !member.trim().is_empty())
         .map(|member| {
@@ -231,7 +185,7 @@ fn percent_decode(s: &str) -> Result<String, &'static str> {
 }
 
 /// Host, process, GPU, SLURM and Kubernetes attributes.
-pub fn detected_attributes(detect: &Detect<'_>) -> Vec<KeyValue> {
+pub(crate) fn detected_attributes(detect: &Detect<'_>) -> Vec<KeyValue> {
     let mut v = Vec::new();
     if let Some(host) = hostname() {
         v.push(KeyValue::new(sc::HOST_NAME, host));
@@ -264,14 +218,7 @@ fn hostname() -> Option<String> {
 /// GPUs visible to this process: `CUDA_VISIBLE_DEVICES` when set (empty,
 /// `-1` or `NoDevFiles` mean none), else NVML's device count (loaded at run
 /// time; no driver or library: `None`, silently).
-///
-/// ```
-/// use lens_runtime::resource::{gpu_count, Detect};
-/// let d = Detect { lookup: &|v| (v == "CUDA_VISIBLE_DEVICES").then(|| "0,1,3".into()),
-///                  k8s_service_account_dir: "/nonexistent".into(), use_nvml: false };
-/// assert_eq!(gpu_count(&d), Some(3));
-/// ```
-pub fn gpu_count(detect: &Detect<'_>) -> Option<i64> {
+pub(crate) fn gpu_count(detect: &Detect<'_>) -> Option<i64> {
     if let Some(raw) = (detect.lookup)("CUDA_VISIBLE_DEVICES") {
         let raw = raw.trim();
         if raw.is_empty() || raw == "-1" || raw.eq_ignore_ascii_case("NoDevFiles") {
@@ -291,7 +238,7 @@ pub fn gpu_count(detect: &Detect<'_>) -> Option<i64> {
 }
 
 /// NVML's device count, or `None` when there is no driver / library / GPU.
-pub fn nvml_device_count() -> Option<i64> {
+pub(crate) fn nvml_device_count() -> Option<i64> {
     let nvml = nvml_wrapper::Nvml::init().ok()?;
     nvml.device_count().ok().map(i64::from)
 }
@@ -368,16 +315,7 @@ fn kubernetes(d: &Detect<'_>) -> Vec<KeyValue> {
 /// Merges attribute lists, later lists overriding earlier ones key by key,
 /// keeping first-seen order. Linear in the number of attributes (an
 /// `OTEL_RESOURCE_ATTRIBUTES` value may hold very many).
-///
-/// ```
-/// use lens_runtime::otel::KeyValue;
-/// let m = lens_runtime::resource::merge(&[
-///     vec![KeyValue::new("a", 1), KeyValue::new("b", 2)],
-///     vec![KeyValue::new("a", 3)],
-/// ]);
-/// assert_eq!(m, vec![KeyValue::new("a", 3), KeyValue::new("b", 2)]);
-/// ```
-pub fn merge(layers: &[Vec<KeyValue>]) -> Vec<KeyValue> {
+pub(crate) fn merge(layers: &[Vec<KeyValue>]) -> Vec<KeyValue> {
     let mut out: Vec<KeyValue> = Vec::new();
     let mut index: std::collections::HashMap<opentelemetry::Key, usize> =
         std::collections::HashMap::new();
@@ -394,7 +332,7 @@ pub fn merge(layers: &[Vec<KeyValue>]) -> Vec<KeyValue> {
 }
 
 /// Every resource attribute for this rank, with the documented precedence.
-pub fn resource_attributes(
+pub(crate) fn resource_attributes(
     config: &LensConfig,
     run_id: &str,
     rank: u32,
@@ -582,5 +520,63 @@ mod tests {
             Some("99-rank1")
         );
         assert_eq!(value(&attrs, "slurm.job.id").as_deref(), Some("99"));
+    }
+}
+
+
+#[cfg(test)]
+mod examples {
+    //! Examples of crate-private items, kept as unit tests.
+
+    #[test]
+    fn resolve_run_id() {
+        use crate::host::resource::resolve_run_id;
+        let cfg = crate::config::LensConfig::default();
+        assert_eq!(resolve_run_id(&cfg, &|v| (v == "SLURM_JOB_ID").then(|| "777".into())), "777");
+        assert_eq!(resolve_run_id(&cfg, &|_| None).len(), 12);
+    }
+
+    #[test]
+    fn otel_resource_attributes() {
+        use crate::host::resource::{otel_resource_attributes, Detect};
+        let d = |v: &'static str| Detect {
+            lookup: Box::leak(Box::new(move |k: &str| {
+                (k == "OTEL_RESOURCE_ATTRIBUTES").then(|| v.to_owned())
+            })),
+            k8s_service_account_dir: "/nonexistent".into(),
+            use_nvml: false,
+        };
+        assert_eq!(otel_resource_attributes(&d("team=a%20b")).len(), 1);
+        assert!(otel_resource_attributes(&d("team=ok,team=%1€")).is_empty());
+    }
+
+    #[test]
+    fn parse_resource_attributes() {
+        use crate::host::resource::parse_resource_attributes;
+        let attrs = parse_resource_attributes(" a%2Cb = c%3Dd , team=pre%E2%82%AC,").unwrap();
+        assert_eq!(attrs[0].key.as_str(), "a,b");
+        assert_eq!(attrs[0].value.as_str(), "c=d");
+        assert_eq!(attrs[1].value.as_str(), "pre€");
+        for bad in ["team", "=x", "team=%", "team=%zz", "team=%1€", "team=%e2%82"] {
+            assert!(parse_resource_attributes(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn gpu_count() {
+        use crate::host::resource::{gpu_count, Detect};
+        let d = Detect { lookup: &|v| (v == "CUDA_VISIBLE_DEVICES").then(|| "0,1,3".into()),
+                         k8s_service_account_dir: "/nonexistent".into(), use_nvml: false };
+        assert_eq!(gpu_count(&d), Some(3));
+    }
+
+    #[test]
+    fn merge() {
+        use opentelemetry::KeyValue;
+        let m = crate::host::resource::merge(&[
+            vec![KeyValue::new("a", 1), KeyValue::new("b", 2)],
+            vec![KeyValue::new("a", 3)],
+        ]);
+        assert_eq!(m, vec![KeyValue::new("a", 3), KeyValue::new("b", 2)]);
     }
 }

@@ -64,7 +64,7 @@ fn debug_once(flag: &AtomicBool, why: &str) {
 /// A GPU this process sees, as [`visible_gpus`] lists it.
 ///
 /// ```
-/// for gpu in lens_runtime::gpu::visible_gpus() {
+/// for gpu in lens::gpu::visible_gpus() {
 ///     println!("{} {} {:?}", gpu.name, gpu.id, gpu.model);
 /// }
 /// ```
@@ -86,7 +86,7 @@ pub struct GpuDevice {
 /// `CUDA_VISIBLE_DEVICES`); empty when NVML does not load.
 ///
 /// ```
-/// let gpus = lens_runtime::gpu::visible_gpus();
+/// let gpus = lens::gpu::visible_gpus();
 /// assert!(gpus.iter().all(|g| !g.id.is_empty()));
 /// ```
 pub fn visible_gpus() -> Vec<GpuDevice> {
@@ -216,8 +216,8 @@ impl Reader for NvmlReader {
 /// instruments and their attributes.
 ///
 /// ```
-/// let meter = lens_runtime::otel::global::meter("doc");
-/// let _registered = lens_runtime::gpu::register_gpu_metrics(&meter);
+/// let meter = lens::otel::global::meter("doc");
+/// let _registered = lens::gpu::register_gpu_metrics(&meter);
 /// ```
 pub fn register_gpu_metrics(meter: &Meter) -> bool {
     register_with(meter, &REPORTED, || {

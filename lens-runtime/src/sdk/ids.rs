@@ -57,7 +57,7 @@ fn reseed(slot: &mut Option<(u64, SmallRng)>, generation: u64) -> &mut SmallRng 
 /// The id generator every lens tracer provider uses.
 ///
 /// ```
-/// use lens_runtime::ids::ForkSafeIdGenerator;
+/// use lens::ForkSafeIdGenerator;
 /// use opentelemetry_sdk::trace::IdGenerator;
 /// let g = ForkSafeIdGenerator::new();
 /// assert_ne!(g.new_trace_id(), g.new_trace_id());

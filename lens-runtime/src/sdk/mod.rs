@@ -2,11 +2,11 @@
 //! the batch processor, ids, the rank-aware sampler, GPU metrics, the log
 //! bridge, last-point redaction, fork handling).
 
-pub mod export;
+pub(crate) mod export;
 pub(crate) mod fork;
-pub mod gpu;
-pub mod ids;
-pub mod logs;
+pub(crate) mod gpu;
+pub(crate) mod ids;
+pub(crate) mod logs;
 pub(crate) mod pipeline;
-pub mod redact;
-pub mod sampler;
+pub(crate) mod redact;
+pub(crate) mod sampler;

@@ -13,8 +13,8 @@ use opentelemetry_sdk::trace::{Sampler, SamplingDecision, SamplingResult, Should
 /// drops every rank. The parent's tracestate is kept in every decision.
 ///
 /// ```
-/// use lens_runtime::sampler::RankAwareSampler;
-/// use lens_runtime::otel_sdk::trace::{Sampler, SdkTracerProvider};
+/// use lens::RankAwareSampler;
+/// use lens::{otel_sdk::trace::Sampler, otel_sdk::trace::SdkTracerProvider};
 /// let s = RankAwareSampler::new(3, 0.5, Sampler::ParentBased(Box::new(Sampler::AlwaysOn)));
 /// let _provider = SdkTracerProvider::builder().with_sampler(s).build();
 /// ```
@@ -40,8 +40,8 @@ impl RankAwareSampler {
     /// Whether this rank's spans can be sampled at all.
     ///
     /// ```
-    /// use lens_runtime::sampler::RankAwareSampler;
-    /// use lens_runtime::otel_sdk::trace::Sampler;
+    /// use lens::RankAwareSampler;
+    /// use lens::otel_sdk::trace::Sampler;
     /// assert!(RankAwareSampler::new(0, 1.0, Sampler::AlwaysOn).keeps_rank());
     /// assert!(!RankAwareSampler::new(0, 0.0, Sampler::AlwaysOn).keeps_rank());
     /// ```
@@ -94,18 +94,7 @@ fn parent_trace_state(parent: Option<&Context>) -> TraceState {
 /// `parentbased_always_off`, `parentbased_traceidratio`), read through
 /// `lookup`; unset: `parentbased_always_on`. Unknown names and bad ratios are
 /// errors naming the variable.
-///
-/// ```
-/// use lens_runtime::sampler::sampler_from_lookup;
-/// let s = sampler_from_lookup(|k| match k {
-///     "OTEL_TRACES_SAMPLER" => Some("parentbased_traceidratio".into()),
-///     "OTEL_TRACES_SAMPLER_ARG" => Some("0.25".into()),
-///     _ => None,
-/// }).unwrap();
-/// # let _ = s;
-/// assert!(sampler_from_lookup(|k| (k == "OTEL_TRACES_SAMPLER").then(|| "sometimes".into())).is_err());
-/// ```
-pub fn sampler_from_lookup(
+pub(crate) fn sampler_from_lookup(
     lookup: impl Fn(&str) -> Option<String>,
 ) -> Result<Sampler, ConfigError> {
     let name = lookup("OTEL_TRACES_SAMPLER").map(|v| v.trim().to_ascii_lowercase());
@@ -234,5 +223,23 @@ mod tests {
         })
         .unwrap_err();
         assert!(e.to_string().contains("OTEL_TRACES_SAMPLER_ARG"));
+    }
+}
+
+
+#[cfg(test)]
+mod examples {
+    //! Examples of crate-private items, kept as unit tests.
+
+    #[test]
+    fn sampler_from_lookup() {
+        use crate::sdk::sampler::sampler_from_lookup;
+        let s = sampler_from_lookup(|k| match k {
+            "OTEL_TRACES_SAMPLER" => Some("parentbased_traceidratio".into()),
+            "OTEL_TRACES_SAMPLER_ARG" => Some("0.25".into()),
+            _ => None,
+        }).unwrap();
+        let _ = s;
+        assert!(sampler_from_lookup(|k| (k == "OTEL_TRACES_SAMPLER").then(|| "sometimes".into())).is_err());
     }
 }

@@ -71,8 +71,8 @@ impl From<ConfigError> for SetupError {
 /// Sets telemetry up with options beyond the configuration.
 ///
 /// ```
-/// use lens_runtime::config::LensConfig;
-/// use lens_runtime::setup::TelemetryBuilder;
+/// use lens::LensConfig;
+/// use lens::TelemetryBuilder;
 /// let handle = TelemetryBuilder::new(LensConfig::default(), 0, 1)
 ///     .with_resource_attribute("team", "pretrain")
 ///     .install()
@@ -119,8 +119,8 @@ impl fmt::Debug for TelemetryBuilder {
 /// The whole configuration is validated first, on every rank.
 ///
 /// ```
-/// let cfg = lens_runtime::config::LensConfig::default();
-/// let handle = lens_runtime::setup::setup_telemetry(cfg, 0, 1).unwrap();
+/// let cfg = lens::LensConfig::default();
+/// let handle = lens::setup_telemetry(cfg, 0, 1).unwrap();
 /// handle.shutdown(std::time::Duration::from_secs(1)).unwrap();
 /// ```
 pub fn setup_telemetry(
@@ -135,7 +135,7 @@ impl TelemetryBuilder {
     /// Starts from a configuration for `rank` of `world_size`.
     ///
     /// ```
-    /// let b = lens_runtime::setup::TelemetryBuilder::new(lens_runtime::config::LensConfig::default(), 0, 1);
+    /// let b = lens::TelemetryBuilder::new(lens::LensConfig::default(), 0, 1);
     /// # let _ = b;
     /// ```
     pub fn new(config: LensConfig, rank: u32, world_size: u32) -> Self {
@@ -156,7 +156,7 @@ impl TelemetryBuilder {
     /// Adds a resource attribute; caller attributes override detected ones.
     ///
     /// ```
-    /// let b = lens_runtime::setup::TelemetryBuilder::new(Default::default(), 0, 1)
+    /// let b = lens::TelemetryBuilder::new(Default::default(), 0, 1)
     ///     .with_resource_attribute("team", "pretrain");
     /// # let _ = b;
     /// ```
@@ -173,16 +173,16 @@ impl TelemetryBuilder {
     /// configured exporter.
     ///
     /// ```
-    /// use lens_runtime::otel_sdk::trace::InMemorySpanExporter;
-    /// let mut cfg = lens_runtime::config::LensConfig::default();
+    /// use lens::otel_sdk::trace::InMemorySpanExporter;
+    /// let mut cfg = lens::LensConfig::default();
     /// cfg.enabled = true;
     /// let exporter = InMemorySpanExporter::default();
-    /// let handle = lens_runtime::setup::TelemetryBuilder::new(cfg, 0, 1)
+    /// let handle = lens::TelemetryBuilder::new(cfg, 0, 1)
     ///     .with_span_exporter(exporter.clone())
     ///     .allow_reinit(true)
     ///     .install()
     ///     .unwrap();
-    /// drop(lens_runtime::span::start_span("x", Vec::new()));
+    /// drop(lens::span_cm!("x"));
     /// handle.force_flush().unwrap();
     /// assert_eq!(exporter.get_finished_spans().unwrap().len(), 1);
     /// ```
@@ -197,8 +197,8 @@ impl TelemetryBuilder {
     /// configured interval) instead of the configured exporter.
     ///
     /// ```
-    /// use lens_runtime::otel_sdk::metrics::InMemoryMetricExporter;
-    /// let b = lens_runtime::setup::TelemetryBuilder::new(Default::default(), 0, 1)
+    /// use lens::otel_sdk::metrics::InMemoryMetricExporter;
+    /// let b = lens::TelemetryBuilder::new(Default::default(), 0, 1)
     ///     .with_metric_exporter(InMemoryMetricExporter::default());
     /// # let _ = b;
     /// ```
@@ -216,7 +216,7 @@ impl TelemetryBuilder {
     /// Decides export with `decide` instead of the configured strategy name.
     ///
     /// ```
-    /// let b = lens_runtime::setup::TelemetryBuilder::new(Default::default(), 3, 8)
+    /// let b = lens::TelemetryBuilder::new(Default::default(), 3, 8)
     ///     .with_export_strategy(|_cfg, rank, _world| rank % 4 == 3);
     /// # let _ = b;
     /// ```
@@ -235,7 +235,7 @@ impl TelemetryBuilder {
     /// matches `user.email`).
     ///
     /// ```
-    /// let b = lens_runtime::setup::TelemetryBuilder::new(Default::default(), 0, 1)
+    /// let b = lens::TelemetryBuilder::new(Default::default(), 0, 1)
     ///     .redact_keys(["email", "user.ssn"]);
     /// # let _ = b;
     /// ```
@@ -251,7 +251,7 @@ impl TelemetryBuilder {
     /// Allows replacing an existing enabled setup (for tests).
     ///
     /// ```
-    /// let b = lens_runtime::setup::TelemetryBuilder::new(Default::default(), 0, 1).allow_reinit(true);
+    /// let b = lens::TelemetryBuilder::new(Default::default(), 0, 1).allow_reinit(true);
     /// # let _ = b;
     /// ```
     pub fn allow_reinit(mut self, allow: bool) -> Self {
@@ -263,7 +263,7 @@ impl TelemetryBuilder {
     /// `NEMO_LENS_FLUSH_ON_SIGNAL=1`).
     ///
     /// ```
-    /// let b = lens_runtime::setup::TelemetryBuilder::new(Default::default(), 0, 1).flush_on_signal(true);
+    /// let b = lens::TelemetryBuilder::new(Default::default(), 0, 1).flush_on_signal(true);
     /// # let _ = b;
     /// ```
     pub fn flush_on_signal(mut self, on: bool) -> Self {
@@ -275,7 +275,7 @@ impl TelemetryBuilder {
     /// `NEMO_LENS_GPU_METRICS=1`).
     ///
     /// ```
-    /// let b = lens_runtime::setup::TelemetryBuilder::new(Default::default(), 0, 1).gpu_metrics(true);
+    /// let b = lens::TelemetryBuilder::new(Default::default(), 0, 1).gpu_metrics(true);
     /// # let _ = b;
     /// ```
     pub fn gpu_metrics(mut self, on: bool) -> Self {
@@ -286,7 +286,7 @@ impl TelemetryBuilder {
     /// Reads Kubernetes service-account files from `dir` (for tests).
     ///
     /// ```
-    /// let b = lens_runtime::setup::TelemetryBuilder::new(Default::default(), 0, 1)
+    /// let b = lens::TelemetryBuilder::new(Default::default(), 0, 1)
     ///     .with_k8s_service_account_dir("/tmp/sa");
     /// # let _ = b;
     /// ```
@@ -298,7 +298,7 @@ impl TelemetryBuilder {
     /// Validates everything, then installs what this rank needs.
     ///
     /// ```
-    /// let handle = lens_runtime::setup::TelemetryBuilder::new(Default::default(), 0, 1).install().unwrap();
+    /// let handle = lens::TelemetryBuilder::new(Default::default(), 0, 1).install().unwrap();
     /// assert!(!handle.is_exporting());
     /// ```
     pub fn install(mut self) -> Result<TelemetryHandle, SetupError> {

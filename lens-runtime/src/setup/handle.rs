@@ -15,9 +15,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Time `Drop` gives the shutdown.
-pub const DROP_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const DROP_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
 /// The reason recorded on spans ended by shutdown.
-pub const TRUNCATED_REASON: &str = "still open at telemetry shutdown";
+pub(crate) const TRUNCATED_REASON: &str = "still open at telemetry shutdown";
 
 /// Handles of enabled setups that are still live (the double-init guard).
 pub(super) static LIVE_HANDLES: AtomicUsize = AtomicUsize::new(0);
@@ -137,7 +137,7 @@ impl TelemetryHandle {
     /// Whether this rank exports telemetry.
     ///
     /// ```
-    /// let h = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
+    /// let h = lens::setup_telemetry(Default::default(), 0, 1).unwrap();
     /// assert!(!h.is_exporting());
     /// ```
     pub fn is_exporting(&self) -> bool {
@@ -147,7 +147,7 @@ impl TelemetryHandle {
     /// Whether telemetry is enabled in the configuration.
     ///
     /// ```
-    /// let h = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
+    /// let h = lens::setup_telemetry(Default::default(), 0, 1).unwrap();
     /// assert!(!h.is_enabled());
     /// ```
     pub fn is_enabled(&self) -> bool {
@@ -157,7 +157,7 @@ impl TelemetryHandle {
     /// The OTLP JSON lines file, with the `file` exporter.
     ///
     /// ```
-    /// let h = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
+    /// let h = lens::setup_telemetry(Default::default(), 0, 1).unwrap();
     /// assert!(h.file_path().is_none());
     /// ```
     pub fn file_path(&self) -> Option<&Path> {
@@ -167,8 +167,8 @@ impl TelemetryHandle {
     /// A tracer of the installed provider (a no-op tracer when not exporting).
     ///
     /// ```
-    /// let h = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
-    /// use lens_runtime::otel::trace::Tracer;
+    /// let h = lens::setup_telemetry(Default::default(), 0, 1).unwrap();
+    /// use lens::otel::trace::Tracer;
     /// h.tracer().in_span("raw", |_| {});
     /// ```
     pub fn tracer(&self) -> opentelemetry::global::BoxedTracer {
@@ -178,7 +178,7 @@ impl TelemetryHandle {
     /// A meter of the installed provider (a no-op meter when not exporting).
     ///
     /// ```
-    /// let h = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
+    /// let h = lens::setup_telemetry(Default::default(), 0, 1).unwrap();
     /// h.meter().u64_counter("requests").build().add(1, &[]);
     /// ```
     pub fn meter(&self) -> opentelemetry::metrics::Meter {
@@ -188,7 +188,7 @@ impl TelemetryHandle {
     /// The logger provider, when logs are enabled on an exporting rank.
     ///
     /// ```
-    /// let h = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
+    /// let h = lens::setup_telemetry(Default::default(), 0, 1).unwrap();
     /// assert!(h.logger_provider().is_none());
     /// ```
     pub fn logger_provider(&self) -> Option<SdkLoggerProvider> {
@@ -200,7 +200,7 @@ impl TelemetryHandle {
     /// the queue are not counted. Never blocks.
     ///
     /// ```
-    /// let h = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
+    /// let h = lens::setup_telemetry(Default::default(), 0, 1).unwrap();
     /// assert_eq!(h.dropped_spans(), 0);
     /// ```
     pub fn dropped_spans(&self) -> u64 {
@@ -221,7 +221,7 @@ impl TelemetryHandle {
     /// [`force_flush_within`](Self::force_flush_within)).
     ///
     /// ```
-    /// let h = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
+    /// let h = lens::setup_telemetry(Default::default(), 0, 1).unwrap();
     /// h.force_flush().unwrap();
     /// ```
     pub fn force_flush(&self) -> Result<(), ShutdownError> {
@@ -232,7 +232,7 @@ impl TelemetryHandle {
     /// error names each signal that did not finish in time.
     ///
     /// ```
-    /// let h = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
+    /// let h = lens::setup_telemetry(Default::default(), 0, 1).unwrap();
     /// h.force_flush_within(std::time::Duration::from_secs(2)).unwrap();
     /// ```
     pub fn force_flush_within(&self, timeout: Duration) -> Result<(), ShutdownError> {
@@ -258,7 +258,7 @@ impl TelemetryHandle {
     /// background. Idempotent. In a forked child it returns at once.
     ///
     /// ```
-    /// let h = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
+    /// let h = lens::setup_telemetry(Default::default(), 0, 1).unwrap();
     /// h.shutdown(std::time::Duration::from_secs(1)).unwrap();
     /// h.shutdown(std::time::Duration::from_secs(1)).unwrap(); // idempotent
     /// ```

@@ -22,11 +22,11 @@ use crate::sdk::logs::{self, LogBridge, LogBridgeError, LogBridgeOptions};
 /// file or the console exporter) and flushed by `TelemetryHandle::shutdown`.
 ///
 /// ```no_run
-/// use lens_runtime::logs::{log, tracing, Level, LogBridgeOptions};
-/// use lens_runtime::setup::setup_logging_bridge;
-/// let mut config = lens_runtime::config::LensConfig::from_env()?;
+/// use lens::{logs::log, logs::tracing, logs::Level, logs::LogBridgeOptions};
+/// use lens::logs::setup_logging_bridge;
+/// let mut config = lens::LensConfig::from_env()?;
 /// config.logs_enabled = true;
-/// let telemetry = lens_runtime::setup::setup_telemetry(config, 0, 1)?;
+/// let telemetry = lens::setup_telemetry(config, 0, 1)?;
 /// let bridge = setup_logging_bridge(
 ///     &telemetry,
 ///     LogBridgeOptions::new()

@@ -75,7 +75,7 @@ fn run(mode: &str, arg: Option<&str>) -> Result<(), Box<dyn std::error::Error>> 
     let telemetry = lens::setup_telemetry(config, rank, world)?;
     println!("exporting={}", telemetry.is_exporting());
     // a launcher (srun, mpirun, a Python parent) may hand us its trace
-    let _launcher = lens::context_from_env().attach();
+    let _launcher = lens::propagation::context_from_env().attach();
     match mode {
         "spans" => {
             let _job = span_cm!("probe.job", "probe.mode" = mode);
@@ -136,7 +136,7 @@ fn run(mode: &str, arg: Option<&str>) -> Result<(), Box<dyn std::error::Error>> 
             // the Rust parent injects into a map that a Python child extracts
             let script = arg.ok_or("python-child needs the peer script path")?;
             let _parent = span_cm!("rust.parent");
-            let carrier = lens::inject_context();
+            let carrier = lens::propagation::inject_context();
             println!("rust-parent {}", carrier["traceparent"]);
             let status = std::process::Command::new("python3")
                 .args([script, "child", &serde_json::to_string(&carrier)?])

@@ -1,60 +1,42 @@
 //! The redaction rule: which keys are sensitive, and what a redacted value becomes.
 
 use opentelemetry::{Array, StringValue, Value};
+// The tables and the rule live in `lens-names`, which the proc macros use
+// too: one rule at compile time and at run time.
+
 /// The text that replaces a redacted string value.
-pub const REDACTED: &str = "[REDACTED]";
+///
+/// ```
+/// assert_eq!(lens::REDACTED, "[REDACTED]");
+/// ```
+pub const REDACTED: &str = lens_names::REDACTED;
 
 /// Sensitive words: a key matches when the whole key or any of its
 /// dot-separated segments equals one of these (ASCII case-insensitive), so
 /// `prompt`, `gen_ai.Prompt` and `API.KEY.id` all match. The full rule is
 /// [`is_redacted_key`].
-pub const REDACTED_KEYS: &[&str] = &[
-    "prompt",
-    "input_text",
-    "output_text",
-    "text",
-    "password",
-    "token",
-    "secret",
-    "key",
-];
-
-/// Segment endings that make a key sensitive (ASCII case-insensitive):
-/// `api_key`, `hf_token`, `client_secret`, `db_password`. `prompt_tokens`
-/// ends in `_tokens` and does not match.
-pub const REDACTED_KEY_SUFFIXES: &[&str] = &["_key", "_token", "_secret", "_password"];
-
-/// GenAI content key prefixes (ASCII case-insensitive): `gen_ai.prompt`,
-/// `gen_ai.prompt.0.content`, `gen_ai.completion.0.content` all match.
-pub const REDACTED_GEN_AI_PREFIXES: &[&str] = &["gen_ai.prompt", "gen_ai.completion"];
-
-/// GenAI content keys matched whole (ASCII case-insensitive).
-pub const REDACTED_GEN_AI_KEYS: &[&str] = &[
-    "gen_ai.input.messages",
-    "gen_ai.output.messages",
-    "gen_ai.system_instructions",
-];
-
-/// Keys that would match the segment rule but are well-known, non-sensitive
-/// semantic-convention attributes whose value is an enumeration (redacting
-/// them would merge metric series): `gen_ai.token.type` (`input` / `output`).
-pub const NOT_REDACTED_KEYS: &[&str] = &["gen_ai.token.type"];
+///
+/// ```
+/// assert!(lens::REDACTED_KEYS.contains(&"password"));
+/// ```
+pub const REDACTED_KEYS: &[&str] = lens_names::REDACTED_KEYS;
 
 /// Whether string values (and string arrays) under `key` are redacted by the
 /// default rule. A key matches when (all comparisons ASCII case-insensitive):
 ///
 /// * the whole key or any dot-separated segment equals one of
 ///   [`REDACTED_KEYS`] (`prompt`, `gen_ai.prompt`, `llm.text.raw`);
-/// * any segment ends in one of [`REDACTED_KEY_SUFFIXES`] (`api_key`,
-///   `hf_token`, `db_password`);
-/// * it starts with one of [`REDACTED_GEN_AI_PREFIXES`]
-///   (`gen_ai.completion.0.content`) or equals one of [`REDACTED_GEN_AI_KEYS`];
+/// * any segment ends in `_key`, `_token`, `_secret` or `_password`
+///   (`api_key`, `hf_token`, `db_password`);
+/// * it starts with `gen_ai.prompt` or `gen_ai.completion`
+///   (`gen_ai.completion.0.content`) or is one of `gen_ai.input.messages`,
+///   `gen_ai.output.messages`, `gen_ai.system_instructions`;
 ///
-/// and it is not one of [`NOT_REDACTED_KEYS`]. The proc macros apply the
-/// same rule to literal keys at compile time.
+/// and it is not `gen_ai.token.type` (an enumeration). The proc macros apply
+/// the same rule, from the same table, to literal keys at compile time.
 ///
 /// ```
-/// use lens_runtime::attr::is_redacted_key;
+/// use lens::is_redacted_key;
 /// for k in ["prompt", "gen_ai.Prompt", "api_key", "HF_TOKEN", "gen_ai.completion.0.content"] {
 ///     assert!(is_redacted_key(k), "{k}");
 /// }
@@ -62,21 +44,9 @@ pub const NOT_REDACTED_KEYS: &[&str] = &["gen_ai.token.type"];
 ///     assert!(!is_redacted_key(k), "{k}");
 /// }
 /// ```
+#[inline]
 pub fn is_redacted_key(key: &str) -> bool {
-    if eq_any(key, NOT_REDACTED_KEYS) {
-        return false;
-    }
-    eq_any(key, REDACTED_KEYS)
-        || eq_any(key, REDACTED_GEN_AI_KEYS)
-        || REDACTED_GEN_AI_PREFIXES
-            .iter()
-            .any(|p| starts_with_ignore_case(key, p))
-        || key.split('.').any(|seg| {
-            eq_any(seg, REDACTED_KEYS)
-                || REDACTED_KEY_SUFFIXES
-                    .iter()
-                    .any(|s| ends_with_ignore_case(seg, s))
-        })
+    lens_names::is_redacted_key(key)
 }
 
 /// Whether string values under `key` are redacted by the default rule
@@ -85,15 +55,7 @@ pub fn is_redacted_key(key: &str) -> bool {
 /// (ASCII case-insensitive): `email` matches `user.Email`, `user.email`
 /// matches `app.user.email.hash`; `email` does not match `emails` or
 /// `user_email`. Blank extra keys are ignored. Never allocates.
-///
-/// ```
-/// use lens_runtime::attr::is_redacted_key_with;
-/// assert!(is_redacted_key_with("user.Email", &["email"]));
-/// assert!(is_redacted_key_with("app.user.email.hash", &["user.email"]));
-/// assert!(!is_redacted_key_with("user_email", &["email"]));
-/// assert!(is_redacted_key_with("prompt", &[] as &[&str]));
-/// ```
-pub fn is_redacted_key_with<S: AsRef<str>>(key: &str, extra: &[S]) -> bool {
+pub(crate) fn is_redacted_key_with<S: AsRef<str>>(key: &str, extra: &[S]) -> bool {
     is_redacted_key(key) || extra.iter().any(|e| key_has_segments(key, e.as_ref()))
 }
 
@@ -113,36 +75,10 @@ fn key_has_segments(key: &str, needle: &str) -> bool {
     })
 }
 
-fn eq_any(s: &str, list: &[&str]) -> bool {
-    list.iter().any(|w| w.eq_ignore_ascii_case(s))
-}
-
-fn starts_with_ignore_case(s: &str, prefix: &str) -> bool {
-    let (s, p) = (s.as_bytes(), prefix.as_bytes());
-    s.len() >= p.len() && s[..p.len()].eq_ignore_ascii_case(p)
-}
-
-fn ends_with_ignore_case(s: &str, suffix: &str) -> bool {
-    let (s, x) = (s.as_bytes(), suffix.as_bytes());
-    s.len() >= x.len() && s[s.len() - x.len()..].eq_ignore_ascii_case(x)
-}
-
 /// Redacts `value` in place as it would be under a redacted key: a string
 /// (other than [`REDACTED`] itself) or a string array becomes the string
 /// [`REDACTED`]; other values are kept. Returns whether it changed.
-///
-/// ```
-/// use lens_runtime::attr::redact_value;
-/// use lens_runtime::otel::{Array, Value};
-/// let mut v = Value::from("secret");
-/// assert!(redact_value(&mut v));
-/// assert_eq!(v.as_str(), "[REDACTED]");
-/// let mut v = Value::Array(Array::String(vec!["a".into()]));
-/// assert!(redact_value(&mut v) && v.as_str() == "[REDACTED]");
-/// let mut n = Value::I64(42);
-/// assert!(!redact_value(&mut n));
-/// ```
-pub fn redact_value(value: &mut Value) -> bool {
+pub(crate) fn redact_value(value: &mut Value) -> bool {
     let redact = is_redactable(value);
     if redact {
         *value = Value::String(StringValue::from(REDACTED));
@@ -167,4 +103,32 @@ pub(crate) fn is_redactable(value: &Value) -> bool {
 pub(super) fn redacted(mut value: Value) -> Value {
     redact_value(&mut value);
     value
+}
+
+
+#[cfg(test)]
+mod examples {
+    //! Examples of crate-private items, kept as unit tests.
+
+    #[test]
+    fn is_redacted_key_with() {
+        use crate::api::attr::is_redacted_key_with;
+        assert!(is_redacted_key_with("user.Email", &["email"]));
+        assert!(is_redacted_key_with("app.user.email.hash", &["user.email"]));
+        assert!(!is_redacted_key_with("user_email", &["email"]));
+        assert!(is_redacted_key_with("prompt", &[] as &[&str]));
+    }
+
+    #[test]
+    fn redact_value() {
+        use crate::api::attr::redact_value;
+        use opentelemetry::{Array, Value};
+        let mut v = Value::from("secret");
+        assert!(redact_value(&mut v));
+        assert_eq!(v.as_str(), "[REDACTED]");
+        let mut v = Value::Array(Array::String(vec!["a".into()]));
+        assert!(redact_value(&mut v) && v.as_str() == "[REDACTED]");
+        let mut n = Value::I64(42);
+        assert!(!redact_value(&mut n));
+    }
 }

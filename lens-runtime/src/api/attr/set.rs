@@ -5,13 +5,7 @@ use super::value::*;
 use opentelemetry::{KeyValue, Value};
 /// The value recorded under `key`: redacted when the runtime key rule says
 /// so, `None` for `None`.
-///
-/// ```
-/// use lens_runtime::attr::value_for_key;
-/// assert_eq!(value_for_key("api.token", &"t").unwrap().as_str(), "[REDACTED]");
-/// assert!(value_for_key("n", &None::<i64>).is_none());
-/// ```
-pub fn value_for_key<V: AttributeValue + ?Sized>(key: &str, value: &V) -> Option<Value> {
+pub(crate) fn value_for_key<V: AttributeValue + ?Sized>(key: &str, value: &V) -> Option<Value> {
     if is_redacted_key(key) {
         value.to_value_redacted()
     } else {
@@ -20,14 +14,8 @@ pub fn value_for_key<V: AttributeValue + ?Sized>(key: &str, value: &V) -> Option
 }
 
 /// Pushes `key = value` (skipping `None`), redacting by the runtime key rule.
-///
-/// ```
-/// let mut v = Vec::new();
-/// lens_runtime::attr::push_attribute(&mut v, "password", &"hunter2");
-/// assert_eq!(v[0].value.as_str(), "[REDACTED]");
-/// ```
 #[inline]
-pub fn push_attribute<V: AttributeValue + ?Sized>(
+pub(crate) fn push_attribute<V: AttributeValue + ?Sized>(
     attrs: &mut Vec<KeyValue>,
     key: impl Into<opentelemetry::Key>,
     value: &V,
@@ -40,13 +28,7 @@ pub fn push_attribute<V: AttributeValue + ?Sized>(
 
 /// Builds attributes from `(key, value)` pairs under the scalar and
 /// redaction rules (used for events and links).
-///
-/// ```
-/// let attrs = lens_runtime::attr::collect(&[("n", &3), ("secret", &"x"), ("skip", &None::<i64>)]);
-/// assert_eq!(attrs.len(), 2);
-/// assert_eq!(attrs[1].value.as_str(), "[REDACTED]");
-/// ```
-pub fn collect(attributes: &[(&str, &dyn AttributeValue)]) -> Vec<KeyValue> {
+pub(crate) fn collect(attributes: &[(&str, &dyn AttributeValue)]) -> Vec<KeyValue> {
     let mut attrs = Vec::with_capacity(attributes.len());
     for (k, v) in attributes {
         push_attribute(&mut attrs, opentelemetry::Key::new((*k).to_owned()), *v);
@@ -61,9 +43,9 @@ pub fn collect(attributes: &[(&str, &dyn AttributeValue)]) -> Vec<KeyValue> {
 /// `opentelemetry::trace::get_active_span` hands out.
 ///
 /// ```
-/// use lens_runtime::attr::SpanAttributeTarget;
+/// use lens::SpanAttributeTarget;
 /// fn takes(_: &impl SpanAttributeTarget) {}
-/// takes(&lens_runtime::otel::Context::current());
+/// takes(&lens::otel::Context::current());
 /// ```
 pub trait SpanAttributeTarget {
     /// Whether the span records (attributes of a non-recording span are not
@@ -103,8 +85,8 @@ impl SpanAttributeTarget for opentelemetry::trace::SpanRef<'_> {
 /// time. Never panics; a non-recording span is left alone.
 ///
 /// ```
-/// use lens_runtime::attr::safe_set_span_attributes;
-/// let span = lens_runtime::span::start_detached("request", Vec::new());
+/// use lens::safe_set_span_attributes;
+/// let span = lens::detached_span("request");
 /// let user = "alice".to_owned();
 /// safe_set_span_attributes(
 ///     &span,
@@ -129,5 +111,32 @@ pub fn safe_set_span_attributes<S: SpanAttributeTarget + ?Sized>(
         if let Some(value) = value {
             span.set_checked_attribute(KeyValue::new((*key).to_owned(), value));
         }
+    }
+}
+
+
+#[cfg(test)]
+mod examples {
+    //! Examples of crate-private items, kept as unit tests.
+
+    #[test]
+    fn value_for_key() {
+        use crate::api::attr::value_for_key;
+        assert_eq!(value_for_key("api.token", &"t").unwrap().as_str(), "[REDACTED]");
+        assert!(value_for_key("n", &None::<i64>).is_none());
+    }
+
+    #[test]
+    fn push_attribute() {
+        let mut v = Vec::new();
+        crate::api::attr::set::push_attribute(&mut v, "password", &"hunter2");
+        assert_eq!(v[0].value.as_str(), "[REDACTED]");
+    }
+
+    #[test]
+    fn collect() {
+        let attrs = crate::api::attr::collect(&[("n", &3), ("secret", &"x"), ("skip", &None::<i64>)]);
+        assert_eq!(attrs.len(), 2);
+        assert_eq!(attrs[1].value.as_str(), "[REDACTED]");
     }
 }

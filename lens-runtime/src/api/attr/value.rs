@@ -10,7 +10,7 @@ use std::sync::Arc;
 /// of any of these (`None` records nothing).
 ///
 /// ```
-/// use lens_runtime::attr::AttributeValue;
+/// use lens::AttributeValue;
 /// assert!(3u32.to_value().is_some());
 /// assert!(None::<f64>.to_value().is_none());
 /// assert_eq!("hi".to_value_redacted().unwrap().as_str(), "[REDACTED]");
@@ -31,8 +31,8 @@ pub trait AttributeValue {
     /// implementing only `to_value` is redacted too.
     ///
     /// ```
-    /// use lens_runtime::attr::AttributeValue;
-    /// use lens_runtime::otel::Value;
+    /// use lens::AttributeValue;
+    /// use lens::otel::Value;
     /// struct Prompt(String);
     /// impl AttributeValue for Prompt {
     ///     fn to_value(&self) -> Option<Value> { Some(Value::from(self.0.clone())) }

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// (consumer families) or are one of the eight base groups in [`base`].
 ///
 /// ```
-/// use lens_runtime::groups::base;
+/// use lens::groups;
 /// assert_eq!(base::STEP.name(), "step");
 /// assert!(!base::STEP.is_enabled());
 /// ```
@@ -43,7 +43,7 @@ impl SpanGroup {
     /// Whether sites of this group record spans: one relaxed atomic load.
     ///
     /// ```
-    /// use lens_runtime::groups::base;
+    /// use lens::groups;
     /// if base::CHECKPOINT.is_enabled() { /* build expensive attributes */ }
     /// ```
     #[inline(always)]
@@ -54,7 +54,7 @@ impl SpanGroup {
     /// The group's name, e.g. `"step"`.
     ///
     /// ```
-    /// assert_eq!(lens_runtime::groups::base::JOB.name(), "job");
+    /// assert_eq!(lens::groups::JOB.name(), "job");
     /// ```
     pub const fn name(&self) -> &'static str {
         self.name
@@ -63,7 +63,7 @@ impl SpanGroup {
     /// The name of the family that declared this group, e.g. `"base"`.
     ///
     /// ```
-    /// assert_eq!(lens_runtime::groups::base::JOB.family(), "base");
+    /// assert_eq!(lens::groups::JOB.family(), "base");
     /// ```
     pub const fn family(&self) -> &'static str {
         self.family
@@ -95,7 +95,7 @@ impl Preset {
     /// The preset's name.
     ///
     /// ```
-    /// assert_eq!(lens_runtime::groups::base::FAMILY.presets()[0].name(), "default");
+    /// assert_eq!(lens::groups::FAMILY.presets()[0].name(), "default");
     /// ```
     pub const fn name(&self) -> &'static str {
         self.name
@@ -108,7 +108,7 @@ impl Preset {
 /// accepts every base group and preset.
 ///
 /// ```
-/// use lens_runtime::groups::base;
+/// use lens::groups;
 /// let names: Vec<_> = base::FAMILY.groups().iter().map(|g| g.name()).collect();
 /// assert_eq!(names[..3], ["job", "checkpoint", "evaluate"]);
 /// ```
@@ -144,7 +144,7 @@ impl SpanGroupFamily {
     /// The family's name.
     ///
     /// ```
-    /// assert_eq!(lens_runtime::groups::base::FAMILY.name(), "base");
+    /// assert_eq!(lens::groups::FAMILY.name(), "base");
     /// ```
     pub const fn name(&self) -> &'static str {
         self.name
@@ -153,7 +153,7 @@ impl SpanGroupFamily {
     /// The groups declared by this family (not the base groups it extends).
     ///
     /// ```
-    /// assert_eq!(lens_runtime::groups::base::FAMILY.groups().len(), 8);
+    /// assert_eq!(lens::groups::FAMILY.groups().len(), 8);
     /// ```
     pub const fn groups(&self) -> &'static [&'static SpanGroup] {
         self.groups
@@ -162,7 +162,7 @@ impl SpanGroupFamily {
     /// The presets declared by this family.
     ///
     /// ```
-    /// let p: Vec<_> = lens_runtime::groups::base::FAMILY.presets().iter().map(|p| p.name()).collect();
+    /// let p: Vec<_> = lens::groups::FAMILY.presets().iter().map(|p| p.name()).collect();
     /// assert_eq!(p, ["default", "per_step", "all"]);
     /// ```
     pub const fn presets(&self) -> &'static [Preset] {
@@ -181,39 +181,44 @@ pub mod base {
     #[doc(hidden)]
     pub static WORD: AtomicU64 = AtomicU64::new(0);
 
+    use lens_names::{BASE_GROUPS, BASE_PRESETS};
+
+    // Names, bits and preset masks come from `lens-names`, the table the
+    // proc macros check `group = "…"` literals against.
     macro_rules! base_groups {
-        ($($(#[$doc:meta])* $id:ident = $name:literal, $bit:literal;)*) => {
-            $( $(#[$doc])* pub const $id: SpanGroup = SpanGroup::__new($name, "base", &WORD, $bit); )*
+        ($($(#[$doc:meta])* $id:ident = $bit:literal;)*) => {
+            $( $(#[$doc])* pub const $id: SpanGroup = SpanGroup::__new(BASE_GROUPS[$bit], "base", &WORD, $bit); )*
             /// The base family.
             pub static FAMILY: SpanGroupFamily = SpanGroupFamily::__new(
                 "base",
                 &WORD,
                 &[$(&$id),*],
                 &[
-                    Preset::__new("default", 0b0000_0111, 0),
-                    Preset::__new("per_step", 0b1111_1111, 0),
-                    Preset::__new("all", 0b1111_1111, 0),
+                    Preset::__new(BASE_PRESETS[0].0, BASE_PRESETS[0].1, 0),
+                    Preset::__new(BASE_PRESETS[1].0, BASE_PRESETS[1].1, 0),
+                    Preset::__new(BASE_PRESETS[2].0, BASE_PRESETS[2].1, 0),
                 ],
             );
+            const _: () = assert!([$($bit),*].len() == BASE_GROUPS.len());
         };
     }
 
     base_groups! {
         /// The whole job / run.
-        JOB = "job", 0;
+        JOB = 0;
         /// Saving a checkpoint.
-        CHECKPOINT = "checkpoint", 1;
+        CHECKPOINT = 1;
         /// An evaluation pass.
-        EVALUATE = "evaluate", 2;
+        EVALUATE = 2;
         /// Building / initialising the model.
-        MODEL_INIT = "model_init", 3;
+        MODEL_INIT = 3;
         /// Loading a checkpoint.
-        LOAD_CHECKPOINT = "load_checkpoint", 4;
+        LOAD_CHECKPOINT = 4;
         /// One training step (iteration).
-        STEP = "step", 5;
+        STEP = 5;
         /// Forward and backward pass of a step.
-        FORWARD_BACKWARD = "forward_backward", 6;
+        FORWARD_BACKWARD = 6;
         /// Optimizer update of a step.
-        OPTIMIZER = "optimizer", 7;
+        OPTIMIZER = 7;
     }
 }

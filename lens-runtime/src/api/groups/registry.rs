@@ -25,7 +25,7 @@ fn registered() -> impl Iterator<Item = &'static SpanGroupFamily> {
 /// this for every family of the set; calling it twice is harmless.
 ///
 /// ```
-/// lens_runtime::groups::register_family(&lens_runtime::groups::base::FAMILY);
+/// lens::register_family(&lens::groups::FAMILY);
 /// ```
 pub fn register_family(family: &'static SpanGroupFamily) {
     let _lock = WRITE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
@@ -48,7 +48,7 @@ fn register_locked(family: &'static SpanGroupFamily) {
 /// ([`SpanGroup::is_enabled`]) stay lock-free.
 ///
 /// ```
-/// use lens_runtime::groups::{base, set_enabled_span_groups, SpanGroupSet};
+/// use lens::{groups, set_enabled_span_groups, SpanGroupSet};
 /// set_enabled_span_groups(&SpanGroupSet::resolve("step", &[]).unwrap());
 /// assert!(base::STEP.is_enabled() && !base::JOB.is_enabled());
 /// set_enabled_span_groups(&SpanGroupSet::none());
@@ -85,7 +85,7 @@ pub(crate) fn disable_all_after_fork() {
 /// is enabled. Accepts `family.group` to pick one family. Lock-free.
 ///
 /// ```
-/// use lens_runtime::groups::{is_span_group_enabled, set_enabled_span_groups, SpanGroupSet};
+/// use lens::{is_span_group_enabled, set_enabled_span_groups, SpanGroupSet};
 /// set_enabled_span_groups(&SpanGroupSet::resolve("optimizer", &[]).unwrap());
 /// assert!(is_span_group_enabled("OPTIMIZER"));
 /// assert!(is_span_group_enabled("base.optimizer"));

@@ -14,7 +14,7 @@ impl SpanGroupError {
     /// The name that matched no group or preset.
     ///
     /// ```
-    /// let e = lens_runtime::groups::SpanGroupSet::resolve("stpe", &[]).unwrap_err();
+    /// let e = lens::SpanGroupSet::resolve("stpe", &[]).unwrap_err();
     /// assert_eq!(e.name(), "stpe");
     /// ```
     pub fn name(&self) -> &str {
@@ -24,7 +24,7 @@ impl SpanGroupError {
     /// Every valid group and preset name, sorted.
     ///
     /// ```
-    /// let e = lens_runtime::groups::SpanGroupSet::resolve("stpe", &[]).unwrap_err();
+    /// let e = lens::SpanGroupSet::resolve("stpe", &[]).unwrap_err();
     /// assert!(e.valid_names().contains(&"step"));
     /// ```
     pub fn valid_names(&self) -> &[&'static str] {
@@ -48,7 +48,7 @@ impl std::error::Error for SpanGroupError {}
 /// A resolved set of enabled groups over one or more families.
 ///
 /// ```
-/// use lens_runtime::groups::{base, SpanGroupSet};
+/// use lens::{groups, SpanGroupSet};
 /// let set = SpanGroupSet::resolve("default, STEP", &[]).unwrap();
 /// assert!(set.contains(&base::STEP) && set.contains(&base::JOB));
 /// assert!(!set.contains(&base::OPTIMIZER));
@@ -63,7 +63,7 @@ impl SpanGroupSet {
     /// The empty set: every group off.
     ///
     /// ```
-    /// assert!(lens_runtime::groups::SpanGroupSet::none().names().is_empty());
+    /// assert!(lens::SpanGroupSet::none().names().is_empty());
     /// ```
     pub fn none() -> Self {
         SpanGroupSet {
@@ -77,7 +77,7 @@ impl SpanGroupSet {
     /// that defines it.
     ///
     /// ```
-    /// use lens_runtime::groups::{base, SpanGroupSet};
+    /// use lens::{groups, SpanGroupSet};
     /// let set = SpanGroupSet::resolve(" , per_step ,", &[]).unwrap();
     /// assert!(set.contains(&base::OPTIMIZER));
     /// let err = SpanGroupSet::resolve("default,stpe", &[]).unwrap_err();
@@ -151,7 +151,7 @@ impl SpanGroupSet {
     /// Whether `group` is in this set.
     ///
     /// ```
-    /// use lens_runtime::groups::{base, SpanGroupSet};
+    /// use lens::{groups, SpanGroupSet};
     /// assert!(SpanGroupSet::resolve("all", &[]).unwrap().contains(&base::OPTIMIZER));
     /// ```
     pub fn contains(&self, group: &SpanGroup) -> bool {
@@ -163,7 +163,7 @@ impl SpanGroupSet {
     /// Names of the groups in this set, base groups first.
     ///
     /// ```
-    /// let s = lens_runtime::groups::SpanGroupSet::resolve("default", &[]).unwrap();
+    /// let s = lens::SpanGroupSet::resolve("default", &[]).unwrap();
     /// assert_eq!(s.names(), ["job", "checkpoint", "evaluate"]);
     /// ```
     pub fn names(&self) -> Vec<&'static str> {

@@ -6,7 +6,7 @@ use opentelemetry::metrics::{Gauge, Histogram, Meter};
 /// GenAI semantic conventions recommend for their duration histograms.
 ///
 /// ```
-/// assert_eq!(lens_runtime::metrics::GEN_AI_DURATION_BUCKETS_S[0], 0.01);
+/// assert_eq!(lens::metrics::GEN_AI_DURATION_BUCKETS_S[0], 0.01);
 /// ```
 pub const GEN_AI_DURATION_BUCKETS_S: [f64; 14] = [
     0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
@@ -16,7 +16,7 @@ pub const GEN_AI_DURATION_BUCKETS_S: [f64; 14] = [
 /// semantic conventions recommend (powers of 4 from 1 to 4^13).
 ///
 /// ```
-/// assert_eq!(lens_runtime::metrics::GEN_AI_TOKEN_BUCKETS[13], 67_108_864.0);
+/// assert_eq!(lens::metrics::GEN_AI_TOKEN_BUCKETS[13], 67_108_864.0);
 /// ```
 pub const GEN_AI_TOKEN_BUCKETS: [f64; 14] = [
     1.0,
@@ -40,7 +40,7 @@ pub const GEN_AI_TOKEN_BUCKETS: [f64; 14] = [
 /// boundaries stop at 10 s, shorter than many generations and rollouts).
 ///
 /// ```
-/// assert_eq!(*lens_runtime::metrics::DURATION_MS_BUCKETS.last().unwrap(), 600_000.0);
+/// assert_eq!(*lens::metrics::DURATION_MS_BUCKETS.last().unwrap(), 600_000.0);
 /// ```
 pub const DURATION_MS_BUCKETS: [f64; 18] = [
     1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1_000.0, 2_500.0, 5_000.0, 10_000.0,
@@ -51,7 +51,7 @@ pub const DURATION_MS_BUCKETS: [f64; 18] = [
 /// buckets extended by two doublings, 10 ms to about 5.5 minutes.
 ///
 /// ```
-/// assert_eq!(lens_runtime::metrics::STEP_DURATION_BUCKETS_S.len(), 16);
+/// assert_eq!(lens::metrics::STEP_DURATION_BUCKETS_S.len(), 16);
 /// ```
 pub const STEP_DURATION_BUCKETS_S: [f64; 16] = [
     0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92, 163.84,
@@ -63,7 +63,7 @@ pub const STEP_DURATION_BUCKETS_S: [f64; 16] = [
 /// their attribute arrays built per record.
 ///
 /// ```
-/// assert!(lens_runtime::metrics::MAX_INFERENCE_ATTRIBUTE_SETS >= 8);
+/// assert!(lens::metrics::MAX_INFERENCE_ATTRIBUTE_SETS >= 8);
 /// ```
 pub const MAX_INFERENCE_ATTRIBUTE_SETS: usize = 64;
 

@@ -9,7 +9,7 @@ use opentelemetry::KeyValue;
 /// fields are not recorded.
 ///
 /// ```
-/// let r = lens_runtime::metrics::GymRecord { verify_duration_ms: Some(12.0), ..Default::default() };
+/// let r = lens::metrics::GymRecord { verify_duration_ms: Some(12.0), ..Default::default() };
 /// assert_eq!(r.servers_active, None);
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -30,8 +30,8 @@ pub struct GymRecord {
 /// and two gauges, see [`GymRecord`].
 ///
 /// ```
-/// use lens_runtime::metrics::{GymMetrics, GymRecord};
-/// let meter = lens_runtime::otel::global::meter("doc");
+/// use lens::{metrics::GymMetrics, metrics::GymRecord};
+/// let meter = lens::otel::global::meter("doc");
 /// let gym = GymMetrics::new(&meter);
 /// gym.record(&GymRecord { request_duration_ms: Some(35.0), servers_active: Some(4), ..Default::default() });
 /// ```
@@ -49,8 +49,8 @@ impl GymMetrics {
     /// Creates the instruments on `meter` (once per meter).
     ///
     /// ```
-    /// let meter = lens_runtime::otel::global::meter("doc");
-    /// let _gym = lens_runtime::metrics::GymMetrics::new(&meter);
+    /// let meter = lens::otel::global::meter("doc");
+    /// let _gym = lens::metrics::GymMetrics::new(&meter);
     /// ```
     pub fn new(meter: &Meter) -> Self {
         Self::with_attributes(meter, [])
@@ -60,9 +60,9 @@ impl GymMetrics {
     /// (e.g. the environment's name).
     ///
     /// ```
-    /// use lens_runtime::otel::KeyValue;
-    /// let meter = lens_runtime::otel::global::meter("doc");
-    /// let _gym = lens_runtime::metrics::GymMetrics::with_attributes(&meter, [KeyValue::new("env", "math")]);
+    /// use lens::otel::KeyValue;
+    /// let meter = lens::otel::global::meter("doc");
+    /// let _gym = lens::metrics::GymMetrics::with_attributes(&meter, [KeyValue::new("env", "math")]);
     /// ```
     pub fn with_attributes(meter: &Meter, attributes: impl IntoIterator<Item = KeyValue>) -> Self {
         let h = |name, desc| histogram(meter, name, UNIT_MS, desc, &DURATION_MS_BUCKETS);
@@ -97,8 +97,8 @@ impl GymMetrics {
     /// Records what `record` holds.
     ///
     /// ```
-    /// use lens_runtime::metrics::{GymMetrics, GymRecord};
-    /// let meter = lens_runtime::otel::global::meter("doc");
+    /// use lens::{metrics::GymMetrics, metrics::GymRecord};
+    /// let meter = lens::otel::global::meter("doc");
     /// GymMetrics::new(&meter).record(&GymRecord { verify_success_rate: Some(0.9), ..Default::default() });
     /// ```
     pub fn record(&self, r: &GymRecord) {

@@ -11,7 +11,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 /// unset attributes take their defaults.
 ///
 /// ```
-/// let r = lens_runtime::metrics::InferenceRecord { output_tokens: Some(7), ..Default::default() };
+/// let r = lens::metrics::InferenceRecord { output_tokens: Some(7), ..Default::default() };
 /// assert_eq!(r.model, None);
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -37,8 +37,8 @@ pub struct InferenceRecord<'a> {
 /// `gen_ai.provider.name` and, when given, `gen_ai.request.model`.
 ///
 /// ```
-/// use lens_runtime::metrics::{InferenceMetrics, InferenceRecord};
-/// let meter = lens_runtime::otel::global::meter("doc");
+/// use lens::{metrics::InferenceMetrics, metrics::InferenceRecord};
+/// let meter = lens::otel::global::meter("doc");
 /// let m = InferenceMetrics::new(&meter);
 /// m.record(&InferenceRecord { duration_s: Some(1.5), operation: Some("chat"), ..Default::default() });
 /// ```
@@ -105,8 +105,8 @@ impl InferenceMetrics {
     /// Creates the instruments on `meter` (once per meter).
     ///
     /// ```
-    /// let meter = lens_runtime::otel::global::meter("doc");
-    /// let _m = lens_runtime::metrics::InferenceMetrics::new(&meter);
+    /// let meter = lens::otel::global::meter("doc");
+    /// let _m = lens::metrics::InferenceMetrics::new(&meter);
     /// ```
     pub fn new(meter: &Meter) -> Self {
         Self::with_attributes(meter, [])
@@ -116,9 +116,9 @@ impl InferenceMetrics {
     /// (e.g. a server or replica name).
     ///
     /// ```
-    /// use lens_runtime::otel::KeyValue;
-    /// let meter = lens_runtime::otel::global::meter("doc");
-    /// let _m = lens_runtime::metrics::InferenceMetrics::with_attributes(
+    /// use lens::otel::KeyValue;
+    /// let meter = lens::otel::global::meter("doc");
+    /// let _m = lens::metrics::InferenceMetrics::with_attributes(
     ///     &meter, [KeyValue::new("server.address", "gen-0")]);
     /// ```
     pub fn with_attributes(meter: &Meter, attributes: impl IntoIterator<Item = KeyValue>) -> Self {
@@ -154,8 +154,8 @@ impl InferenceMetrics {
     /// per token type given.
     ///
     /// ```
-    /// use lens_runtime::metrics::{InferenceMetrics, InferenceRecord};
-    /// let meter = lens_runtime::otel::global::meter("doc");
+    /// use lens::{metrics::InferenceMetrics, metrics::InferenceRecord};
+    /// let meter = lens::otel::global::meter("doc");
     /// let m = InferenceMetrics::new(&meter);
     /// m.record(&InferenceRecord { input_tokens: Some(512), model: Some("llama"), ..Default::default() });
     /// ```

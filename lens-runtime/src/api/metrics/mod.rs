@@ -7,8 +7,8 @@
 //! fields, so a caller records only what it has:
 //!
 //! ```
-//! use lens_runtime::metrics::{InferenceMetrics, InferenceRecord};
-//! let meter = lens_runtime::otel::global::meter("doc");
+//! use lens::{metrics::InferenceMetrics, metrics::InferenceRecord};
+//! let meter = lens::otel::global::meter("doc");
 //! let inference = InferenceMetrics::new(&meter);
 //! inference.record(&InferenceRecord {
 //!     duration_s: Some(0.2),

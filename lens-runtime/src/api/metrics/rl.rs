@@ -9,7 +9,7 @@ use opentelemetry::KeyValue;
 /// are not recorded.
 ///
 /// ```
-/// let r = lens_runtime::metrics::RlRecord { reward_mean: Some(0.7), ..Default::default() };
+/// let r = lens::metrics::RlRecord { reward_mean: Some(0.7), ..Default::default() };
 /// assert_eq!(r.entropy, None);
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -42,8 +42,8 @@ pub struct RlRecord {
 /// histograms, see [`RlRecord`].
 ///
 /// ```
-/// use lens_runtime::metrics::{RlMetrics, RlRecord};
-/// let meter = lens_runtime::otel::global::meter("doc");
+/// use lens::{metrics::RlMetrics, metrics::RlRecord};
+/// let meter = lens::otel::global::meter("doc");
 /// let rl = RlMetrics::new(&meter);
 /// rl.record(&RlRecord { reward_mean: Some(0.4), kl_divergence: Some(0.01), ..Default::default() });
 /// ```
@@ -67,8 +67,8 @@ impl RlMetrics {
     /// Creates the instruments on `meter` (once per meter).
     ///
     /// ```
-    /// let meter = lens_runtime::otel::global::meter("doc");
-    /// let _rl = lens_runtime::metrics::RlMetrics::new(&meter);
+    /// let meter = lens::otel::global::meter("doc");
+    /// let _rl = lens::metrics::RlMetrics::new(&meter);
     /// ```
     pub fn new(meter: &Meter) -> Self {
         Self::with_attributes(meter, [])
@@ -77,9 +77,9 @@ impl RlMetrics {
     /// Like [`new`](Self::new), adding constant `attributes` to every point.
     ///
     /// ```
-    /// use lens_runtime::otel::KeyValue;
-    /// let meter = lens_runtime::otel::global::meter("doc");
-    /// let _rl = lens_runtime::metrics::RlMetrics::with_attributes(&meter, [KeyValue::new("algo", "grpo")]);
+    /// use lens::otel::KeyValue;
+    /// let meter = lens::otel::global::meter("doc");
+    /// let _rl = lens::metrics::RlMetrics::with_attributes(&meter, [KeyValue::new("algo", "grpo")]);
     /// ```
     pub fn with_attributes(meter: &Meter, attributes: impl IntoIterator<Item = KeyValue>) -> Self {
         let g = |name, unit, desc| gauge(meter, name, unit, desc);
@@ -125,8 +125,8 @@ impl RlMetrics {
     /// Records what `record` holds.
     ///
     /// ```
-    /// use lens_runtime::metrics::{RlMetrics, RlRecord};
-    /// let meter = lens_runtime::otel::global::meter("doc");
+    /// use lens::{metrics::RlMetrics, metrics::RlRecord};
+    /// let meter = lens::otel::global::meter("doc");
     /// RlMetrics::new(&meter).record(&RlRecord { rollout_duration_ms: Some(850.0), ..Default::default() });
     /// ```
     pub fn record(&self, r: &RlRecord) {

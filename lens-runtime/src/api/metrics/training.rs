@@ -9,7 +9,7 @@ use opentelemetry::KeyValue;
 /// Unset fields are not recorded.
 ///
 /// ```
-/// let r = lens_runtime::metrics::TrainingRecord { loss: Some(2.3), iterations: Some(1), ..Default::default() };
+/// let r = lens::metrics::TrainingRecord { loss: Some(2.3), iterations: Some(1), ..Default::default() };
 /// assert_eq!(r.tflops, None);
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -36,8 +36,8 @@ pub struct TrainingRecord {
 /// counter, see [`TrainingRecord`].
 ///
 /// ```
-/// use lens_runtime::metrics::{TrainingMetrics, TrainingRecord};
-/// let meter = lens_runtime::otel::global::meter("doc");
+/// use lens::{metrics::TrainingMetrics, metrics::TrainingRecord};
+/// let meter = lens::otel::global::meter("doc");
 /// let train = TrainingMetrics::new(&meter);
 /// train.record(&TrainingRecord {
 ///     step_duration_s: Some(1.8), loss: Some(2.31), iterations: Some(1), ..Default::default()
@@ -59,8 +59,8 @@ impl TrainingMetrics {
     /// Creates the instruments on `meter` (once per meter).
     ///
     /// ```
-    /// let meter = lens_runtime::otel::global::meter("doc");
-    /// let _train = lens_runtime::metrics::TrainingMetrics::new(&meter);
+    /// let meter = lens::otel::global::meter("doc");
+    /// let _train = lens::metrics::TrainingMetrics::new(&meter);
     /// ```
     pub fn new(meter: &Meter) -> Self {
         Self::with_attributes(meter, [])
@@ -69,9 +69,9 @@ impl TrainingMetrics {
     /// Like [`new`](Self::new), adding constant `attributes` to every point.
     ///
     /// ```
-    /// use lens_runtime::otel::KeyValue;
-    /// let meter = lens_runtime::otel::global::meter("doc");
-    /// let _t = lens_runtime::metrics::TrainingMetrics::with_attributes(&meter, [KeyValue::new("phase", "sft")]);
+    /// use lens::otel::KeyValue;
+    /// let meter = lens::otel::global::meter("doc");
+    /// let _t = lens::metrics::TrainingMetrics::with_attributes(&meter, [KeyValue::new("phase", "sft")]);
     /// ```
     pub fn with_attributes(meter: &Meter, attributes: impl IntoIterator<Item = KeyValue>) -> Self {
         let g = |name, unit, desc| gauge(meter, name, unit, desc);
@@ -112,8 +112,8 @@ impl TrainingMetrics {
     /// Records what `record` holds.
     ///
     /// ```
-    /// use lens_runtime::metrics::{TrainingMetrics, TrainingRecord};
-    /// let meter = lens_runtime::otel::global::meter("doc");
+    /// use lens::{metrics::TrainingMetrics, metrics::TrainingRecord};
+    /// let meter = lens::otel::global::meter("doc");
     /// TrainingMetrics::new(&meter).record(&TrainingRecord { tflops: Some(410.0), ..Default::default() });
     /// ```
     pub fn record(&self, r: &TrainingRecord) {

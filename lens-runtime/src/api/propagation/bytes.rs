@@ -23,10 +23,8 @@ pub(super) const LONG_TRACESTATE_MEMBER: usize = 128;
 /// members from the end. What is kept is a valid list.
 ///
 /// ```
-/// use lens_runtime::propagation::{
-///     context_from_bytes, context_to_bytes, extract_context, inject_into, Carrier,
-/// };
-/// assert!(context_to_bytes(&lens_runtime::otel::Context::new()).is_empty());
+/// use lens::{propagation::context_from_bytes, propagation::context_to_bytes, propagation::extract_context, propagation::inject_into, propagation::Carrier};
+/// assert!(context_to_bytes(&lens::otel::Context::new()).is_empty());
 /// assert!(context_from_bytes(b"\xff\x00garbage").is_none());
 ///
 /// // 32 members of 260 characters: 8,351 bytes, too long by one member
@@ -39,6 +37,8 @@ pub(super) const LONG_TRACESTATE_MEMBER: usize = 128;
 /// carrier.insert("tracestate".into(), state.join(","));
 /// let bytes = context_to_bytes(&extract_context(&carrier));
 /// let mut out = Carrier::new();
+/// inject_into(&context_from_bytes(&bytes).unwrap(), &mut out);
+/// assert_eq!(out["tracestate"], state[..31].join(",")); // the last member dropped
 /// inject_into(&context_from_bytes(&bytes).unwrap(), &mut out);
 /// assert_eq!(out["tracestate"], state[..31].join(",")); // the last member dropped
 /// ```
@@ -131,8 +131,8 @@ pub(super) fn decode_carrier(bytes: &[u8]) -> Option<Carrier> {
 /// and never the caller's current context.
 ///
 /// ```
-/// use lens_runtime::propagation::{context_from_bytes, context_to_bytes};
-/// let span = lens_runtime::span::start_detached("send", Vec::new());
+/// use lens::{propagation::context_from_bytes, propagation::context_to_bytes};
+/// let span = lens::detached_span("send");
 /// let bytes = context_to_bytes(span.context());
 /// # let _ = context_from_bytes(&bytes);
 /// ```

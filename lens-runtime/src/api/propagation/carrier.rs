@@ -6,6 +6,7 @@ use crate::api::span::{self, LensSpan};
 use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
 use opentelemetry::trace::{Link, SpanBuilder, TraceContextExt};
 use opentelemetry::Context;
+#[cfg(feature = "sdk")]
 use opentelemetry_sdk::propagation::BaggagePropagator;
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -22,21 +23,28 @@ pub const ENV_CARRIER_VARS: [(&str, &str); 3] = [
     ("baggage", "BAGGAGE"),
 ];
 
+// Baggage travels with the `sdk` feature, whose crate holds the W3C Baggage
+// propagator (the API crate has none). Features unify across a build, so a
+// library built without `sdk` carries baggage as soon as the application
+// that links it enables `sdk`.
 pub(super) fn inject_with(cx: &Context, injector: &mut dyn Injector) {
     W3cPropagator::new().inject_context(cx, injector);
+    #[cfg(feature = "sdk")]
     BaggagePropagator::new().inject_context(cx, injector);
 }
 
 pub(super) fn extract_with(extractor: &dyn Extractor) -> Context {
     let cx = W3cPropagator::new().extract_with_context(&Context::new(), extractor);
-    BaggagePropagator::new().extract_with_context(&cx, extractor)
+    #[cfg(feature = "sdk")]
+    let cx = BaggagePropagator::new().extract_with_context(&cx, extractor);
+    cx
 }
 
 /// Injects `cx` (its span and baggage) into any OpenTelemetry injector.
 ///
 /// ```
 /// let mut map = std::collections::HashMap::new();
-/// lens_runtime::propagation::inject_into(&lens_runtime::otel::Context::current(), &mut map);
+/// lens::propagation::inject_into(&lens::otel::Context::current(), &mut map);
 /// ```
 pub fn inject_into(cx: &Context, injector: &mut dyn Injector) {
     inject_with(cx, injector);
@@ -47,7 +55,7 @@ pub fn inject_into(cx: &Context, injector: &mut dyn Injector) {
 ///
 /// ```
 /// let map = std::collections::HashMap::new();
-/// let cx = lens_runtime::propagation::extract_from(&map);
+/// let cx = lens::propagation::extract_from(&map);
 /// # let _ = cx;
 /// ```
 pub fn extract_from(extractor: &dyn Extractor) -> Context {
@@ -57,7 +65,7 @@ pub fn extract_from(extractor: &dyn Extractor) -> Context {
 /// The current context as a carrier: empty when no span is active.
 ///
 /// ```
-/// use lens_runtime::propagation::inject_context;
+/// use lens::propagation::inject_context;
 /// assert!(inject_context().is_empty()); // no active span
 /// ```
 pub fn inject_context() -> Carrier {
@@ -70,8 +78,8 @@ pub fn inject_context() -> Carrier {
 /// a context without a remote parent (never the caller's current context).
 ///
 /// ```
-/// use lens_runtime::otel::trace::TraceContextExt;
-/// use lens_runtime::propagation::{extract_context, Carrier};
+/// use lens::otel::trace::TraceContextExt;
+/// use lens::{propagation::extract_context, propagation::Carrier};
 /// let mut c = Carrier::new();
 /// c.insert("traceparent".into(), "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into());
 /// assert!(extract_context(&c).span().span_context().is_remote());
@@ -88,7 +96,7 @@ pub fn extract_context(carrier: &Carrier) -> Context {
 ///
 /// ```
 /// let mut cmd = std::process::Command::new("true");
-/// cmd.envs(lens_runtime::propagation::env_for_child());
+/// cmd.envs(lens::propagation::env_for_child());
 /// ```
 pub fn env_for_child() -> Vec<(String, String)> {
     let carrier = inject_context();
@@ -114,7 +122,7 @@ impl Extractor for EnvCarrier {
 /// Attach it to parent this process's spans on the launcher's trace.
 ///
 /// ```
-/// let _guard = lens_runtime::propagation::context_from_env().attach();
+/// let _guard = lens::propagation::context_from_env().attach();
 /// ```
 pub fn context_from_env() -> Context {
     context_from_env_lookup(crate::vars::raw)
@@ -138,7 +146,7 @@ pub mod http {
     ///
     /// ```
     /// let mut headers = http::HeaderMap::new();
-    /// lens_runtime::propagation::http::inject_headers(&mut headers);
+    /// lens::propagation::http::inject_headers(&mut headers);
     /// ```
     pub fn inject_headers(headers: &mut ::http::HeaderMap) {
         inject_with(
@@ -152,7 +160,7 @@ pub mod http {
     ///
     /// ```
     /// let headers = http::HeaderMap::new();
-    /// let cx = lens_runtime::propagation::http::extract_headers(&headers);
+    /// let cx = lens::propagation::http::extract_headers(&headers);
     /// # let _ = cx;
     /// ```
     pub fn extract_headers(headers: &::http::HeaderMap) -> Context {
@@ -165,8 +173,8 @@ pub mod http {
 /// to the sender's span. A `remote` without a valid span gives no link.
 ///
 /// ```
-/// use lens_runtime::propagation::create_linked_span;
-/// let sender = lens_runtime::span::start_detached("send_forward", Vec::new());
+/// use lens::propagation::create_linked_span;
+/// let sender = lens::detached_span("send_forward");
 /// let recv = create_linked_span("recv_forward", sender.context(), &[("microbatch", &3)]);
 /// # drop(recv);
 /// ```
@@ -190,7 +198,7 @@ static PP_CARRIER: Mutex<Option<Carrier>> = Mutex::new(None);
 /// (`None` clears it).
 ///
 /// ```
-/// use lens_runtime::propagation::{pp_trace_carrier, set_pp_trace_carrier, inject_context};
+/// use lens::{propagation::pp_trace_carrier, propagation::set_pp_trace_carrier, propagation::inject_context};
 /// set_pp_trace_carrier(Some(inject_context()));
 /// assert!(pp_trace_carrier().is_some());
 /// set_pp_trace_carrier(None);

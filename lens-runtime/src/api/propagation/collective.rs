@@ -37,7 +37,7 @@ pub trait Collective {
 /// `extract_context(&carrier)` to parent spans on the shared trace.
 ///
 /// ```
-/// use lens_runtime::propagation::{broadcast_trace_context, LocalCollective};
+/// use lens::{propagation::broadcast_trace_context, propagation::LocalCollective};
 /// let comms = LocalCollective::group(2);
 /// let got: Vec<_> = std::thread::scope(|s| {
 ///     let hs: Vec<_> = comms.iter().map(|c| s.spawn(move || broadcast_trace_context(c, 0).unwrap())).collect();

@@ -26,6 +26,7 @@ use w3c::W3cPropagator;
 
 /// Installs the W3C TraceContext + Baggage propagator as the global
 /// propagator (the Rust SDK's default global propagator does nothing).
+#[cfg(feature = "sdk")]
 pub(crate) fn install_global() {
     use opentelemetry::propagation::TextMapCompositePropagator;
     use opentelemetry_sdk::propagation::BaggagePropagator;

@@ -49,14 +49,14 @@ use std::sync::{Arc, OnceLock};
 /// Name of the `traceparent` header (lowercase, as it is sent).
 ///
 /// ```
-/// assert_eq!(lens_runtime::w3c::TRACEPARENT, "traceparent");
+/// assert_eq!(lens::propagation::w3c::TRACEPARENT, "traceparent");
 /// ```
 pub const TRACEPARENT: &str = "traceparent";
 
 /// Name of the `tracestate` header (lowercase, as it is sent).
 ///
 /// ```
-/// assert_eq!(lens_runtime::w3c::TRACESTATE, "tracestate");
+/// assert_eq!(lens::propagation::w3c::TRACESTATE, "tracestate");
 /// ```
 pub const TRACESTATE: &str = "tracestate";
 
@@ -64,7 +64,7 @@ pub const TRACESTATE: &str = "tracestate";
 /// trace id's rightmost 7 bytes are random.
 ///
 /// ```
-/// use lens_runtime::w3c::RANDOM_TRACE_ID;
+/// use lens::propagation::w3c::RANDOM_TRACE_ID;
 /// use opentelemetry::trace::TraceFlags;
 /// let flags = TraceFlags::new(0x03);
 /// assert!(flags.is_sampled());
@@ -75,7 +75,7 @@ pub const RANDOM_TRACE_ID: TraceFlags = TraceFlags::new(0x02);
 /// The most list members a `tracestate` may have; more drops it.
 ///
 /// ```
-/// assert_eq!(lens_runtime::w3c::MAX_TRACESTATE_MEMBERS, 32);
+/// assert_eq!(lens::propagation::w3c::MAX_TRACESTATE_MEMBERS, 32);
 /// ```
 pub const MAX_TRACESTATE_MEMBERS: usize = 32;
 
@@ -92,7 +92,7 @@ const MAX_VALUE_LEN: usize = 256;
 /// rules it follows.
 ///
 /// ```
-/// use lens_runtime::w3c::W3cPropagator;
+/// use lens::propagation::w3c::W3cPropagator;
 /// use opentelemetry::propagation::TextMapPropagator;
 /// use opentelemetry::trace::TraceContextExt;
 /// use std::collections::HashMap;
@@ -131,7 +131,7 @@ impl W3cPropagator {
     ///
     /// ```
     /// use opentelemetry::propagation::TextMapPropagator;
-    /// let p = lens_runtime::w3c::W3cPropagator::new();
+    /// let p = lens::propagation::w3c::W3cPropagator::new();
     /// assert_eq!(p.fields().collect::<Vec<_>>(), ["traceparent", "tracestate"]);
     /// ```
     pub fn new() -> Self {
@@ -158,7 +158,7 @@ struct RemoteW3c {
 /// [module documentation](self) for the rules.
 ///
 /// ```
-/// use lens_runtime::w3c::parse_traceparent;
+/// use lens::propagation::w3c::parse_traceparent;
 /// let (trace_id, parent_id, flags) =
 ///     parse_traceparent(" 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\t").unwrap();
 /// assert_eq!(format!("{trace_id:032x}"), "0af7651916cd43dd8448eb211c80319c");
@@ -210,7 +210,7 @@ pub fn parse_traceparent(value: &str) -> Option<(TraceId, SpanId, TraceFlags)> {
 /// towards the 32.
 ///
 /// ```
-/// use lens_runtime::w3c::parse_tracestate;
+/// use lens::propagation::w3c::parse_tracestate;
 /// let members = parse_tracestate(["foo=1 , bar=2", "", "tenant@vendor=x"]).unwrap();
 /// assert_eq!(members, [("foo", "1"), ("bar", "2"), ("tenant@vendor", "x")]
 ///     .map(|(k, v)| (k.to_string(), v.to_string())));

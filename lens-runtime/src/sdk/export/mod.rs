@@ -16,7 +16,7 @@ pub(crate) mod file;
 pub(crate) mod log_count;
 mod proto3;
 
-pub use crate::config::otel::OtlpProtocol;
+pub(crate) use crate::config::otel::OtlpProtocol;
 use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use opentelemetry_sdk::logs::{LogBatch, LogExporter};
 use opentelemetry_sdk::metrics::data::ResourceMetrics;

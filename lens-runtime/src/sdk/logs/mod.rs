@@ -27,9 +27,9 @@
 //!   two bridge layers in one subscriber forward each event once.
 //!
 //! ```
-//! use lens_runtime::setup::setup_logging_bridge;
-//! use lens_runtime::logs::{Level, LogBridgeOptions};
-//! # let handle = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
+//! use lens::logs::setup_logging_bridge;
+//! use lens::{logs::Level, logs::LogBridgeOptions};
+//! # let handle = lens::setup_telemetry(Default::default(), 0, 1).unwrap();
 //! let bridge = setup_logging_bridge(
 //!     &handle,
 //!     LogBridgeOptions::new().with_level(Level::Info).with_target("trainer"),
@@ -37,7 +37,7 @@
 //! // with telemetry disabled (the default configuration) nothing is bridged
 //! assert!(!bridge.is_active());
 //! log::info!(target: "trainer::loop", "step done");
-//! # Ok::<(), lens_runtime::logs::LogBridgeError>(())
+//! # Ok::<(), lens::logs::LogBridgeError>(())
 //! ```
 
 mod options;
@@ -63,7 +63,7 @@ use tracing_subscriber::Layer;
 /// the same version without its own dependency.
 ///
 /// ```
-/// lens_runtime::logs::log::info!(target: "trainer", "hello");
+/// lens::logs::log::info!(target: "trainer", "hello");
 /// ```
 pub use log;
 
@@ -71,7 +71,7 @@ pub use log;
 /// use the same version without its own dependency.
 ///
 /// ```
-/// lens_runtime::logs::tracing::info!(target: "trainer", step = 3, "hello");
+/// lens::logs::tracing::info!(target: "trainer", step = 3, "hello");
 /// ```
 pub use tracing;
 
@@ -79,9 +79,9 @@ pub use tracing;
 /// [`LogBridgeLayer`] implements, re-exported so that versions match.
 ///
 /// ```
-/// use lens_runtime::logs::tracing_subscriber::layer::SubscriberExt as _;
-/// let subscriber = lens_runtime::logs::tracing_subscriber::registry()
-///     .with(lens_runtime::logs::LogBridgeLayer::new());
+/// use lens::logs::tracing_subscriber::layer::SubscriberExt as _;
+/// let subscriber = lens::logs::tracing_subscriber::registry()
+///     .with(lens::logs::LogBridgeLayer::new());
 /// # drop(subscriber);
 /// ```
 pub use tracing_subscriber;
@@ -90,7 +90,7 @@ pub use tracing_subscriber;
 /// `tracing` subscriber) during [`setup_logging_bridge`](crate::setup::setup_logging_bridge).
 ///
 /// ```
-/// use lens_runtime::logs::InstallStatus;
+/// use lens::logs::InstallStatus;
 /// assert!(InstallStatus::Installed.is_bridging());
 /// assert!(InstallStatus::Reused.is_bridging());
 /// assert!(!InstallStatus::Occupied.is_bridging());
@@ -115,7 +115,7 @@ impl InstallStatus {
     /// Whether the hook is in place and forwards to this bridge.
     ///
     /// ```
-    /// assert!(!lens_runtime::logs::InstallStatus::NotRequested.is_bridging());
+    /// assert!(!lens::logs::InstallStatus::NotRequested.is_bridging());
     /// ```
     pub fn is_bridging(self) -> bool {
         matches!(self, InstallStatus::Installed | InstallStatus::Reused)
@@ -126,14 +126,14 @@ impl InstallStatus {
 /// bridge stays in place until the next call replaces it.
 ///
 /// ```
-/// use lens_runtime::logs::{InstallStatus, LogBridgeOptions};
-/// use lens_runtime::setup::setup_logging_bridge;
-/// # let handle = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
+/// use lens::{logs::InstallStatus, logs::LogBridgeOptions};
+/// use lens::logs::setup_logging_bridge;
+/// # let handle = lens::setup_telemetry(Default::default(), 0, 1).unwrap();
 /// let bridge = setup_logging_bridge(&handle, LogBridgeOptions::new())?;
 /// if bridge.log_status() == InstallStatus::Occupied {
 ///     eprintln!("another `log` logger is installed; log records are not bridged");
 /// }
-/// # Ok::<(), lens_runtime::logs::LogBridgeError>(())
+/// # Ok::<(), lens::logs::LogBridgeError>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct LogBridge {
@@ -147,8 +147,8 @@ impl LogBridge {
     /// disabled or this rank does not export).
     ///
     /// ```
-    /// # let handle = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
-    /// let bridge = lens_runtime::setup::setup_logging_bridge(&handle, Default::default()).unwrap();
+    /// # let handle = lens::setup_telemetry(Default::default(), 0, 1).unwrap();
+    /// let bridge = lens::logs::setup_logging_bridge(&handle, Default::default()).unwrap();
     /// assert!(!bridge.is_active());
     /// ```
     pub fn is_active(&self) -> bool {
@@ -158,9 +158,9 @@ impl LogBridge {
     /// What happened to the `log` crate's logger.
     ///
     /// ```
-    /// use lens_runtime::logs::InstallStatus;
-    /// # let handle = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
-    /// let bridge = lens_runtime::setup::setup_logging_bridge(&handle, Default::default()).unwrap();
+    /// use lens::logs::InstallStatus;
+    /// # let handle = lens::setup_telemetry(Default::default(), 0, 1).unwrap();
+    /// let bridge = lens::logs::setup_logging_bridge(&handle, Default::default()).unwrap();
     /// assert_eq!(bridge.log_status(), InstallStatus::NotRequested); // inactive bridge
     /// ```
     pub fn log_status(&self) -> InstallStatus {
@@ -170,9 +170,9 @@ impl LogBridge {
     /// What happened to the global `tracing` subscriber.
     ///
     /// ```
-    /// use lens_runtime::logs::InstallStatus;
-    /// # let handle = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
-    /// let bridge = lens_runtime::setup::setup_logging_bridge(&handle, Default::default()).unwrap();
+    /// use lens::logs::InstallStatus;
+    /// # let handle = lens::setup_telemetry(Default::default(), 0, 1).unwrap();
+    /// let bridge = lens::logs::setup_logging_bridge(&handle, Default::default()).unwrap();
     /// assert_eq!(bridge.tracing_subscriber_status(), InstallStatus::NotRequested);
     /// ```
     pub fn tracing_subscriber_status(&self) -> InstallStatus {
@@ -183,10 +183,10 @@ impl LogBridge {
     /// [`LogBridgeLayer::new`]).
     ///
     /// ```
-    /// use lens_runtime::logs::tracing_subscriber::layer::SubscriberExt as _;
-    /// # let handle = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
-    /// let bridge = lens_runtime::setup::setup_logging_bridge(&handle, Default::default()).unwrap();
-    /// let subscriber = lens_runtime::logs::tracing_subscriber::registry().with(bridge.layer());
+    /// use lens::logs::tracing_subscriber::layer::SubscriberExt as _;
+    /// # let handle = lens::setup_telemetry(Default::default(), 0, 1).unwrap();
+    /// let bridge = lens::logs::setup_logging_bridge(&handle, Default::default()).unwrap();
+    /// let subscriber = lens::logs::tracing_subscriber::registry().with(bridge.layer());
     /// # drop(subscriber);
     /// ```
     pub fn layer(&self) -> LogBridgeLayer {
@@ -302,8 +302,8 @@ fn emit_once(f: impl FnOnce()) {
 /// replaces the previous configuration.
 ///
 /// ```
-/// use lens_runtime::logs::{setup_logging_bridge_with_provider, LogBridgeOptions};
-/// use lens_runtime::otel_sdk::logs::{InMemoryLogExporter, SdkLoggerProvider};
+/// use lens::{logs::setup_logging_bridge_with_provider, logs::LogBridgeOptions};
+/// use lens::{otel_sdk::logs::InMemoryLogExporter, otel_sdk::logs::SdkLoggerProvider};
 /// let exporter = InMemoryLogExporter::default();
 /// let provider = SdkLoggerProvider::builder()
 ///     .with_simple_exporter(exporter.clone())
@@ -313,11 +313,11 @@ fn emit_once(f: impl FnOnce()) {
 ///     LogBridgeOptions::new().with_target("trainer"),
 /// )?;
 /// assert!(bridge.log_status().is_bridging());
-/// lens_runtime::logs::log::info!(target: "trainer", "kept");
-/// lens_runtime::logs::log::info!(target: "elsewhere", "dropped");
+/// lens::logs::log::info!(target: "trainer", "kept");
+/// lens::logs::log::info!(target: "elsewhere", "dropped");
 /// let logs = exporter.get_emitted_logs().unwrap();
 /// assert_eq!(logs.len(), 1);
-/// # Ok::<(), lens_runtime::logs::LogBridgeError>(())
+/// # Ok::<(), lens::logs::LogBridgeError>(())
 /// ```
 pub fn setup_logging_bridge_with_provider(
     provider: &SdkLoggerProvider,
@@ -392,8 +392,8 @@ fn install(
 /// before the first call or when the bridge is inactive).
 ///
 /// ```
-/// use lens_runtime::logs::log::{Log, Record};
-/// let bridge = lens_runtime::logs::LogBridgeLogger;
+/// use lens::{logs::log::Log, logs::log::Record};
+/// let bridge = lens::logs::LogBridgeLogger;
 /// // e.g. from your own logger's `log` method:
 /// bridge.log(&Record::builder().target("trainer").args(format_args!("hi")).build());
 /// ```
@@ -433,11 +433,11 @@ impl log::Log for LogBridgeLogger {
 /// It never filters the events other layers see.
 ///
 /// ```
-/// use lens_runtime::logs::tracing_subscriber::{layer::SubscriberExt as _, registry};
-/// use lens_runtime::logs::LogBridgeLayer;
+/// use lens::{logs::tracing_subscriber::layer::SubscriberExt as _, logs::tracing_subscriber::registry};
+/// use lens::logs::LogBridgeLayer;
 /// let subscriber = registry().with(LogBridgeLayer::new());
-/// lens_runtime::logs::tracing::subscriber::with_default(subscriber, || {
-///     lens_runtime::logs::tracing::info!(target: "trainer", "bridged once set up");
+/// lens::logs::tracing::subscriber::with_default(subscriber, || {
+///     lens::logs::tracing::info!(target: "trainer", "bridged once set up");
 /// });
 /// ```
 #[derive(Debug, Clone, Default)]
@@ -450,7 +450,7 @@ impl LogBridgeLayer {
     /// A new layer.
     ///
     /// ```
-    /// let layer = lens_runtime::logs::LogBridgeLayer::new();
+    /// let layer = lens::logs::LogBridgeLayer::new();
     /// # drop(layer);
     /// ```
     pub fn new() -> Self {

@@ -24,7 +24,7 @@ const INTERNAL_TARGETS: &[&str] = &[
 /// `warning`) and `error`.
 ///
 /// ```
-/// use lens_runtime::logs::Level;
+/// use lens::logs::Level;
 /// let level: Level = "WARN".parse().unwrap();
 /// assert_eq!(level, Level::Warn);
 /// assert!(Level::Error > Level::Info);
@@ -49,7 +49,7 @@ impl Level {
     /// The name in lower case.
     ///
     /// ```
-    /// assert_eq!(lens_runtime::logs::Level::Warn.as_str(), "warn");
+    /// assert_eq!(lens::logs::Level::Warn.as_str(), "warn");
     /// ```
     pub fn as_str(self) -> &'static str {
         match self {
@@ -121,7 +121,7 @@ impl FromStr for Level {
 /// `tracing` subscriber is.
 ///
 /// ```
-/// use lens_runtime::logs::{Level, LogBridgeOptions};
+/// use lens::{logs::Level, logs::LogBridgeOptions};
 /// let options = LogBridgeOptions::new()
 ///     .with_level(Level::Debug)
 ///     .with_target("trainer")            // trainer, trainer::loop, ...
@@ -155,7 +155,7 @@ impl LogBridgeOptions {
     /// The defaults: [`Level::Info`], every target, `log` and `tracing`.
     ///
     /// ```
-    /// let options = lens_runtime::logs::LogBridgeOptions::new();
+    /// let options = lens::logs::LogBridgeOptions::new();
     /// assert!(options.targets().is_empty());
     /// ```
     pub fn new() -> Self {
@@ -165,7 +165,7 @@ impl LogBridgeOptions {
     /// Bridges records at `level` and above.
     ///
     /// ```
-    /// use lens_runtime::logs::{Level, LogBridgeOptions};
+    /// use lens::{logs::Level, logs::LogBridgeOptions};
     /// let options = LogBridgeOptions::new().with_level(Level::Warn);
     /// assert_eq!(options.level(), Level::Warn);
     /// ```
@@ -180,7 +180,7 @@ impl LogBridgeOptions {
     /// what lies below). With no target every target is bridged.
     ///
     /// ```
-    /// let options = lens_runtime::logs::LogBridgeOptions::new().with_target("trainer");
+    /// let options = lens::logs::LogBridgeOptions::new().with_target("trainer");
     /// assert!(options.accepts("trainer::loop"));
     /// assert!(!options.accepts("trainers"));
     /// assert!(!options.accepts("tokio::runtime"));
@@ -193,7 +193,7 @@ impl LogBridgeOptions {
     /// Adds several target prefixes (see [`with_target`](Self::with_target)).
     ///
     /// ```
-    /// let options = lens_runtime::logs::LogBridgeOptions::new().with_targets(["a", "b::c"]);
+    /// let options = lens::logs::LogBridgeOptions::new().with_targets(["a", "b::c"]);
     /// assert_eq!(options.targets(), ["a", "b::c"]);
     /// ```
     pub fn with_targets<I, T>(mut self, targets: I) -> Self
@@ -210,7 +210,7 @@ impl LogBridgeOptions {
     /// process's `log` logger.
     ///
     /// ```
-    /// let options = lens_runtime::logs::LogBridgeOptions::new().with_log(false);
+    /// let options = lens::logs::LogBridgeOptions::new().with_log(false);
     /// # drop(options);
     /// ```
     pub fn with_log(mut self, on: bool) -> Self {
@@ -222,7 +222,7 @@ impl LogBridgeOptions {
     /// (default `true`).
     ///
     /// ```
-    /// let options = lens_runtime::logs::LogBridgeOptions::new().with_tracing(false);
+    /// let options = lens::logs::LogBridgeOptions::new().with_tracing(false);
     /// # drop(options);
     /// ```
     pub fn with_tracing(mut self, on: bool) -> Self {
@@ -236,7 +236,7 @@ impl LogBridgeOptions {
     ///
     /// ```
     /// let options =
-    ///     lens_runtime::logs::LogBridgeOptions::new().with_global_tracing_subscriber(true);
+    ///     lens::logs::LogBridgeOptions::new().with_global_tracing_subscriber(true);
     /// # drop(options);
     /// ```
     pub fn with_global_tracing_subscriber(mut self, on: bool) -> Self {
@@ -247,7 +247,7 @@ impl LogBridgeOptions {
     /// The minimum level.
     ///
     /// ```
-    /// use lens_runtime::logs::{Level, LogBridgeOptions};
+    /// use lens::{logs::Level, logs::LogBridgeOptions};
     /// assert_eq!(LogBridgeOptions::new().level(), Level::Info);
     /// ```
     pub fn level(&self) -> Level {
@@ -257,7 +257,7 @@ impl LogBridgeOptions {
     /// The target prefixes (empty: every target).
     ///
     /// ```
-    /// assert!(lens_runtime::logs::LogBridgeOptions::new().targets().is_empty());
+    /// assert!(lens::logs::LogBridgeOptions::new().targets().is_empty());
     /// ```
     pub fn targets(&self) -> &[String] {
         &self.targets
@@ -267,7 +267,7 @@ impl LogBridgeOptions {
     /// level filter aside).
     ///
     /// ```
-    /// let all = lens_runtime::logs::LogBridgeOptions::new();
+    /// let all = lens::logs::LogBridgeOptions::new();
     /// assert!(all.accepts("my_app"));
     /// assert!(!all.accepts("opentelemetry_sdk"), "never the SDK's own logs");
     /// ```
@@ -306,9 +306,9 @@ pub(super) fn target_accepted(prefixes: &[String], target: &str) -> bool {
 /// An invalid [`LogBridgeOptions`] value or [`Level`] name.
 ///
 /// ```
-/// use lens_runtime::logs::{LogBridgeError, LogBridgeOptions};
-/// # let handle = lens_runtime::setup::setup_telemetry(Default::default(), 0, 1).unwrap();
-/// let err = lens_runtime::setup::setup_logging_bridge(
+/// use lens::{logs::LogBridgeError, logs::LogBridgeOptions};
+/// # let handle = lens::setup_telemetry(Default::default(), 0, 1).unwrap();
+/// let err = lens::logs::setup_logging_bridge(
 ///     &handle,
 ///     LogBridgeOptions::new().with_target(""),
 /// )

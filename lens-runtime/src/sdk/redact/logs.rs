@@ -13,32 +13,18 @@ use std::time::Duration;
 /// them to `inner`. A batch with nothing sensitive is passed through as is;
 /// otherwise the affected records are rebuilt (the SDK's records cannot be
 /// edited in place) and the batch re-assembled in order.
-///
-/// ```
-/// use lens_runtime::redact::{RedactLogs, Redactor};
-/// use lens_runtime::otel_sdk::logs::{InMemoryLogExporter, SdkLoggerProvider};
-/// let exporter = InMemoryLogExporter::default();
-/// let provider = SdkLoggerProvider::builder()
-///     .with_simple_exporter(RedactLogs::new(exporter.clone(), Redactor::new(["email"])))
-///     .build();
-/// # let _ = provider;
-/// ```
 #[derive(Debug)]
-pub struct RedactLogs<E> {
+pub(crate) struct RedactLogs<E> {
     inner: E,
     redactor: Redactor,
 }
 
 impl<E> RedactLogs<E> {
     /// Wraps `inner`.
-    pub fn new(inner: E, redactor: Redactor) -> Self {
+    pub(crate) fn new(inner: E, redactor: Redactor) -> Self {
         RedactLogs { inner, redactor }
     }
 
-    /// The wrapped exporter.
-    pub fn inner(&self) -> &E {
-        &self.inner
-    }
 }
 
 impl<E: LogExporter> LogExporter for RedactLogs<E> {
@@ -98,5 +84,22 @@ impl<E: LogExporter> LogExporter for RedactLogs<E> {
             Some(redacted) => self.inner.set_resource(&redacted),
             None => self.inner.set_resource(resource),
         }
+    }
+}
+
+
+#[cfg(test)]
+mod examples {
+    //! Examples of crate-private items, kept as unit tests.
+
+    #[test]
+    fn redactlogs() {
+        use crate::sdk::redact::{RedactLogs, Redactor};
+        use opentelemetry_sdk::logs::{InMemoryLogExporter, SdkLoggerProvider};
+        let exporter = InMemoryLogExporter::default();
+        let provider = SdkLoggerProvider::builder()
+            .with_simple_exporter(RedactLogs::new(exporter.clone(), Redactor::new(["email"])))
+            .build();
+        let _ = provider;
     }
 }

@@ -15,33 +15,18 @@ use std::sync::Arc;
 /// redaction happens at the measurement). Sync instruments copy the
 /// attributes only when one is sensitive; observable instruments' callbacks
 /// observe through a redacting instrument.
-///
-/// ```
-/// use lens_runtime::redact::{RedactingMeterProvider, Redactor};
-/// use lens_runtime::otel::metrics::MeterProvider as _;
-/// use lens_runtime::otel::KeyValue;
-/// let sdk = lens_runtime::otel_sdk::metrics::SdkMeterProvider::builder().build();
-/// let provider = RedactingMeterProvider::new(sdk, Redactor::default());
-/// let counter = provider.meter("doc").u64_counter("requests").build();
-/// counter.add(1, &[KeyValue::new("prompt", "recorded as [REDACTED]")]);
-/// // install it: lens_runtime::otel::global::set_meter_provider(provider);
-/// ```
 #[derive(Debug, Clone)]
-pub struct RedactingMeterProvider<P = SdkMeterProvider> {
+pub(crate) struct RedactingMeterProvider<P = SdkMeterProvider> {
     inner: P,
     redactor: Redactor,
 }
 
 impl<P> RedactingMeterProvider<P> {
     /// Wraps `inner`.
-    pub fn new(inner: P, redactor: Redactor) -> Self {
+    pub(crate) fn new(inner: P, redactor: Redactor) -> Self {
         RedactingMeterProvider { inner, redactor }
     }
 
-    /// The wrapped provider (to flush or shut it down).
-    pub fn inner(&self) -> &P {
-        &self.inner
-    }
 }
 
 impl<P: MeterProvider> MeterProvider for RedactingMeterProvider<P> {
@@ -194,4 +179,22 @@ impl InstrumentProvider for RedactingInstruments {
         i64_observable_gauge: ObservableGauge<i64>,
         f64_observable_gauge: ObservableGauge<f64>
     );
+}
+
+
+#[cfg(test)]
+mod examples {
+    //! Examples of crate-private items, kept as unit tests.
+
+    #[test]
+    fn redactingmeterprovider() {
+        use crate::sdk::redact::{RedactingMeterProvider, Redactor};
+        use opentelemetry::metrics::MeterProvider as _;
+        use opentelemetry::KeyValue;
+        let sdk = opentelemetry_sdk::metrics::SdkMeterProvider::builder().build();
+        let provider = RedactingMeterProvider::new(sdk, Redactor::default());
+        let counter = provider.meter("doc").u64_counter("requests").build();
+        counter.add(1, &[KeyValue::new("prompt", "recorded as [REDACTED]")]);
+        // install it: opentelemetry::global::set_meter_provider(provider);
+    }
 }

@@ -23,10 +23,10 @@ mod metrics;
 mod rule;
 mod spans;
 
-pub use logs::RedactLogs;
-pub use metrics::RedactingMeterProvider;
-pub use rule::Redactor;
-pub use spans::RedactSpans;
+pub(crate) use logs::RedactLogs;
+pub(crate) use metrics::RedactingMeterProvider;
+pub(crate) use rule::Redactor;
+pub(crate) use spans::RedactSpans;
 
 #[cfg(test)]
 mod tests {

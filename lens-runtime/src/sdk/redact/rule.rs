@@ -12,36 +12,14 @@ use std::sync::{Arc, OnceLock};
 /// The redaction rule: the default sensitive keys plus caller-given extra
 /// keys. Cheap to clone (the extra keys are shared); checking a key never
 /// allocates.
-///
-/// ```
-/// use lens_runtime::redact::Redactor;
-/// use lens_runtime::otel::KeyValue;
-/// let r = Redactor::new(["email", " "]); // blank keys are ignored
-/// let mut attrs = vec![
-///     KeyValue::new("user.email", "a@b.c"),
-///     KeyValue::new("api_key", "k"),
-///     KeyValue::new("token", 42),
-///     KeyValue::new("http.route", "/v1"),
-/// ];
-/// assert!(r.redact_attributes(&mut attrs));
-/// assert_eq!(attrs[0].value.as_str(), "[REDACTED]");
-/// assert_eq!(attrs[1].value.as_str(), "[REDACTED]");
-/// assert_eq!(attrs[2].value.as_str(), "42"); // not a string: kept
-/// assert_eq!(attrs[3].value.as_str(), "/v1");
-/// ```
 #[derive(Debug, Clone, Default)]
-pub struct Redactor {
+pub(crate) struct Redactor {
     extra: Arc<[Box<str>]>,
 }
 
 impl Redactor {
     /// The default rule plus `extra_keys` (trimmed; blank ones ignored).
-    ///
-    /// ```
-    /// let r = lens_runtime::redact::Redactor::new(["ssn"]);
-    /// assert!(r.is_redacted("user.ssn") && r.is_redacted("prompt"));
-    /// ```
-    pub fn new<I>(extra_keys: I) -> Self
+    pub(crate) fn new<I>(extra_keys: I) -> Self
     where
         I: IntoIterator,
         I::Item: AsRef<str>,
@@ -59,23 +37,13 @@ impl Redactor {
     }
 
     /// The extra keys, trimmed, blank ones dropped.
-    ///
-    /// ```
-    /// let r = lens_runtime::redact::Redactor::new([" email ", ""]);
-    /// assert_eq!(r.extra_keys().collect::<Vec<_>>(), ["email"]);
-    /// ```
-    pub fn extra_keys(&self) -> impl Iterator<Item = &str> {
+    #[cfg(test)]
+    pub(crate) fn extra_keys(&self) -> impl Iterator<Item = &str> {
         self.extra.iter().map(|k| &**k)
     }
 
     /// Whether string values under `key` are redacted.
-    ///
-    /// ```
-    /// let r = lens_runtime::redact::Redactor::default();
-    /// assert!(r.is_redacted("gen_ai.prompt.0.content"));
-    /// assert!(!r.is_redacted("gen_ai.usage.input_tokens"));
-    /// ```
-    pub fn is_redacted(&self, key: &str) -> bool {
+    pub(crate) fn is_redacted(&self, key: &str) -> bool {
         is_redacted_key_with(key, &self.extra)
     }
 
@@ -86,30 +54,14 @@ impl Redactor {
     }
 
     /// Redacts one attribute in place; returns whether it changed.
-    ///
-    /// ```
-    /// use lens_runtime::otel::KeyValue;
-    /// let r = lens_runtime::redact::Redactor::default();
-    /// let mut kv = KeyValue::new("hf_token", "hf_abc");
-    /// assert!(r.redact_key_value(&mut kv));
-    /// assert_eq!(kv.value.as_str(), "[REDACTED]");
-    /// ```
-    pub fn redact_key_value(&self, kv: &mut KeyValue) -> bool {
+    pub(crate) fn redact_key_value(&self, kv: &mut KeyValue) -> bool {
         self.needs(kv) && redact_value(&mut kv.value)
     }
 
     /// Redacts attributes in place (span, event, link or resource
     /// attributes); returns whether any changed. Never allocates when none
     /// is sensitive.
-    ///
-    /// ```
-    /// use lens_runtime::otel::KeyValue;
-    /// let r = lens_runtime::redact::Redactor::default();
-    /// let mut attrs = vec![KeyValue::new("deploy.token", "t0k3n")];
-    /// r.redact_attributes(&mut attrs);
-    /// assert_eq!(attrs[0].value.as_str(), "[REDACTED]");
-    /// ```
-    pub fn redact_attributes(&self, attributes: &mut [KeyValue]) -> bool {
+    pub(crate) fn redact_attributes(&self, attributes: &mut [KeyValue]) -> bool {
         let mut changed = false;
         for kv in attributes {
             changed |= self.redact_key_value(kv);
@@ -119,17 +71,7 @@ impl Redactor {
 
     /// `attributes` with sensitive ones redacted: borrowed (no allocation)
     /// when none is sensitive, else a redacted copy.
-    ///
-    /// ```
-    /// use lens_runtime::otel::KeyValue;
-    /// use std::borrow::Cow;
-    /// let r = lens_runtime::redact::Redactor::default();
-    /// let clean = [KeyValue::new("n", 1)];
-    /// assert!(matches!(r.redacted_attributes(&clean), Cow::Borrowed(_)));
-    /// let dirty = [KeyValue::new("prompt", "p")];
-    /// assert_eq!(r.redacted_attributes(&dirty)[0].value.as_str(), "[REDACTED]");
-    /// ```
-    pub fn redacted_attributes<'a>(&self, attributes: &'a [KeyValue]) -> Cow<'a, [KeyValue]> {
+    pub(crate) fn redacted_attributes<'a>(&self, attributes: &'a [KeyValue]) -> Cow<'a, [KeyValue]> {
         match attributes.iter().position(|kv| self.needs(kv)) {
             None => Cow::Borrowed(attributes),
             Some(first) => {
@@ -145,22 +87,7 @@ impl Redactor {
     /// Redacts a finished span in place: its attributes, its events'
     /// attributes and its links' attributes (names are not scanned).
     /// Returns whether anything changed.
-    ///
-    /// ```
-    /// use lens_runtime::redact::Redactor;
-    /// use lens_runtime::otel_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
-    /// use lens_runtime::otel::trace::{Span as _, Tracer as _, TracerProvider as _};
-    /// use lens_runtime::otel::KeyValue;
-    /// let exporter = InMemorySpanExporter::default();
-    /// let provider = SdkTracerProvider::builder().with_simple_exporter(exporter.clone()).build();
-    /// let mut span = provider.tracer("doc").start("s");
-    /// span.set_attribute(KeyValue::new("api_key", "k"));
-    /// span.end();
-    /// let mut data = exporter.get_finished_spans().unwrap().remove(0);
-    /// assert!(Redactor::default().redact_span(&mut data));
-    /// assert_eq!(data.attributes[0].value.as_str(), "[REDACTED]");
-    /// ```
-    pub fn redact_span(&self, span: &mut SpanData) -> bool {
+    pub(crate) fn redact_span(&self, span: &mut SpanData) -> bool {
         let mut changed = self.redact_attributes(&mut span.attributes);
         if let Some(scope) = self.redact_scope(&span.instrumentation_scope) {
             span.instrumentation_scope = scope;
@@ -177,17 +104,7 @@ impl Redactor {
 
     /// A copy of `scope` with sensitive attributes redacted (name, version
     /// and schema URL kept), or `None` when nothing in it is sensitive.
-    ///
-    /// ```
-    /// use lens_runtime::otel::{InstrumentationScope, KeyValue};
-    /// let r = lens_runtime::redact::Redactor::new::<[&str; 0]>([]);
-    /// let scope = InstrumentationScope::builder("s")
-    ///     .with_attributes([KeyValue::new("api_key", "x")])
-    ///     .build();
-    /// let redacted = r.redact_scope(&scope).unwrap();
-    /// assert_eq!(redacted.attributes().next().unwrap().value.as_str(), "[REDACTED]");
-    /// ```
-    pub fn redact_scope(&self, scope: &InstrumentationScope) -> Option<InstrumentationScope> {
+    pub(crate) fn redact_scope(&self, scope: &InstrumentationScope) -> Option<InstrumentationScope> {
         if !scope
             .attributes()
             .any(|kv| self.is_redacted(kv.key.as_str()))
@@ -208,17 +125,7 @@ impl Redactor {
 
     /// A copy of `resource` with sensitive attributes redacted (schema URL
     /// kept), or `None` when nothing in it is sensitive.
-    ///
-    /// ```
-    /// use lens_runtime::otel::KeyValue;
-    /// use lens_runtime::otel_sdk::Resource;
-    /// let r = lens_runtime::redact::Redactor::default();
-    /// let res = Resource::builder_empty().with_attribute(KeyValue::new("deploy.token", "t")).build();
-    /// let red = r.redact_resource(&res).unwrap();
-    /// assert_eq!(red.get(&"deploy.token".into()).unwrap().as_str(), "[REDACTED]");
-    /// assert!(r.redact_resource(&red).is_none());
-    /// ```
-    pub fn redact_resource(&self, resource: &Resource) -> Option<Resource> {
+    pub(crate) fn redact_resource(&self, resource: &Resource) -> Option<Resource> {
         let needs = |k: &opentelemetry::Key, v: &opentelemetry::Value| {
             is_redactable(v) && self.is_redacted(k.as_str())
         };
@@ -344,4 +251,114 @@ fn has_text(value: &AnyValue) -> bool {
 fn record_factory() -> &'static SdkLogger {
     static FACTORY: OnceLock<SdkLogger> = OnceLock::new();
     FACTORY.get_or_init(|| SdkLoggerProvider::builder().build().logger("lens.redact"))
+}
+
+
+#[cfg(test)]
+mod examples {
+    //! Examples of crate-private items, kept as unit tests.
+
+    #[test]
+    fn redactor() {
+        use crate::sdk::redact::Redactor;
+        use opentelemetry::KeyValue;
+        let r = Redactor::new(["email", " "]); // blank keys are ignored
+        let mut attrs = vec![
+            KeyValue::new("user.email", "a@b.c"),
+            KeyValue::new("api_key", "k"),
+            KeyValue::new("token", 42),
+            KeyValue::new("http.route", "/v1"),
+        ];
+        assert!(r.redact_attributes(&mut attrs));
+        assert_eq!(attrs[0].value.as_str(), "[REDACTED]");
+        assert_eq!(attrs[1].value.as_str(), "[REDACTED]");
+        assert_eq!(attrs[2].value.as_str(), "42"); // not a string: kept
+        assert_eq!(attrs[3].value.as_str(), "/v1");
+    }
+
+    #[test]
+    fn new() {
+        let r = crate::sdk::redact::Redactor::new(["ssn"]);
+        assert!(r.is_redacted("user.ssn") && r.is_redacted("prompt"));
+    }
+
+    #[test]
+    fn extra_keys() {
+        let r = crate::sdk::redact::Redactor::new([" email ", ""]);
+        assert_eq!(r.extra_keys().collect::<Vec<_>>(), ["email"]);
+    }
+
+    #[test]
+    fn is_redacted() {
+        let r = crate::sdk::redact::Redactor::default();
+        assert!(r.is_redacted("gen_ai.prompt.0.content"));
+        assert!(!r.is_redacted("gen_ai.usage.input_tokens"));
+    }
+
+    #[test]
+    fn redact_key_value() {
+        use opentelemetry::KeyValue;
+        let r = crate::sdk::redact::Redactor::default();
+        let mut kv = KeyValue::new("hf_token", "hf_abc");
+        assert!(r.redact_key_value(&mut kv));
+        assert_eq!(kv.value.as_str(), "[REDACTED]");
+    }
+
+    #[test]
+    fn redact_attributes() {
+        use opentelemetry::KeyValue;
+        let r = crate::sdk::redact::Redactor::default();
+        let mut attrs = vec![KeyValue::new("deploy.token", "t0k3n")];
+        r.redact_attributes(&mut attrs);
+        assert_eq!(attrs[0].value.as_str(), "[REDACTED]");
+    }
+
+    #[test]
+    fn redacted_attributes() {
+        use opentelemetry::KeyValue;
+        use std::borrow::Cow;
+        let r = crate::sdk::redact::Redactor::default();
+        let clean = [KeyValue::new("n", 1)];
+        assert!(matches!(r.redacted_attributes(&clean), Cow::Borrowed(_)));
+        let dirty = [KeyValue::new("prompt", "p")];
+        assert_eq!(r.redacted_attributes(&dirty)[0].value.as_str(), "[REDACTED]");
+    }
+
+    #[test]
+    fn redact_span() {
+        use crate::sdk::redact::Redactor;
+        use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+        use opentelemetry::trace::{Span as _, Tracer as _, TracerProvider as _};
+        use opentelemetry::KeyValue;
+        let exporter = InMemorySpanExporter::default();
+        let provider = SdkTracerProvider::builder().with_simple_exporter(exporter.clone()).build();
+        let mut span = provider.tracer("doc").start("s");
+        span.set_attribute(KeyValue::new("api_key", "k"));
+        span.end();
+        let mut data = exporter.get_finished_spans().unwrap().remove(0);
+        assert!(Redactor::default().redact_span(&mut data));
+        assert_eq!(data.attributes[0].value.as_str(), "[REDACTED]");
+    }
+
+    #[test]
+    fn redact_scope() {
+        use opentelemetry::{InstrumentationScope, KeyValue};
+        let r = crate::sdk::redact::Redactor::new::<[&str; 0]>([]);
+        let scope = InstrumentationScope::builder("s")
+            .with_attributes([KeyValue::new("api_key", "x")])
+            .build();
+        let redacted = r.redact_scope(&scope).unwrap();
+        assert_eq!(redacted.attributes().next().unwrap().value.as_str(), "[REDACTED]");
+    }
+
+    #[test]
+    fn redact_resource() {
+        use opentelemetry::KeyValue;
+        use opentelemetry_sdk::Resource;
+        let r = crate::sdk::redact::Redactor::default();
+        let res = Resource::builder_empty().with_attribute(KeyValue::new("deploy.token", "t")).build();
+        let red = r.redact_resource(&res).unwrap();
+        assert_eq!(red.get(&"deploy.token".into()).unwrap().as_str(), "[REDACTED]");
+        assert!(r.redact_resource(&red).is_none());
+    }
 }

@@ -8,30 +8,21 @@ use std::time::Duration;
 
 /// A span exporter that redacts every span ([`Redactor::redact_span`]) and
 /// the resource before handing them to `inner`.
-///
-/// ```
-/// use lens_runtime::redact::{RedactSpans, Redactor};
-/// use lens_runtime::otel_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
-/// let exporter = InMemorySpanExporter::default();
-/// let provider = SdkTracerProvider::builder()
-///     .with_simple_exporter(RedactSpans::new(exporter.clone(), Redactor::default()))
-///     .build();
-/// # let _ = provider;
-/// ```
 #[derive(Debug)]
-pub struct RedactSpans<E> {
+pub(crate) struct RedactSpans<E> {
     inner: E,
     redactor: Redactor,
 }
 
 impl<E> RedactSpans<E> {
     /// Wraps `inner`.
-    pub fn new(inner: E, redactor: Redactor) -> Self {
+    pub(crate) fn new(inner: E, redactor: Redactor) -> Self {
         RedactSpans { inner, redactor }
     }
 
+    #[cfg(test)]
     /// The wrapped exporter.
-    pub fn inner(&self) -> &E {
+    pub(crate) fn inner(&self) -> &E {
         &self.inner
     }
 }
@@ -61,5 +52,22 @@ impl<E: SpanExporter> SpanExporter for RedactSpans<E> {
             Some(redacted) => self.inner.set_resource(&redacted),
             None => self.inner.set_resource(resource),
         }
+    }
+}
+
+
+#[cfg(test)]
+mod examples {
+    //! Examples of crate-private items, kept as unit tests.
+
+    #[test]
+    fn redactspans() {
+        use crate::sdk::redact::{RedactSpans, Redactor};
+        use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+        let exporter = InMemorySpanExporter::default();
+        let provider = SdkTracerProvider::builder()
+            .with_simple_exporter(RedactSpans::new(exporter.clone(), Redactor::default()))
+            .build();
+        let _ = provider;
     }
 }
