@@ -39,9 +39,9 @@ pub use api::groups::{
     SpanGroupError, SpanGroupFamily, SpanGroupSet,
 };
 pub use api::metrics::{
-    GymMetrics, GymRecord, InferenceMetrics, InferenceRecord, RlMetrics, RlRecord,
-    TrainingMetrics, TrainingRecord, DURATION_MS_BUCKETS, GEN_AI_DURATION_BUCKETS_S,
-    GEN_AI_TOKEN_BUCKETS, MAX_INFERENCE_ATTRIBUTE_SETS, STEP_DURATION_BUCKETS_S,
+    GymMetrics, GymRecord, InferenceMetrics, InferenceRecord, RlMetrics, RlRecord, TrainingMetrics,
+    TrainingRecord, DURATION_MS_BUCKETS, GEN_AI_DURATION_BUCKETS_S, GEN_AI_TOKEN_BUCKETS,
+    MAX_INFERENCE_ATTRIBUTE_SETS, STEP_DURATION_BUCKETS_S,
 };
 #[cfg(feature = "http")]
 pub use api::propagation::http;
@@ -50,21 +50,21 @@ pub use api::propagation::mpi_collective;
 pub use api::propagation::{
     broadcast_trace_context, context_from_bytes, context_from_env, context_from_env_lookup,
     context_to_bytes, create_linked_span, env_for_child, extract_context, extract_from,
-    inject_context, inject_into, pp_trace_carrier, set_pp_trace_carrier, w3c, Carrier,
-    Collective, CollectiveError, LocalCollective, ENV_CARRIER_VARS,
+    inject_context, inject_into, pp_trace_carrier, set_pp_trace_carrier, w3c, Carrier, Collective,
+    CollectiveError, LocalCollective, ENV_CARRIER_VARS,
 };
 pub use api::semconv;
-pub use api::span::{start_detached, LensSpan, SpanGuard, SpanStatus};
 #[cfg(feature = "sdk")]
 pub use api::span::{clear_tracer_provider, set_tracer_provider};
+pub use api::span::{start_detached, LensSpan, SpanGuard, SpanStatus};
+#[cfg(feature = "sdk")]
+pub use config::otel::OtlpProtocol;
 pub use config::strategy::{
     is_export_strategy_registered, rank_is_sampled, register_export_strategy,
     registered_export_strategies, remove_export_strategy, replace_export_strategy, should_export,
     StrategyError,
 };
 pub use config::{ConfigError, ExporterKind, LensConfig};
-#[cfg(feature = "sdk")]
-pub use config::otel::OtlpProtocol;
 #[cfg(feature = "sdk")]
 pub use sdk::gpu::{register_gpu_metrics, visible_gpus, GpuDevice};
 #[cfg(feature = "sdk")]

@@ -203,9 +203,9 @@ pub mod gpu {
 #[cfg(feature = "sdk")]
 pub mod logs {
     pub use lens_runtime::{
-        log, setup_logging_bridge, setup_logging_bridge_with_provider, tracing,
-        tracing_subscriber, InstallStatus, Level, LogBridge, LogBridgeError, LogBridgeLayer,
-        LogBridgeLogger, LogBridgeOptions,
+        log, setup_logging_bridge, setup_logging_bridge_with_provider, tracing, tracing_subscriber,
+        InstallStatus, Level, LogBridge, LogBridgeError, LogBridgeLayer, LogBridgeLogger,
+        LogBridgeOptions,
     };
 }
 
@@ -216,12 +216,12 @@ pub use lens_runtime::{
     registered_export_strategies, remove_export_strategy, replace_export_strategy, should_export,
     StrategyError,
 };
-pub use lens_runtime::{LensSpan, SpanGuard, SpanStatus};
 #[cfg(feature = "sdk")]
 pub use lens_runtime::{
     setup_telemetry, ForkSafeIdGenerator, OtlpProtocol, RankAwareSampler, SetupError,
     ShutdownError, TelemetryBuilder, TelemetryHandle,
 };
+pub use lens_runtime::{LensSpan, SpanGuard, SpanStatus};
 
 /// The eight base groups and the base family.
 pub mod groups {

@@ -182,7 +182,6 @@ impl Default for LensConfig {
     }
 }
 
-
 #[cfg(test)]
 mod examples {
     //! Examples of crate-private items, kept as unit tests.
@@ -192,6 +191,9 @@ mod examples {
         use crate::config::lens::parse_bool;
         assert_eq!(parse_bool("X", "On"), Ok(true));
         assert_eq!(parse_bool("X", "0"), Ok(false));
-        assert!(parse_bool("NEMO_LENS_ENABLED", "maybe").unwrap_err().to_string().contains("NEMO_LENS_ENABLED"));
+        assert!(parse_bool("NEMO_LENS_ENABLED", "maybe")
+            .unwrap_err()
+            .to_string()
+            .contains("NEMO_LENS_ENABLED"));
     }
 }

@@ -286,7 +286,6 @@ pub fn should_export(
     Ok(decide(config, rank, world_size))
 }
 
-
 #[cfg(test)]
 mod examples {
     //! Examples of crate-private items, kept as unit tests.

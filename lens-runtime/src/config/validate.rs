@@ -50,7 +50,7 @@ impl LensConfig {
     /// ```
     /// use lens::groups;
     /// let cfg = lens::LensConfig::default();
-    /// assert!(cfg.resolve_span_groups().unwrap().contains(&base::JOB));
+    /// assert!(cfg.resolve_span_groups().unwrap().contains(&groups::JOB));
     /// ```
     pub fn resolve_span_groups(&self) -> Result<SpanGroupSet, ConfigError> {
         SpanGroupSet::resolve(&self.span_groups, &self.span_group_families).map_err(|source| {

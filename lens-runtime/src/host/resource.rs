@@ -46,7 +46,10 @@ impl Detect<'_> {
 }
 
 /// `run_id` from the config, else `SLURM_JOB_ID`, else 12 random hex digits.
-pub(crate) fn resolve_run_id(config: &LensConfig, lookup: &dyn Fn(&str) -> Option<String>) -> String {
+pub(crate) fn resolve_run_id(
+    config: &LensConfig,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> String {
     if let Some(id) = config.run_id.as_ref().filter(|s| !s.trim().is_empty()) {
         return id.trim().to_owned();
     }
@@ -146,7 +149,9 @@ impl std::error::Error for InvalidResourceAttributes {}
 /// trimmed and percent-decoded. Blank members are skipped; a member without
 /// `=`, with an empty key, with a `%` not followed by two hex digits, or
 /// whose escapes do not decode to UTF-8 makes the whole value invalid.
-pub(crate) fn parse_resource_attributes(raw: &str) -> Result<Vec<KeyValue>, InvalidResourceAttributes> {
+pub(crate) fn parse_resource_attributes(
+    raw: &str,
+) -> Result<Vec<KeyValue>, InvalidResourceAttributes> {
     raw.split(',')
         .filter(|member| !member.trim().is_empty())
         .map(|member| {
@@ -523,7 +528,6 @@ mod tests {
     }
 }
 
-
 #[cfg(test)]
 mod examples {
     //! Examples of crate-private items, kept as unit tests.
@@ -532,7 +536,10 @@ mod examples {
     fn resolve_run_id() {
         use crate::host::resource::resolve_run_id;
         let cfg = crate::config::LensConfig::default();
-        assert_eq!(resolve_run_id(&cfg, &|v| (v == "SLURM_JOB_ID").then(|| "777".into())), "777");
+        assert_eq!(
+            resolve_run_id(&cfg, &|v| (v == "SLURM_JOB_ID").then(|| "777".into())),
+            "777"
+        );
         assert_eq!(resolve_run_id(&cfg, &|_| None).len(), 12);
     }
 
@@ -557,7 +564,14 @@ mod examples {
         assert_eq!(attrs[0].key.as_str(), "a,b");
         assert_eq!(attrs[0].value.as_str(), "c=d");
         assert_eq!(attrs[1].value.as_str(), "pre€");
-        for bad in ["team", "=x", "team=%", "team=%zz", "team=%1€", "team=%e2%82"] {
+        for bad in [
+            "team",
+            "=x",
+            "team=%",
+            "team=%zz",
+            "team=%1€",
+            "team=%e2%82",
+        ] {
             assert!(parse_resource_attributes(bad).is_err(), "{bad}");
         }
     }
@@ -565,8 +579,11 @@ mod examples {
     #[test]
     fn gpu_count() {
         use crate::host::resource::{gpu_count, Detect};
-        let d = Detect { lookup: &|v| (v == "CUDA_VISIBLE_DEVICES").then(|| "0,1,3".into()),
-                         k8s_service_account_dir: "/nonexistent".into(), use_nvml: false };
+        let d = Detect {
+            lookup: &|v| (v == "CUDA_VISIBLE_DEVICES").then(|| "0,1,3".into()),
+            k8s_service_account_dir: "/nonexistent".into(),
+            use_nvml: false,
+        };
         assert_eq!(gpu_count(&d), Some(3));
     }
 

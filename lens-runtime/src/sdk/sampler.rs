@@ -226,7 +226,6 @@ mod tests {
     }
 }
 
-
 #[cfg(test)]
 mod examples {
     //! Examples of crate-private items, kept as unit tests.
@@ -238,8 +237,12 @@ mod examples {
             "OTEL_TRACES_SAMPLER" => Some("parentbased_traceidratio".into()),
             "OTEL_TRACES_SAMPLER_ARG" => Some("0.25".into()),
             _ => None,
-        }).unwrap();
+        })
+        .unwrap();
         let _ = s;
-        assert!(sampler_from_lookup(|k| (k == "OTEL_TRACES_SAMPLER").then(|| "sometimes".into())).is_err());
+        assert!(
+            sampler_from_lookup(|k| (k == "OTEL_TRACES_SAMPLER").then(|| "sometimes".into()))
+                .is_err()
+        );
     }
 }

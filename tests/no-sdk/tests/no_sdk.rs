@@ -36,3 +36,36 @@ fn config_works_without_the_sdk() {
     .unwrap();
     assert_eq!(c.resolve_span_groups().unwrap().names().len(), 8);
 }
+
+#[test]
+fn instrument_sets_and_w3c_propagation_work_without_the_sdk() {
+    use lens::otel::trace::{SpanContext, SpanId, TraceFlags, TraceId, TraceState};
+    // Instrument sets need only the metrics API: they record into the global
+    // (here no-op) meter provider.
+    let meter = lens::otel::global::meter("no-sdk");
+    let training = lens::metrics::TrainingMetrics::new(&meter);
+    training.record(&lens::metrics::TrainingRecord {
+        step_duration_s: Some(0.5),
+        loss: Some(1.25),
+        ..Default::default()
+    });
+
+    // W3C TraceContext round trip through the string-map carrier.
+    let remote = SpanContext::new(
+        TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap(),
+        SpanId::from_hex("00f067aa0ba902b7").unwrap(),
+        TraceFlags::SAMPLED,
+        true,
+        TraceState::default(),
+    );
+    let cx = lens::otel::Context::new().with_remote_span_context(remote.clone());
+    let _attached = cx.attach();
+    let carrier = lens::propagation::inject_context();
+    assert_eq!(
+        carrier.get("traceparent").map(String::as_str),
+        Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+    );
+    let back = lens::propagation::extract_context(&carrier);
+    assert_eq!(back.span().span_context().trace_id(), remote.trace_id());
+    assert!(back.span().span_context().is_remote());
+}

@@ -105,7 +105,6 @@ pub(super) fn redacted(mut value: Value) -> Value {
     value
 }
 
-
 #[cfg(test)]
 mod examples {
     //! Examples of crate-private items, kept as unit tests.

@@ -114,7 +114,6 @@ pub fn safe_set_span_attributes<S: SpanAttributeTarget + ?Sized>(
     }
 }
 
-
 #[cfg(test)]
 mod examples {
     //! Examples of crate-private items, kept as unit tests.
@@ -122,7 +121,10 @@ mod examples {
     #[test]
     fn value_for_key() {
         use crate::api::attr::value_for_key;
-        assert_eq!(value_for_key("api.token", &"t").unwrap().as_str(), "[REDACTED]");
+        assert_eq!(
+            value_for_key("api.token", &"t").unwrap().as_str(),
+            "[REDACTED]"
+        );
         assert!(value_for_key("n", &None::<i64>).is_none());
     }
 
@@ -135,7 +137,8 @@ mod examples {
 
     #[test]
     fn collect() {
-        let attrs = crate::api::attr::collect(&[("n", &3), ("secret", &"x"), ("skip", &None::<i64>)]);
+        let attrs =
+            crate::api::attr::collect(&[("n", &3), ("secret", &"x"), ("skip", &None::<i64>)]);
         assert_eq!(attrs.len(), 2);
         assert_eq!(attrs[1].value.as_str(), "[REDACTED]");
     }

@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 ///
 /// ```
 /// use lens::groups;
-/// assert_eq!(base::STEP.name(), "step");
-/// assert!(!base::STEP.is_enabled());
+/// assert_eq!(groups::STEP.name(), "step");
+/// assert!(!groups::STEP.is_enabled());
 /// ```
 #[derive(Debug)]
 pub struct SpanGroup {
@@ -44,7 +44,7 @@ impl SpanGroup {
     ///
     /// ```
     /// use lens::groups;
-    /// if base::CHECKPOINT.is_enabled() { /* build expensive attributes */ }
+    /// if groups::CHECKPOINT.is_enabled() { /* build expensive attributes */ }
     /// ```
     #[inline(always)]
     pub fn is_enabled(&self) -> bool {
@@ -109,7 +109,7 @@ impl Preset {
 ///
 /// ```
 /// use lens::groups;
-/// let names: Vec<_> = base::FAMILY.groups().iter().map(|g| g.name()).collect();
+/// let names: Vec<_> = groups::FAMILY.groups().iter().map(|g| g.name()).collect();
 /// assert_eq!(names[..3], ["job", "checkpoint", "evaluate"]);
 /// ```
 #[derive(Debug)]

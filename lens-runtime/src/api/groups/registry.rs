@@ -50,9 +50,9 @@ fn register_locked(family: &'static SpanGroupFamily) {
 /// ```
 /// use lens::{groups, set_enabled_span_groups, SpanGroupSet};
 /// set_enabled_span_groups(&SpanGroupSet::resolve("step", &[]).unwrap());
-/// assert!(base::STEP.is_enabled() && !base::JOB.is_enabled());
+/// assert!(groups::STEP.is_enabled() && !groups::JOB.is_enabled());
 /// set_enabled_span_groups(&SpanGroupSet::none());
-/// assert!(!base::STEP.is_enabled());
+/// assert!(!groups::STEP.is_enabled());
 /// ```
 pub fn set_enabled_span_groups(set: &SpanGroupSet) {
     let _lock = WRITE_LOCK.lock().unwrap_or_else(|e| e.into_inner());

@@ -50,8 +50,8 @@ impl std::error::Error for SpanGroupError {}
 /// ```
 /// use lens::{groups, SpanGroupSet};
 /// let set = SpanGroupSet::resolve("default, STEP", &[]).unwrap();
-/// assert!(set.contains(&base::STEP) && set.contains(&base::JOB));
-/// assert!(!set.contains(&base::OPTIMIZER));
+/// assert!(set.contains(&groups::STEP) && set.contains(&groups::JOB));
+/// assert!(!set.contains(&groups::OPTIMIZER));
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct SpanGroupSet {
@@ -79,7 +79,7 @@ impl SpanGroupSet {
     /// ```
     /// use lens::{groups, SpanGroupSet};
     /// let set = SpanGroupSet::resolve(" , per_step ,", &[]).unwrap();
-    /// assert!(set.contains(&base::OPTIMIZER));
+    /// assert!(set.contains(&groups::OPTIMIZER));
     /// let err = SpanGroupSet::resolve("default,stpe", &[]).unwrap_err();
     /// assert!(err.to_string().contains("`stpe`"));
     /// ```
@@ -152,7 +152,7 @@ impl SpanGroupSet {
     ///
     /// ```
     /// use lens::{groups, SpanGroupSet};
-    /// assert!(SpanGroupSet::resolve("all", &[]).unwrap().contains(&base::OPTIMIZER));
+    /// assert!(SpanGroupSet::resolve("all", &[]).unwrap().contains(&groups::OPTIMIZER));
     /// ```
     pub fn contains(&self, group: &SpanGroup) -> bool {
         self.entries

@@ -24,7 +24,6 @@ impl<E> RedactLogs<E> {
     pub(crate) fn new(inner: E, redactor: Redactor) -> Self {
         RedactLogs { inner, redactor }
     }
-
 }
 
 impl<E: LogExporter> LogExporter for RedactLogs<E> {
@@ -86,7 +85,6 @@ impl<E: LogExporter> LogExporter for RedactLogs<E> {
         }
     }
 }
-
 
 #[cfg(test)]
 mod examples {

@@ -26,7 +26,6 @@ impl<P> RedactingMeterProvider<P> {
     pub(crate) fn new(inner: P, redactor: Redactor) -> Self {
         RedactingMeterProvider { inner, redactor }
     }
-
 }
 
 impl<P: MeterProvider> MeterProvider for RedactingMeterProvider<P> {
@@ -180,7 +179,6 @@ impl InstrumentProvider for RedactingInstruments {
         f64_observable_gauge: ObservableGauge<f64>
     );
 }
-
 
 #[cfg(test)]
 mod examples {

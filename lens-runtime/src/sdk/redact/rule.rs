@@ -71,7 +71,10 @@ impl Redactor {
 
     /// `attributes` with sensitive ones redacted: borrowed (no allocation)
     /// when none is sensitive, else a redacted copy.
-    pub(crate) fn redacted_attributes<'a>(&self, attributes: &'a [KeyValue]) -> Cow<'a, [KeyValue]> {
+    pub(crate) fn redacted_attributes<'a>(
+        &self,
+        attributes: &'a [KeyValue],
+    ) -> Cow<'a, [KeyValue]> {
         match attributes.iter().position(|kv| self.needs(kv)) {
             None => Cow::Borrowed(attributes),
             Some(first) => {
@@ -104,7 +107,10 @@ impl Redactor {
 
     /// A copy of `scope` with sensitive attributes redacted (name, version
     /// and schema URL kept), or `None` when nothing in it is sensitive.
-    pub(crate) fn redact_scope(&self, scope: &InstrumentationScope) -> Option<InstrumentationScope> {
+    pub(crate) fn redact_scope(
+        &self,
+        scope: &InstrumentationScope,
+    ) -> Option<InstrumentationScope> {
         if !scope
             .attributes()
             .any(|kv| self.is_redacted(kv.key.as_str()))
@@ -253,7 +259,6 @@ fn record_factory() -> &'static SdkLogger {
     FACTORY.get_or_init(|| SdkLoggerProvider::builder().build().logger("lens.redact"))
 }
 
-
 #[cfg(test)]
 mod examples {
     //! Examples of crate-private items, kept as unit tests.
@@ -321,17 +326,22 @@ mod examples {
         let clean = [KeyValue::new("n", 1)];
         assert!(matches!(r.redacted_attributes(&clean), Cow::Borrowed(_)));
         let dirty = [KeyValue::new("prompt", "p")];
-        assert_eq!(r.redacted_attributes(&dirty)[0].value.as_str(), "[REDACTED]");
+        assert_eq!(
+            r.redacted_attributes(&dirty)[0].value.as_str(),
+            "[REDACTED]"
+        );
     }
 
     #[test]
     fn redact_span() {
         use crate::sdk::redact::Redactor;
-        use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
         use opentelemetry::trace::{Span as _, Tracer as _, TracerProvider as _};
         use opentelemetry::KeyValue;
+        use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
         let exporter = InMemorySpanExporter::default();
-        let provider = SdkTracerProvider::builder().with_simple_exporter(exporter.clone()).build();
+        let provider = SdkTracerProvider::builder()
+            .with_simple_exporter(exporter.clone())
+            .build();
         let mut span = provider.tracer("doc").start("s");
         span.set_attribute(KeyValue::new("api_key", "k"));
         span.end();
@@ -348,7 +358,10 @@ mod examples {
             .with_attributes([KeyValue::new("api_key", "x")])
             .build();
         let redacted = r.redact_scope(&scope).unwrap();
-        assert_eq!(redacted.attributes().next().unwrap().value.as_str(), "[REDACTED]");
+        assert_eq!(
+            redacted.attributes().next().unwrap().value.as_str(),
+            "[REDACTED]"
+        );
     }
 
     #[test]
@@ -356,9 +369,14 @@ mod examples {
         use opentelemetry::KeyValue;
         use opentelemetry_sdk::Resource;
         let r = crate::sdk::redact::Redactor::default();
-        let res = Resource::builder_empty().with_attribute(KeyValue::new("deploy.token", "t")).build();
+        let res = Resource::builder_empty()
+            .with_attribute(KeyValue::new("deploy.token", "t"))
+            .build();
         let red = r.redact_resource(&res).unwrap();
-        assert_eq!(red.get(&"deploy.token".into()).unwrap().as_str(), "[REDACTED]");
+        assert_eq!(
+            red.get(&"deploy.token".into()).unwrap().as_str(),
+            "[REDACTED]"
+        );
         assert!(r.redact_resource(&red).is_none());
     }
 }

@@ -55,7 +55,6 @@ impl<E: SpanExporter> SpanExporter for RedactSpans<E> {
     }
 }
 
-
 #[cfg(test)]
 mod examples {
     //! Examples of crate-private items, kept as unit tests.
