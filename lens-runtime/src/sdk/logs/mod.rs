@@ -40,24 +40,21 @@
 //! # Ok::<(), lens::logs::LogBridgeError>(())
 //! ```
 
+mod facades;
 mod options;
+mod stamp;
 
-use options::target_accepted;
+pub use facades::{LogBridgeLayer, LogBridgeLogger};
 pub use options::{Level, LogBridgeError, LogBridgeOptions};
+use stamp::{StampingLogger, StampingProvider};
 
-use opentelemetry::logs::{LogRecord as _, Logger, LoggerProvider, Severity};
-use opentelemetry::InstrumentationScope;
 use opentelemetry_appender_log::OpenTelemetryLogBridge;
 use opentelemetry_appender_tracing::layer::OpenTelemetryTracingBridge;
-use opentelemetry_sdk::logs::{SdkLogRecord, SdkLogger, SdkLoggerProvider};
-use std::any::TypeId;
+use opentelemetry_sdk::logs::SdkLoggerProvider;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::SystemTime;
-use tracing_subscriber::layer::{Context as LayerContext, SubscriberExt as _};
-use tracing_subscriber::registry::LookupSpan;
-use tracing_subscriber::Layer;
+use tracing_subscriber::layer::SubscriberExt as _;
 
 /// The `log` crate lens bridges (0.4), re-exported so that a program can use
 /// the same version without its own dependency.
@@ -203,50 +200,6 @@ struct Active {
     tracing: OpenTelemetryTracingBridge<StampingProvider, StampingLogger>,
 }
 
-/// The SDK's logger provider, handing out [`StampingLogger`]s named after
-/// lens (the appender crates ask for an unnamed logger; OTLP names the scope
-/// after each record's target anyway).
-#[derive(Debug, Clone)]
-struct StampingProvider(SdkLoggerProvider);
-
-impl LoggerProvider for StampingProvider {
-    type Logger = StampingLogger;
-
-    fn logger_with_scope(&self, _scope: InstrumentationScope) -> StampingLogger {
-        let scope = InstrumentationScope::builder(crate::api::span::SCOPE_NAME).build();
-        StampingLogger(self.0.logger_with_scope(scope))
-    }
-}
-
-/// The SDK's logger, setting each record's `Timestamp` (when the event
-/// happened) at creation: neither appender crate sets one, which leaves only
-/// the `ObservedTimestamp` for backends to sort by.
-#[derive(Debug)]
-struct StampingLogger(SdkLogger);
-
-impl Logger for StampingLogger {
-    type LogRecord = SdkLogRecord;
-
-    fn create_log_record(&self) -> SdkLogRecord {
-        let mut record = self.0.create_log_record();
-        record.set_timestamp(SystemTime::now());
-        record
-    }
-
-    fn emit(&self, record: SdkLogRecord) {
-        // a forked child is inert: the SDK's queue and locks belong to the
-        // parent's threads
-        if crate::sdk::fork::in_child() {
-            return;
-        }
-        self.0.emit(record);
-    }
-
-    fn event_enabled(&self, level: Severity, target: &str, name: Option<&str>) -> bool {
-        self.0.event_enabled(level, target, name)
-    }
-}
-
 /// The minimum level as a number (`Level as u8`); `LEVEL_OFF` when inactive.
 /// Checked before anything else, so a filtered-out record costs one load.
 static MIN_LEVEL: AtomicU8 = AtomicU8::new(LEVEL_OFF);
@@ -384,106 +337,6 @@ fn install(
     })
 }
 
-/// Sends the `log` crate's records to the current bridge.
-///
-/// [`setup_logging_bridge`](crate::setup::setup_logging_bridge) installs it as the process's `log` logger. When
-/// another logger holds that slot, chain this one into it: it forwards
-/// whatever the latest [`setup_logging_bridge`](crate::setup::setup_logging_bridge) call configured (nothing
-/// before the first call or when the bridge is inactive).
-///
-/// ```
-/// use lens::{logs::log::Log, logs::log::Record};
-/// let bridge = lens::logs::LogBridgeLogger;
-/// // e.g. from your own logger's `log` method:
-/// bridge.log(&Record::builder().target("trainer").args(format_args!("hi")).build());
-/// ```
-#[derive(Debug, Clone, Copy, Default)]
-pub struct LogBridgeLogger;
-
-impl log::Log for LogBridgeLogger {
-    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
-        level_passes(Level::from_log(metadata.level()))
-            && current().is_some_and(|a| {
-                a.log_on
-                    && target_accepted(&a.targets, metadata.target())
-                    && a.log.enabled(metadata)
-            })
-    }
-
-    fn log(&self, record: &log::Record<'_>) {
-        if !level_passes(Level::from_log(record.level())) {
-            return;
-        }
-        let Some(active) = current() else { return };
-        if active.log_on && target_accepted(&active.targets, record.target()) {
-            emit_once(|| active.log.log(record));
-        }
-    }
-
-    fn flush(&self) {}
-}
-
-/// A `tracing_subscriber` layer that sends `tracing` events to the current
-/// bridge.
-///
-/// It forwards whatever the latest [`setup_logging_bridge`](crate::setup::setup_logging_bridge) call configured
-/// (nothing before the first call or when the bridge is inactive), so it can
-/// be added to a subscriber before telemetry is set up. A second bridge
-/// layer in the same subscriber stays silent: every event is forwarded once.
-/// It never filters the events other layers see.
-///
-/// ```
-/// use lens::{logs::tracing_subscriber::layer::SubscriberExt as _, logs::tracing_subscriber::registry};
-/// use lens::logs::LogBridgeLayer;
-/// let subscriber = registry().with(LogBridgeLayer::new());
-/// lens::logs::tracing::subscriber::with_default(subscriber, || {
-///     lens::logs::tracing::info!(target: "trainer", "bridged once set up");
-/// });
-/// ```
-#[derive(Debug, Clone, Default)]
-pub struct LogBridgeLayer {
-    /// Another bridge layer is already in the subscriber below this one.
-    duplicate: bool,
-}
-
-impl LogBridgeLayer {
-    /// A new layer.
-    ///
-    /// ```
-    /// let layer = lens::logs::LogBridgeLayer::new();
-    /// # drop(layer);
-    /// ```
-    pub fn new() -> Self {
-        LogBridgeLayer::default()
-    }
-}
-
-impl<S> Layer<S> for LogBridgeLayer
-where
-    S: tracing::Subscriber + for<'a> LookupSpan<'a>,
-{
-    fn on_layer(&mut self, subscriber: &mut S) {
-        // SAFETY: the returned pointer is only compared with `None`, never
-        // dereferenced.
-        self.duplicate =
-            unsafe { subscriber.downcast_raw(TypeId::of::<LogBridgeLayer>()) }.is_some();
-    }
-
-    fn on_event(&self, event: &tracing::Event<'_>, ctx: LayerContext<'_, S>) {
-        if self.duplicate {
-            return;
-        }
-        let metadata = event.metadata();
-        if !level_passes(Level::from_tracing(metadata.level())) {
-            return;
-        }
-        let Some(active) = current() else { return };
-        if active.tracing_on && target_accepted(&active.targets, metadata.target()) {
-            emit_once(|| active.tracing.on_event(event, ctx));
-        }
-    }
-}
-
 /// The bridge of a handle that has no logger provider (logs disabled, or a
 /// rank that does not export): whatever an earlier call configured is
 /// switched off, and nothing is bridged.
@@ -504,7 +357,7 @@ pub(crate) fn disabled_bridge(options: &LogBridgeOptions) -> Result<LogBridge, L
 
 #[cfg(test)]
 mod tests {
-    use super::options::target_matches;
+    use super::options::{target_accepted, target_matches};
     use super::*;
 
     #[test]

@@ -1,0 +1,109 @@
+//! The two front ends: a `log` logger and a `tracing` layer, both forwarding
+//! to the bridge the latest setup configured.
+
+use crate::sdk::logs::options::{target_accepted, Level};
+use crate::sdk::logs::{current, emit_once, level_passes};
+use std::any::TypeId;
+use tracing_subscriber::layer::Context as LayerContext;
+use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::Layer;
+
+/// Sends the `log` crate's records to the current bridge.
+///
+/// [`setup_logging_bridge`](crate::setup::setup_logging_bridge) installs it as the process's `log` logger. When
+/// another logger holds that slot, chain this one into it: it forwards
+/// whatever the latest [`setup_logging_bridge`](crate::setup::setup_logging_bridge) call configured (nothing
+/// before the first call or when the bridge is inactive).
+///
+/// ```
+/// use lens::{logs::log::Log, logs::log::Record};
+/// let bridge = lens::logs::LogBridgeLogger;
+/// // e.g. from your own logger's `log` method:
+/// bridge.log(&Record::builder().target("trainer").args(format_args!("hi")).build());
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LogBridgeLogger;
+
+impl log::Log for LogBridgeLogger {
+    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
+        level_passes(Level::from_log(metadata.level()))
+            && current().is_some_and(|a| {
+                a.log_on
+                    && target_accepted(&a.targets, metadata.target())
+                    && a.log.enabled(metadata)
+            })
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        if !level_passes(Level::from_log(record.level())) {
+            return;
+        }
+        let Some(active) = current() else { return };
+        if active.log_on && target_accepted(&active.targets, record.target()) {
+            emit_once(|| active.log.log(record));
+        }
+    }
+
+    fn flush(&self) {}
+}
+
+/// A `tracing_subscriber` layer that sends `tracing` events to the current
+/// bridge.
+///
+/// It forwards whatever the latest [`setup_logging_bridge`](crate::setup::setup_logging_bridge) call configured
+/// (nothing before the first call or when the bridge is inactive), so it can
+/// be added to a subscriber before telemetry is set up. A second bridge
+/// layer in the same subscriber stays silent: every event is forwarded once.
+/// It never filters the events other layers see.
+///
+/// ```
+/// use lens::{logs::tracing_subscriber::layer::SubscriberExt as _, logs::tracing_subscriber::registry};
+/// use lens::logs::LogBridgeLayer;
+/// let subscriber = registry().with(LogBridgeLayer::new());
+/// lens::logs::tracing::subscriber::with_default(subscriber, || {
+///     lens::logs::tracing::info!(target: "trainer", "bridged once set up");
+/// });
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct LogBridgeLayer {
+    /// Another bridge layer is already in the subscriber below this one.
+    duplicate: bool,
+}
+
+impl LogBridgeLayer {
+    /// A new layer.
+    ///
+    /// ```
+    /// let layer = lens::logs::LogBridgeLayer::new();
+    /// # drop(layer);
+    /// ```
+    pub fn new() -> Self {
+        LogBridgeLayer::default()
+    }
+}
+
+impl<S> Layer<S> for LogBridgeLayer
+where
+    S: tracing::Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn on_layer(&mut self, subscriber: &mut S) {
+        // SAFETY: the returned pointer is only compared with `None`, never
+        // dereferenced.
+        self.duplicate =
+            unsafe { subscriber.downcast_raw(TypeId::of::<LogBridgeLayer>()) }.is_some();
+    }
+
+    fn on_event(&self, event: &tracing::Event<'_>, ctx: LayerContext<'_, S>) {
+        if self.duplicate {
+            return;
+        }
+        let metadata = event.metadata();
+        if !level_passes(Level::from_tracing(metadata.level())) {
+            return;
+        }
+        let Some(active) = current() else { return };
+        if active.tracing_on && target_accepted(&active.targets, metadata.target()) {
+            emit_once(|| active.tracing.on_event(event, ctx));
+        }
+    }
+}
