@@ -7,7 +7,7 @@
 //! `sdk::export::batch`, `src/config/mod.rs` is `config`); `lib.rs` and
 //! test-only helpers are not part of the graph. An edge is a `crate::…`
 //! path, a `super::…` path, or a use of a child module by name, outside
-//! comments and `#[cfg(test)] mod tests`.
+//! comments and `#[cfg(test)] mod tests` / `mod examples`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -37,7 +37,9 @@ fn files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
 
 /// The file's code without comments and without its unit tests.
 fn code(text: &str) -> String {
-    let text = match text.find("#[cfg(test)]\nmod tests") {
+    // unit tests and examples kept as unit tests are not part of the graph
+    let test_only = ["#[cfg(test)]\nmod tests", "#[cfg(test)]\nmod examples"];
+    let text = match test_only.iter().filter_map(|m| text.find(m)).min() {
         Some(i) => &text[..i],
         None => text,
     };

@@ -2,7 +2,7 @@
 //! to the bridge the latest setup configured.
 
 use crate::sdk::logs::options::{target_accepted, Level};
-use crate::sdk::logs::{current, emit_once, level_passes};
+use crate::sdk::logs::state::{current, emit_once, level_passes};
 use std::any::TypeId;
 use tracing_subscriber::layer::Context as LayerContext;
 use tracing_subscriber::registry::LookupSpan;

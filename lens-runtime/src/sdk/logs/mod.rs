@@ -43,17 +43,19 @@
 mod facades;
 mod options;
 mod stamp;
+mod state;
 
 pub use facades::{LogBridgeLayer, LogBridgeLogger};
 pub use options::{Level, LogBridgeError, LogBridgeOptions};
-use stamp::{StampingLogger, StampingProvider};
+use stamp::StampingProvider;
+pub(crate) use state::deactivate;
+use state::{Active, ACTIVE, LEVEL_OFF, MIN_LEVEL, SETUP};
 
 use opentelemetry_appender_log::OpenTelemetryLogBridge;
 use opentelemetry_appender_tracing::layer::OpenTelemetryTracingBridge;
 use opentelemetry_sdk::logs::SdkLoggerProvider;
-use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use tracing_subscriber::layer::SubscriberExt as _;
 
 /// The `log` crate lens bridges (0.4), re-exported so that a program can use
@@ -191,64 +193,9 @@ impl LogBridge {
     }
 }
 
-/// The configuration every [`LogBridgeLogger`] and [`LogBridgeLayer`] reads.
-struct Active {
-    targets: Box<[String]>,
-    log_on: bool,
-    tracing_on: bool,
-    log: OpenTelemetryLogBridge<StampingProvider, StampingLogger>,
-    tracing: OpenTelemetryTracingBridge<StampingProvider, StampingLogger>,
-}
-
-/// The minimum level as a number (`Level as u8`); `LEVEL_OFF` when inactive.
-/// Checked before anything else, so a filtered-out record costs one load.
-static MIN_LEVEL: AtomicU8 = AtomicU8::new(LEVEL_OFF);
-const LEVEL_OFF: u8 = u8::MAX;
-static ACTIVE: RwLock<Option<Arc<Active>>> = RwLock::new(None);
-/// Serialises setup calls (install + state swap).
-static SETUP: Mutex<()> = Mutex::new(());
 static LOG_INSTALLED: AtomicBool = AtomicBool::new(false);
 static TRACING_INSTALLED: AtomicBool = AtomicBool::new(false);
 static LOGGER: LogBridgeLogger = LogBridgeLogger;
-
-thread_local! {
-    /// Set while this thread emits a bridged record: a record produced while
-    /// emitting one (an SDK internal log, say) is not bridged.
-    static EMITTING: Cell<bool> = const { Cell::new(false) };
-}
-
-#[inline]
-fn level_passes(level: Level) -> bool {
-    // a forked child bridges nothing (see `crate::sdk::fork`)
-    level as u8 >= MIN_LEVEL.load(Ordering::Relaxed) && !crate::sdk::fork::in_child()
-}
-
-/// Stops forwarding (telemetry shutdown calls this, so records after
-/// shutdown are dropped here instead of inside a shut-down provider).
-pub(crate) fn deactivate() {
-    let _setup = SETUP.lock().unwrap_or_else(|e| e.into_inner());
-    MIN_LEVEL.store(LEVEL_OFF, Ordering::Relaxed);
-    *ACTIVE.write().unwrap_or_else(|e| e.into_inner()) = None;
-}
-
-fn current() -> Option<Arc<Active>> {
-    ACTIVE.read().unwrap_or_else(|e| e.into_inner()).clone()
-}
-
-/// Runs `f` unless this thread is already emitting a bridged record.
-fn emit_once(f: impl FnOnce()) {
-    struct Reset;
-    impl Drop for Reset {
-        fn drop(&mut self) {
-            let _ = EMITTING.try_with(|e| e.set(false));
-        }
-    }
-    let entered = EMITTING.try_with(|e| !e.replace(true)).unwrap_or(false);
-    if entered {
-        let _reset = Reset;
-        f();
-    }
-}
 
 /// [`setup_logging_bridge`](crate::setup::setup_logging_bridge) for a logger provider of your own (a custom
 /// exporter, an in-memory exporter in tests). Same rules: each call
