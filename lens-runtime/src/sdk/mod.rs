@@ -2,6 +2,7 @@
 //! the batch processor, ids, the rank-aware sampler, GPU metrics, the log
 //! bridge, last-point redaction, fork handling).
 
+pub(crate) mod deadline;
 pub(crate) mod export;
 pub(crate) mod fork;
 pub(crate) mod gpu;

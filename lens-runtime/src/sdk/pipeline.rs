@@ -5,13 +5,14 @@
 use crate::api::span::SCOPE_NAME;
 use crate::config::otel::{BatchSettings, LogBatch, OtelEnv};
 use crate::config::{ExporterKind, LensConfig};
+use crate::sdk::deadline::{spawn_all, timed_out_or, wait_all, Task};
 use crate::sdk::export::batch::BatchProcessor;
 use crate::sdk::export::log_count::{CountEmitted, CountExported, LogCounters};
 use crate::sdk::export::{self, console, file, Counting, ExportRuntime, SpanCounters};
 use crate::sdk::ids::ForkSafeIdGenerator;
 use crate::sdk::redact::{RedactLogs, RedactSpans, Redactor};
 use crate::sdk::sampler::{sampler_from_lookup, RankAwareSampler};
-use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
+use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::logs::{LogExporter, SdkLoggerProvider};
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 use opentelemetry_sdk::metrics::{MeterProviderBuilder, PeriodicReader, SdkMeterProvider};
@@ -373,109 +374,6 @@ impl Pipeline {
         errors.extend(wait_all(waiting, deadline, timeout, "shutdown"));
         errors
     }
-}
-
-fn timed_out_or(name: &str, what: &str, timeout: Duration, e: OTelSdkError) -> String {
-    match e {
-        OTelSdkError::Timeout(_) => format!(
-            "{name}: {what} did not finish within {timeout:?} (the exporter or collector is not answering)"
-        ),
-        e => format!("{name}: {e}"),
-    }
-}
-
-type Task = (
-    &'static str,
-    Arc<AtomicBool>,
-    Box<dyn FnOnce() -> OTelSdkResult + Send>,
-);
-
-struct Waiting {
-    /// Started now, answering on `rx`.
-    started: Vec<&'static str>,
-    /// Still running from an earlier call.
-    earlier: Vec<(&'static str, Arc<AtomicBool>)>,
-    errors: Vec<String>,
-    rx: std::sync::mpsc::Receiver<(&'static str, OTelSdkResult)>,
-}
-
-/// Starts each task on a thread of its own, unless the previous one of the
-/// same signal is still running (then that is reported instead).
-fn spawn_all(tasks: Vec<Task>, what: &str) -> Waiting {
-    let (tx, rx) = std::sync::mpsc::channel();
-    let mut waiting = Vec::new();
-    let mut earlier = Vec::new();
-    let mut errors = Vec::new();
-    for (name, busy, task) in tasks {
-        if busy.swap(true, Ordering::AcqRel) {
-            // an earlier call's thread still runs: wait for it instead
-            earlier.push((name, busy));
-            continue;
-        }
-        let tx = tx.clone();
-        let flag = busy.clone();
-        let spawned = std::thread::Builder::new()
-            .name(format!("lens-{what}"))
-            .spawn(move || {
-                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(task))
-                    .unwrap_or_else(|_| Err(OTelSdkError::InternalFailure("panicked".into())));
-                flag.store(false, Ordering::Release);
-                let _ = tx.send((name, r));
-            });
-        match spawned {
-            Ok(_) => waiting.push(name),
-            Err(e) => {
-                busy.store(false, Ordering::Release);
-                errors.push(format!("{name}: cannot start the {what} thread: {e}"));
-            }
-        }
-    }
-    Waiting {
-        started: waiting,
-        earlier,
-        errors,
-        rx,
-    }
-}
-
-/// Waits for the started tasks until `deadline`; a task still running then
-/// is reported by name and left to finish on its own.
-fn wait_all(w: Waiting, deadline: Instant, timeout: Duration, what: &str) -> Vec<String> {
-    let Waiting {
-        mut started,
-        mut earlier,
-        mut errors,
-        rx,
-    } = w;
-    while !started.is_empty() {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok((name, r)) => {
-                started.retain(|n| *n != name);
-                match r {
-                    // a flush racing a shutdown of the same pipeline
-                    Ok(()) | Err(OTelSdkError::AlreadyShutdown) => {}
-                    Err(e) => errors.push(format!("{name}: {e}")),
-                }
-            }
-            Err(_) => break,
-        }
-    }
-    while !earlier.is_empty() && Instant::now() < deadline {
-        earlier.retain(|(_, busy)| busy.load(Ordering::Acquire));
-        if !earlier.is_empty() {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-    for name in started
-        .into_iter()
-        .chain(earlier.into_iter().map(|(n, _)| n))
-    {
-        errors.push(format!(
-            "{name}: {what} did not finish within {timeout:?} (the exporter or collector is not answering)"
-        ));
-    }
-    errors
 }
 
 impl Pipeline {
