@@ -4,138 +4,20 @@ use crate::api::attr::AttributeValue;
 use opentelemetry::trace::{SpanBuilder, Status, TraceContextExt, Tracer as _};
 use opentelemetry::{Context, ContextGuard, Key, KeyValue};
 use std::borrow::Cow;
-use std::cell::RefCell;
 use std::fmt::{self, Display};
 use std::mem::ManuallyDrop;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Once;
-
-/// Instrumentation scope name of every lens span.
-pub(crate) const SCOPE_NAME: &str = "lens";
+use std::sync::atomic::Ordering;
 
 #[cfg(feature = "sdk")]
-mod slot {
-    use opentelemetry_sdk::trace::SdkTracer;
-    use std::sync::atomic::{AtomicPtr, Ordering};
-
-    // The tracer lens spans are created with once a provider is installed.
-    // Each install leaks one small tracer (installs are rare: setup, tests);
-    // in exchange the hot path is one acquire load, no lock, no refcount.
-    static TRACER: AtomicPtr<SdkTracer> = AtomicPtr::new(std::ptr::null_mut());
-
-    #[inline]
-    pub(super) fn get() -> Option<&'static SdkTracer> {
-        // SAFETY: the pointer is null or a leaked `Box<SdkTracer>`, never freed.
-        unsafe { TRACER.load(Ordering::Acquire).as_ref() }
-    }
-
-    pub(super) fn set(tracer: Option<SdkTracer>) {
-        let ptr = tracer.map_or(std::ptr::null_mut(), |t| Box::into_raw(Box::new(t)));
-        TRACER.store(ptr, Ordering::Release);
-    }
-}
-
-/// Installs `provider` as the provider of lens spans and as the global
-/// OpenTelemetry tracer provider. `setup_telemetry` does this for you; tests
-/// use it with an in-memory exporter.
-///
-/// ```
-/// use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
-/// let exporter = InMemorySpanExporter::default();
-/// let provider = SdkTracerProvider::builder().with_simple_exporter(exporter.clone()).build();
-/// lens::set_tracer_provider(&provider);
-/// drop(lens::span_cm!("doc.span"));
-/// assert_eq!(exporter.get_finished_spans().unwrap()[0].name, "doc.span");
-/// # lens::clear_tracer_provider();
-/// ```
+pub(crate) use panic::install_panic_hook;
+use panic::{forget_panic_message, panic_message, PANIC_RECORDED};
 #[cfg(feature = "sdk")]
-pub fn set_tracer_provider(provider: &opentelemetry_sdk::trace::SdkTracerProvider) {
-    use opentelemetry::trace::TracerProvider as _;
-    let scope = opentelemetry::InstrumentationScope::builder(SCOPE_NAME)
-        .with_version(env!("CARGO_PKG_VERSION"))
-        .build();
-    install_panic_hook();
-    slot::set(Some(provider.tracer_with_scope(scope)));
-    opentelemetry::global::set_tracer_provider(provider.clone());
-}
-
-/// Forgets the provider installed by [`set_tracer_provider`]; lens spans go to
-/// the global OpenTelemetry provider again.
-///
-/// ```
-/// lens::clear_tracer_provider();
-/// ```
+pub(crate) use tracer::forget_tracer_after_fork;
 #[cfg(feature = "sdk")]
-pub fn clear_tracer_provider() {
-    slot::set(None);
-}
-
-/// In a forked child: forget the parent's tracer (one atomic store).
+use tracer::slot;
+pub(crate) use tracer::SCOPE_NAME;
 #[cfg(feature = "sdk")]
-pub(crate) fn forget_tracer_after_fork() {
-    slot::set(None);
-}
-
-thread_local! {
-    static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
-}
-
-/// Set once any panic message was recorded, so that span ends can forget a
-/// stale message cheaply (one relaxed load while no panic ever happened).
-static PANIC_RECORDED: AtomicBool = AtomicBool::new(false);
-
-/// Installs (once) a panic hook that remembers the panic message for the
-/// guards the panic unwinds through, then calls the previous hook. Called by
-/// setup and [`set_tracer_provider`], never on the span path, and never from
-/// a panicking thread (taking the hook there aborts the process).
-#[cfg_attr(not(feature = "sdk"), allow(dead_code))] // setup and set_tracer_provider
-pub(crate) fn install_panic_hook() {
-    static HOOK: Once = Once::new();
-    if std::thread::panicking() {
-        return;
-    }
-    HOOK.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            let payload = info.payload();
-            let msg = payload
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "Box<dyn Any>".to_owned());
-            let _ = LAST_PANIC.try_with(|p| {
-                if let Ok(mut p) = p.try_borrow_mut() {
-                    *p = Some(msg);
-                }
-            });
-            PANIC_RECORDED.store(true, Ordering::Relaxed);
-            previous(info);
-        }));
-    });
-}
-
-/// The message of the panic unwinding through a span: the one the hook
-/// recorded on this thread. A panic re-raised with `resume_unwind` does not
-/// run the hook; a message left from an earlier, caught panic is forgotten
-/// at the first span start or end outside a panic, so it is not reused for
-/// it (the span is labelled "panicked").
-fn panic_message() -> String {
-    LAST_PANIC
-        .try_with(|p| p.try_borrow().ok().and_then(|p| p.clone()))
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| "panicked".to_owned())
-}
-
-#[cold]
-#[inline(never)]
-fn forget_panic_message() {
-    let _ = LAST_PANIC.try_with(|p| {
-        if let Ok(mut p) = p.try_borrow_mut() {
-            *p = None;
-        }
-    });
-}
+pub use tracer::{clear_tracer_provider, set_tracer_provider};
 
 // Both inline into the `#[inline(never)]` entry points, so the 120-byte
 // `SpanBuilder` is not passed through an extra out-of-line call.
@@ -469,3 +351,5 @@ pub fn record_result<T, E: Display>(guard: &Option<SpanGuard>, result: &Result<T
 }
 
 pub(crate) mod open;
+pub(crate) mod panic;
+pub(crate) mod tracer;

@@ -8,6 +8,7 @@ mod value;
 pub(crate) use rule::is_redactable;
 
 pub use rule::{is_redacted_key, REDACTED, REDACTED_KEYS};
+#[cfg(feature = "sdk")]
 pub(crate) use rule::{is_redacted_key_with, redact_value};
 pub(crate) use set::{collect, value_for_key};
 pub use set::{safe_set_span_attributes, SpanAttributeTarget};

@@ -22,6 +22,7 @@ pub use carrier::{
 pub use collective::mpi_collective;
 pub use collective::{broadcast_trace_context, Collective, CollectiveError, LocalCollective};
 
+#[cfg(feature = "sdk")]
 use w3c::W3cPropagator;
 
 /// Installs the W3C TraceContext + Baggage propagator as the global

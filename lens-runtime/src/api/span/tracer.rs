@@ -1,0 +1,71 @@
+//! The tracer lens spans are created with: installed with a provider,
+//! forgotten after a fork, read with one acquire load on the span path.
+
+#[cfg(feature = "sdk")]
+use crate::api::span::panic::install_panic_hook;
+
+/// Instrumentation scope name of every lens span.
+pub(crate) const SCOPE_NAME: &str = "lens";
+
+#[cfg(feature = "sdk")]
+pub(crate) mod slot {
+    use opentelemetry_sdk::trace::SdkTracer;
+    use std::sync::atomic::{AtomicPtr, Ordering};
+
+    // The tracer lens spans are created with once a provider is installed.
+    // Each install leaks one small tracer (installs are rare: setup, tests);
+    // in exchange the hot path is one acquire load, no lock, no refcount.
+    static TRACER: AtomicPtr<SdkTracer> = AtomicPtr::new(std::ptr::null_mut());
+
+    #[inline]
+    pub(crate) fn get() -> Option<&'static SdkTracer> {
+        // SAFETY: the pointer is null or a leaked `Box<SdkTracer>`, never freed.
+        unsafe { TRACER.load(Ordering::Acquire).as_ref() }
+    }
+
+    pub(crate) fn set(tracer: Option<SdkTracer>) {
+        let ptr = tracer.map_or(std::ptr::null_mut(), |t| Box::into_raw(Box::new(t)));
+        TRACER.store(ptr, Ordering::Release);
+    }
+}
+
+/// Installs `provider` as the provider of lens spans and as the global
+/// OpenTelemetry tracer provider. `setup_telemetry` does this for you; tests
+/// use it with an in-memory exporter.
+///
+/// ```
+/// use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+/// let exporter = InMemorySpanExporter::default();
+/// let provider = SdkTracerProvider::builder().with_simple_exporter(exporter.clone()).build();
+/// lens::set_tracer_provider(&provider);
+/// drop(lens::span_cm!("doc.span"));
+/// assert_eq!(exporter.get_finished_spans().unwrap()[0].name, "doc.span");
+/// # lens::clear_tracer_provider();
+/// ```
+#[cfg(feature = "sdk")]
+pub fn set_tracer_provider(provider: &opentelemetry_sdk::trace::SdkTracerProvider) {
+    use opentelemetry::trace::TracerProvider as _;
+    let scope = opentelemetry::InstrumentationScope::builder(SCOPE_NAME)
+        .with_version(env!("CARGO_PKG_VERSION"))
+        .build();
+    install_panic_hook();
+    slot::set(Some(provider.tracer_with_scope(scope)));
+    opentelemetry::global::set_tracer_provider(provider.clone());
+}
+
+/// Forgets the provider installed by [`set_tracer_provider`]; lens spans go to
+/// the global OpenTelemetry provider again.
+///
+/// ```
+/// lens::clear_tracer_provider();
+/// ```
+#[cfg(feature = "sdk")]
+pub fn clear_tracer_provider() {
+    slot::set(None);
+}
+
+/// In a forked child: forget the parent's tracer (one atomic store).
+#[cfg(feature = "sdk")]
+pub(crate) fn forget_tracer_after_fork() {
+    slot::set(None);
+}
