@@ -1,14 +1,15 @@
 //! `setup_telemetry` and its builder: validate everything on every rank,
 //! then install what this rank needs.
 
+use super::error::SetupError;
 use super::handle::{next_generation, take_over, teardown_globals, TelemetryHandle, LIVE_HANDLES};
 use super::signal;
 use crate::api::groups::{set_enabled_span_groups, SpanGroupSet};
 use crate::api::span::{self, open};
 use crate::config::otel::env;
 use crate::config::plan::{Plan, PlanError};
-use crate::config::strategy::{StrategyError, StrategyFn};
-use crate::config::{ConfigError, LensConfig};
+use crate::config::strategy::StrategyFn;
+use crate::config::LensConfig;
 use crate::host::resource::{self, Detect};
 use crate::sdk::pipeline::{
     batch_processor, BuildError, Inputs, Pipeline, ProcessorFactory, ReaderFactory,
@@ -23,50 +24,6 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-
-/// Why setup failed. Nothing was installed.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum SetupError {
-    /// A configuration value (field or environment variable) is invalid.
-    Config(ConfigError),
-    /// The export strategy is unknown.
-    Strategy(StrategyError),
-    /// An enabled setup already exists in this process.
-    AlreadyInitialized,
-    /// An exporter could not be built (e.g. the output file cannot be opened).
-    Exporter(String),
-}
-
-impl fmt::Display for SetupError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SetupError::Config(e) => write!(f, "invalid telemetry configuration: {e}"),
-            SetupError::Strategy(e) => write!(f, "invalid telemetry configuration: {e}"),
-            SetupError::AlreadyInitialized => f.write_str(
-                "telemetry is already set up in this process; shut the first handle down, or call \
-                 `TelemetryBuilder::allow_reinit(true)` (meant for tests) to replace it",
-            ),
-            SetupError::Exporter(e) => write!(f, "cannot start telemetry export: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for SetupError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            SetupError::Config(e) => Some(e),
-            SetupError::Strategy(e) => Some(e),
-            _ => None,
-        }
-    }
-}
-
-impl From<ConfigError> for SetupError {
-    fn from(e: ConfigError) -> Self {
-        SetupError::Config(e)
-    }
-}
 
 /// Sets telemetry up with options beyond the configuration.
 ///

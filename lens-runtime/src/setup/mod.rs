@@ -2,10 +2,12 @@
 //! layer: it uses every layer below and nothing uses it.
 
 mod builder;
+mod error;
 mod handle;
 mod logs;
 mod signal;
 
-pub use builder::{setup_telemetry, SetupError, TelemetryBuilder};
+pub use builder::{setup_telemetry, TelemetryBuilder};
+pub use error::SetupError;
 pub use handle::{ShutdownError, TelemetryHandle};
 pub use logs::setup_logging_bridge;
