@@ -2,7 +2,7 @@
 //! suite's cases.
 
 use super::*;
-use opentelemetry::trace::{Tracer as _, TracerProvider as _};
+use opentelemetry::trace::{SpanId, Tracer as _, TracerProvider as _};
 use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
 use std::collections::HashMap;
 
