@@ -14,10 +14,11 @@
 //!   batch began, so the file always ends with a complete line;
 //! * files are created with mode 0600 (telemetry may hold private data);
 //! * a write failure never panics or stalls the application: the batch's
-//!   records are dropped and counted ([`Sink::dropped_records`]), export
+//!   records are dropped and counted (`Sink::dropped_records`), export
 //!   returns an error, and one warning (the first failure) goes to stderr.
 
-use crate::diag::{write_all_counted, write_all_with, write_fd, STDERR, STDOUT};
+use crate::sdk::export::sink::Batch;
+pub(crate) use crate::sdk::export::sink::Sink;
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
@@ -34,202 +35,8 @@ use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 use opentelemetry_sdk::metrics::Temporality;
 use opentelemetry_sdk::trace::{SpanData, SpanExporter};
 use opentelemetry_sdk::Resource;
-use serde::Serialize;
-use std::fmt;
-use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
-
-/// Where JSON lines go, with the count of records that could not be written.
-#[derive(Debug)]
-pub(crate) struct Sink {
-    target: Target,
-    /// Records (spans, metrics, log records) dropped because a write failed.
-    dropped: AtomicU64,
-    /// Set once the one warning about a failed write has been printed.
-    warned: AtomicBool,
-}
-
-#[derive(Debug)]
-enum Target {
-    /// An append-only file; the lock also makes the undo of a failed write
-    /// exclusive among this process's exporters.
-    File { file: Mutex<File>, path: PathBuf },
-    /// File descriptor 1, written directly (see [`write_fd`]).
-    Stdout,
-}
-
-impl Sink {
-    /// Opens `path` for appending (creating parent folders with the default
-    /// mode, and the file itself with mode 0600).
-    pub(crate) fn file(path: &Path) -> io::Result<Arc<Sink>> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)?;
-        }
-        // O_NONBLOCK: opening a FIFO nobody reads would block setup for
-        // ever; it fails with ENXIO instead. The flag is cleared once open.
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(path)
-            .map_err(|e| match e.raw_os_error() {
-                Some(libc::ENXIO) => io::Error::new(
-                    e.kind(),
-                    "a FIFO with no reader (lens does not wait for one)",
-                ),
-                _ => e,
-            })?;
-        // SAFETY: fcntl on a descriptor this function owns.
-        unsafe {
-            use std::os::fd::AsRawFd;
-            let fd = file.as_raw_fd();
-            let flags = libc::fcntl(fd, libc::F_GETFL);
-            if flags >= 0 {
-                libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
-            }
-        }
-        Ok(Arc::new(Sink::new(Target::File {
-            file: Mutex::new(file),
-            path: path.to_owned(),
-        })))
-    }
-
-    /// The process's standard output.
-    pub(crate) fn stdout() -> Arc<Sink> {
-        Arc::new(Sink::new(Target::Stdout))
-    }
-
-    fn new(target: Target) -> Sink {
-        Sink {
-            target,
-            dropped: AtomicU64::new(0),
-            warned: AtomicBool::new(false),
-        }
-    }
-
-    /// Records (spans, metrics, log records) not written because a write
-    /// failed, over the life of this sink.
-    pub(crate) fn dropped_records(&self) -> u64 {
-        self.dropped.load(Ordering::Relaxed)
-    }
-
-    /// Writes the batch's lines with one append. On failure the batch's
-    /// records are counted as dropped, the first failure of this sink is
-    /// reported on stderr, and an error is returned (the caller counts it).
-    fn write(&self, batch: &Batch) -> OTelSdkResult {
-        if batch.buf.is_empty() {
-            return Ok(());
-        }
-        let result = match &self.target {
-            Target::File { file, .. } => {
-                let file = file.lock().unwrap_or_else(|e| e.into_inner());
-                append_whole(&file, &batch.buf, |f, b| (&*f).write(b))
-            }
-            Target::Stdout => crate::diag::without_signal(libc::SIGPIPE, || {
-                write_all_with(&batch.buf, |b| write_fd(STDOUT, b))
-            }),
-        };
-        result.map_err(|e| self.drop_batch(batch.records, &e))
-    }
-
-    /// Counts `records` as dropped, warns once, and makes the export error.
-    fn drop_batch(&self, records: u64, cause: &dyn fmt::Display) -> OTelSdkError {
-        self.dropped.fetch_add(records, Ordering::Relaxed);
-        let msg = format!("cannot write telemetry to {}: {cause}", self.destination());
-        if !self.warned.swap(true, Ordering::Relaxed) {
-            // Best effort, straight to fd 2: never a panic (as `eprintln!`
-            // when stderr is closed) and never a wait on the application's
-            // stderr lock.
-            let line = format!(
-                "lens: warning: {msg}; records that cannot be written are dropped \
-                 and counted (this warning is shown once)\n"
-            );
-            let _ = write_all_with(line.as_bytes(), |b| write_fd(STDERR, b));
-        }
-        OTelSdkError::InternalFailure(msg)
-    }
-
-    fn destination(&self) -> String {
-        match &self.target {
-            Target::File { path, .. } => path.display().to_string(),
-            Target::Stdout => "stdout".to_owned(),
-        }
-    }
-}
-
-/// Appends `buf` to `file` (opened for appending) whole or not at all: when
-/// a write fails after part of `buf` went out, the file is truncated back to
-/// its length before the write, so it ends with the last complete line.
-/// `write` is one `write(2)` (a parameter so tests can make it fail).
-///
-/// The undo is skipped when the file's length shows that someone else
-/// appended meanwhile (several processes sharing one file): truncating then
-/// would remove their lines.
-fn append_whole(
-    file: &File,
-    buf: &[u8],
-    mut write: impl FnMut(&File, &[u8]) -> io::Result<usize>,
-) -> io::Result<()> {
-    let start = file.metadata()?.len();
-    // Past RLIMIT_FSIZE the kernel sends SIGXFSZ to the writing thread,
-    // whose default action kills the job: blocked here, the write fails
-    // with EFBIG instead, and a SIGXFSZ the write raised is consumed.
-    let written =
-        crate::diag::without_signal(libc::SIGXFSZ, || write_all_counted(buf, |b| write(file, b)));
-    let Err((written, err)) = written else {
-        return Ok(());
-    };
-    if written == 0 {
-        return Err(err);
-    }
-    let expected = u64::try_from(written)
-        .ok()
-        .and_then(|w| start.checked_add(w));
-    match file.metadata() {
-        Ok(m) if Some(m.len()) == expected => match file.set_len(start) {
-            Ok(()) => Err(err),
-            Err(t) => Err(io::Error::new(
-                err.kind(),
-                format!("{err} (and the partial line could not be removed: {t})"),
-            )),
-        },
-        _ => Err(err),
-    }
-}
-
-/// Encoded lines of one export call, each ending in `\n`, and the number of
-/// records they hold.
-#[derive(Debug, Default)]
-struct Batch {
-    buf: Vec<u8>,
-    records: u64,
-}
-
-impl Batch {
-    /// Appends `value` as one JSON line (proto3 JSON mapping for doubles).
-    fn push<T: Serialize>(&mut self, value: &T) -> Result<(), OTelSdkError> {
-        let start = self.buf.len();
-        let mut ser = serde_json::Serializer::new(&mut self.buf);
-        match value.serialize(super::proto3::Doubles(&mut ser)) {
-            Ok(()) => {
-                self.buf.push(b'\n');
-                Ok(())
-            }
-            Err(e) => {
-                self.buf.truncate(start);
-                Err(OTelSdkError::InternalFailure(format!(
-                    "cannot encode OTLP JSON: {e}"
-                )))
-            }
-        }
-    }
-}
 
 /// A JSON-lines exporter for all three signals. `per_record` splits each
 /// request into one line per span / metric / log record (the console form).
@@ -421,6 +228,8 @@ impl LogExporter for JsonLines {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::diag::{write_all_counted, write_all_with};
+    use crate::sdk::export::sink::append_whole;
     use opentelemetry::trace::{
         SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState,
     };
@@ -433,9 +242,14 @@ mod tests {
         metric, number_data_point, Gauge, Histogram, HistogramDataPoint, Metric, NumberDataPoint,
     };
     use opentelemetry_sdk::trace::{SpanEvents, SpanLinks};
+    use serde::Serialize;
     use serde_json::{json, Value as Json};
+    use std::fs::OpenOptions;
     use std::future::Future;
+    use std::io::{self, Write};
     use std::os::unix::fs::PermissionsExt;
+    use std::path::{Path, PathBuf};
+    use std::sync::atomic::Ordering;
     use std::task::{Context, Poll, Waker};
     use std::time::SystemTime;
 

@@ -15,6 +15,7 @@ pub(crate) mod console;
 pub(crate) mod file;
 pub(crate) mod log_count;
 mod proto3;
+pub(crate) mod sink;
 
 pub(crate) use crate::config::otel::OtlpProtocol;
 use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
