@@ -289,104 +289,141 @@ fn register(meter: &Meter, reader: Arc<dyn Reader>, devices: &[GpuDevice]) {
         })
         .collect();
 
-    let (r, a) = (reader.clone(), task);
-    meter
-        .f64_observable_gauge(sc::METRIC_HW_GPU_UTILIZATION)
-        .with_unit("1")
-        .with_description("Fraction of time spent in a specific task.")
-        .with_callback(move |o: &dyn AsyncInstrument<f64>| {
-            each(&a, |i, at| {
-                if let Some(v) = r.utilization(i) {
-                    o.observe(v, at);
-                }
-            })
-        })
-        .build();
-
-    let (r, a) = (reader.clone(), base.clone());
-    meter
-        .f64_observable_gauge(sc::METRIC_HW_GPU_MEMORY_UTILIZATION)
-        .with_unit("1")
-        .with_description("Fraction of GPU memory used.")
-        .with_callback(move |o: &dyn AsyncInstrument<f64>| {
-            each(&a, |i, at| {
-                if let Some((used, total)) = r.memory(i).filter(|m| m.1 > 0) {
-                    o.observe(used as f64 / total as f64, at);
-                }
-            })
-        })
-        .build();
-
-    let (r, a) = (reader.clone(), base.clone());
-    meter
-        .i64_observable_up_down_counter(sc::METRIC_HW_GPU_MEMORY_USAGE)
-        .with_unit("By")
-        .with_description("GPU memory used.")
-        .with_callback(move |o: &dyn AsyncInstrument<i64>| {
-            each(&a, |i, at| {
-                if let Some((used, _)) = r.memory(i) {
-                    o.observe(i64::try_from(used).unwrap_or(i64::MAX), at);
-                }
-            })
-        })
-        .build();
-
-    let (r, a) = (reader.clone(), base.clone());
-    meter
-        .i64_observable_up_down_counter(sc::METRIC_HW_GPU_MEMORY_LIMIT)
-        .with_unit("By")
-        .with_description("Size of the GPU memory.")
-        .with_callback(move |o: &dyn AsyncInstrument<i64>| {
-            each(&a, |i, at| {
-                if let Some((_, total)) = r.memory(i) {
-                    o.observe(i64::try_from(total).unwrap_or(i64::MAX), at);
-                }
-            })
-        })
-        .build();
-
-    let (r, a) = (reader.clone(), base.clone());
-    meter
-        .f64_observable_gauge(sc::METRIC_HW_POWER)
-        .with_unit("W")
-        .with_description("Instantaneous power consumed by the component.")
-        .with_callback(move |o: &dyn AsyncInstrument<f64>| {
-            each(&a, |i, at| {
-                if let Some(v) = r.power_w(i) {
-                    o.observe(v, at);
-                }
-            })
-        })
-        .build();
-
-    let (r, a) = (reader.clone(), base.clone());
-    meter
-        .f64_observable_counter(sc::METRIC_HW_ENERGY)
-        .with_unit("J")
-        .with_description("Energy consumed by the component.")
-        .with_callback(move |o: &dyn AsyncInstrument<f64>| {
-            each(&a, |i, at| {
-                if let Some(v) = r.energy_j(i) {
-                    o.observe(v, at);
-                }
-            })
-        })
-        .build();
-
-    let (r, a) = (reader, base);
-    meter
-        .f64_observable_gauge(sc::METRIC_HW_TEMPERATURE)
-        .with_unit("Cel")
-        .with_description("Temperature in degrees Celsius.")
-        .with_callback(move |o: &dyn AsyncInstrument<f64>| {
-            each(&a, |i, at| {
-                if let Some(v) = r.temperature_c(i) {
-                    o.observe(v, at);
-                }
-            })
-        })
-        .build();
+    for spec in INSTRUMENTS {
+        let r = reader.clone();
+        let a = if spec.task {
+            task.clone()
+        } else {
+            base.clone()
+        };
+        match spec.read {
+            Read::Gauge(read) => {
+                meter
+                    .f64_observable_gauge(spec.name)
+                    .with_unit(spec.unit)
+                    .with_description(spec.description)
+                    .with_callback(move |o: &dyn AsyncInstrument<f64>| {
+                        each(&a, |i, at| {
+                            if let Some(v) = read(&*r, i) {
+                                o.observe(v, at);
+                            }
+                        })
+                    })
+                    .build();
+            }
+            Read::Counter(read) => {
+                meter
+                    .f64_observable_counter(spec.name)
+                    .with_unit(spec.unit)
+                    .with_description(spec.description)
+                    .with_callback(move |o: &dyn AsyncInstrument<f64>| {
+                        each(&a, |i, at| {
+                            if let Some(v) = read(&*r, i) {
+                                o.observe(v, at);
+                            }
+                        })
+                    })
+                    .build();
+            }
+            Read::UpDown(read) => {
+                meter
+                    .i64_observable_up_down_counter(spec.name)
+                    .with_unit(spec.unit)
+                    .with_description(spec.description)
+                    .with_callback(move |o: &dyn AsyncInstrument<i64>| {
+                        each(&a, |i, at| {
+                            if let Some(v) = read(&*r, i) {
+                                o.observe(v, at);
+                            }
+                        })
+                    })
+                    .build();
+            }
+        }
+    }
 }
+
+/// How an instrument reads device `dev` (its position in the registered
+/// list); `None`: not supported or failed, no point.
+#[derive(Clone, Copy)]
+enum Read {
+    /// An `f64` observable gauge.
+    Gauge(fn(&dyn Reader, usize) -> Option<f64>),
+    /// An `f64` observable (monotonic) counter.
+    Counter(fn(&dyn Reader, usize) -> Option<f64>),
+    /// An `i64` observable up-down counter.
+    UpDown(fn(&dyn Reader, usize) -> Option<i64>),
+}
+
+/// One GPU instrument: its semantic-convention name, unit and description,
+/// whether its points carry `hw.gpu.task`, and how it reads a device.
+struct Instrument {
+    name: &'static str,
+    unit: &'static str,
+    description: &'static str,
+    task: bool,
+    read: Read,
+}
+
+fn bytes(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// The instruments, in the order of the module documentation's table.
+const INSTRUMENTS: [Instrument; 7] = [
+    Instrument {
+        name: sc::METRIC_HW_GPU_UTILIZATION,
+        unit: "1",
+        description: "Fraction of time spent in a specific task.",
+        task: true,
+        read: Read::Gauge(|r, i| r.utilization(i)),
+    },
+    Instrument {
+        name: sc::METRIC_HW_GPU_MEMORY_UTILIZATION,
+        unit: "1",
+        description: "Fraction of GPU memory used.",
+        task: false,
+        read: Read::Gauge(|r, i| {
+            let (used, total) = r.memory(i).filter(|m| m.1 > 0)?;
+            Some(used as f64 / total as f64)
+        }),
+    },
+    Instrument {
+        name: sc::METRIC_HW_GPU_MEMORY_USAGE,
+        unit: "By",
+        description: "GPU memory used.",
+        task: false,
+        read: Read::UpDown(|r, i| r.memory(i).map(|(used, _)| bytes(used))),
+    },
+    Instrument {
+        name: sc::METRIC_HW_GPU_MEMORY_LIMIT,
+        unit: "By",
+        description: "Size of the GPU memory.",
+        task: false,
+        read: Read::UpDown(|r, i| r.memory(i).map(|(_, total)| bytes(total))),
+    },
+    Instrument {
+        name: sc::METRIC_HW_POWER,
+        unit: "W",
+        description: "Instantaneous power consumed by the component.",
+        task: false,
+        read: Read::Gauge(|r, i| r.power_w(i)),
+    },
+    Instrument {
+        name: sc::METRIC_HW_ENERGY,
+        unit: "J",
+        description: "Energy consumed by the component.",
+        task: false,
+        read: Read::Counter(|r, i| r.energy_j(i)),
+    },
+    Instrument {
+        name: sc::METRIC_HW_TEMPERATURE,
+        unit: "Cel",
+        description: "Temperature in degrees Celsius.",
+        task: false,
+        read: Read::Gauge(|r, i| r.temperature_c(i)),
+    },
+];
 
 #[cfg(test)]
 mod tests {
