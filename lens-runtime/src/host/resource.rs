@@ -7,6 +7,7 @@
 
 use crate::api::semconv as sc;
 use crate::config::LensConfig;
+use crate::host::gpus;
 use opentelemetry::{KeyValue, Value};
 use std::path::{Path, PathBuf};
 
@@ -220,32 +221,19 @@ fn hostname() -> Option<String> {
     (!name.is_empty()).then_some(name)
 }
 
-/// GPUs visible to this process: `CUDA_VISIBLE_DEVICES` when set (empty,
-/// `-1` or `NoDevFiles` mean none), else NVML's device count (loaded at run
-/// time; no driver or library: `None`, silently).
+/// GPUs visible to this process, by the rule of [`crate::host::gpus`] (the
+/// one the GPU metrics follow): NVML's devices selected by
+/// `CUDA_VISIBLE_DEVICES` when NVML loads (and `use_nvml`), else the count of
+/// listed devices when the variable is set, else `None`, silently.
 pub(crate) fn gpu_count(detect: &Detect<'_>) -> Option<i64> {
-    if let Some(raw) = (detect.lookup)("CUDA_VISIBLE_DEVICES") {
-        let raw = raw.trim();
-        if raw.is_empty() || raw == "-1" || raw.eq_ignore_ascii_case("NoDevFiles") {
-            return Some(0);
-        }
-        let n = raw
-            .split(',')
-            .map(str::trim)
-            .take_while(|d| !d.is_empty() && !d.starts_with('-'))
-            .count();
-        return Some(n as i64);
-    }
-    if detect.use_nvml {
-        return nvml_device_count();
-    }
-    None
+    let raw = (detect.lookup)(gpus::VISIBLE_DEVICES);
+    gpus::visible_count(raw.as_deref(), detect.use_nvml).map(|n| n as i64)
 }
 
 /// NVML's device count, or `None` when there is no driver / library / GPU.
+#[cfg(test)]
 pub(crate) fn nvml_device_count() -> Option<i64> {
-    let nvml = nvml_wrapper::Nvml::init().ok()?;
-    nvml.device_count().ok().map(i64::from)
+    gpus::nvml().ok()?.device_count().ok().map(i64::from)
 }
 
 fn slurm(d: &Detect<'_>) -> Vec<KeyValue> {

@@ -25,35 +25,27 @@
 //! `hw.model` (e.g. `NVIDIA H200`) and `hw.driver_version` when NVML reports
 //! them. A reading a device does not support is skipped for that device.
 //!
-//! Devices: those `CUDA_VISIBLE_DEVICES` names, when set (indices, which are
-//! NVML's PCI-bus order, i.e. CUDA's with `CUDA_DEVICE_ORDER=PCI_BUS_ID`;
-//! `GPU-…` UUIDs or unique prefixes of them; the list ends at the first
-//! entry that names no device, as CUDA reads it; `MIG-…` entries are
-//! skipped), else every device NVML sees.
+//! Devices: those `CUDA_VISIBLE_DEVICES` names, when set, else every device
+//! NVML sees, by the one rule in `host::gpus` that `host.gpu.count` follows
+//! too (indices in NVML's PCI-bus order, `GPU-…` UUIDs or unique prefixes;
+//! the list ends at the first entry that names no device, as CUDA reads it;
+//! `MIG-…` entries are skipped).
 //!
 //! No driver, no library or no visible GPU: nothing is registered and one
 //! debug-level `tracing` message (target `lens::gpu`) is emitted per
 //! process.
 
 use crate::api::semconv as sc;
+use crate::host::gpus::{nvml, select_devices, VISIBLE_DEVICES};
 use nvml_wrapper::enum_wrappers::device::TemperatureSensor;
 use nvml_wrapper::{Device, Nvml};
 use opentelemetry::metrics::{AsyncInstrument, Meter};
 use opentelemetry::KeyValue;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-/// The process's NVML handle: loaded on first use, kept for the life of the
-/// process (callbacks hold `Device<'static>` handles that borrow it).
-static NVML: OnceLock<Result<Nvml, String>> = OnceLock::new();
 /// Whether the "no GPU telemetry" debug message was emitted.
 static REPORTED: AtomicBool = AtomicBool::new(false);
-
-fn nvml() -> Result<&'static Nvml, &'static str> {
-    NVML.get_or_init(|| Nvml::init().map_err(|e| e.to_string()))
-        .as_ref()
-        .map_err(String::as_str)
-}
 
 fn debug_once(flag: &AtomicBool, why: &str) {
     if !flag.swap(true, Ordering::Relaxed) {
@@ -98,7 +90,7 @@ pub fn visible_gpus() -> Vec<GpuDevice> {
 
 fn discover(nvml: &'static Nvml) -> Vec<(Device<'static>, GpuDevice)> {
     let count = nvml.device_count().unwrap_or(0);
-    let raw = crate::vars::raw("CUDA_VISIBLE_DEVICES");
+    let raw = crate::vars::raw(VISIBLE_DEVICES);
     let indices = select_devices(raw.as_deref(), count, |i| {
         nvml.device_by_index(i).ok()?.uuid().ok()
     });
@@ -118,54 +110,6 @@ fn discover(nvml: &'static Nvml) -> Vec<(Device<'static>, GpuDevice)> {
             Some((dev, info))
         })
         .collect()
-}
-
-/// NVML indices named by `CUDA_VISIBLE_DEVICES` (`raw`), given `count`
-/// devices and each one's UUID; `None` (unset) means all.
-fn select_devices(raw: Option<&str>, count: u32, uuid: impl Fn(u32) -> Option<String>) -> Vec<u32> {
-    let Some(raw) = raw else {
-        return (0..count).collect();
-    };
-    let mut uuids: Option<Vec<Option<String>>> = None;
-    let mut out: Vec<u32> = Vec::new();
-    for entry in raw.split(',').map(str::trim) {
-        let found = if let Ok(i) = entry.parse::<u32>() {
-            (i < count).then_some(i)
-        } else if strip_prefix_ci(entry, "MIG-").is_some() {
-            // a MIG instance: not reported on its own
-            continue;
-        } else if entry.is_empty() || entry.starts_with('-') {
-            None
-        } else {
-            let uuids = uuids.get_or_insert_with(|| (0..count).map(&uuid).collect());
-            let bare = |s: &str| {
-                let s = s.trim();
-                strip_prefix_ci(s, "GPU-").unwrap_or(s).to_ascii_lowercase()
-            };
-            let want = bare(entry);
-            let mut hits = uuids
-                .iter()
-                .enumerate()
-                .filter(|(_, u)| u.as_deref().is_some_and(|u| bare(u).starts_with(&want)));
-            match (hits.next(), hits.next()) {
-                (Some((i, _)), None) => u32::try_from(i).ok(),
-                _ => None,
-            }
-        };
-        match found {
-            Some(i) if !out.contains(&i) => out.push(i),
-            Some(_) => {}
-            None => break,
-        }
-    }
-    out
-}
-
-/// `s` without `prefix` (ASCII, any case), if it starts with it.
-fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
-    let head = s.get(..prefix.len())?;
-    head.eq_ignore_ascii_case(prefix)
-        .then(|| &s[prefix.len()..])
 }
 
 /// What one collection reads from device `dev` (position in the registered
@@ -506,37 +450,6 @@ mod tests {
         } else {
             assert_eq!(registered, !visible_gpus().is_empty());
         }
-    }
-
-    #[test]
-    fn cuda_visible_devices_selects_nvml_indices() {
-        let uuids = [
-            "GPU-0a1b2c3d-0000-1111-2222-333344445555",
-            "GPU-9f8e7d6c-0000-1111-2222-333344445555",
-            "GPU-0a1bffff-0000-1111-2222-333344445555",
-        ];
-        let uuid = |i: u32| uuids.get(i as usize).map(|s| (*s).to_owned());
-        let sel = |raw: Option<&str>| select_devices(raw, 3, uuid);
-        assert_eq!(sel(None), [0, 1, 2]);
-        assert_eq!(sel(Some("")), Vec::<u32>::new());
-        assert_eq!(sel(Some("-1")), Vec::<u32>::new());
-        assert_eq!(sel(Some("NoDevFiles")), Vec::<u32>::new());
-        assert_eq!(sel(Some("2,0")), [2, 0]);
-        assert_eq!(sel(Some(" 1 , 1 ")), [1]);
-        // the list ends at the first entry naming no device
-        assert_eq!(sel(Some("0,7,1")), [0]);
-        assert_eq!(sel(Some("1,-1,0")), [1]);
-        // UUIDs, whole or a unique prefix, with or without GPU-, any case
-        assert_eq!(sel(Some(uuids[1])), [1]);
-        assert_eq!(sel(Some("GPU-9F8E")), [1]);
-        assert_eq!(sel(Some("0a1bf")), [2]);
-        // ambiguous prefix: no device, list ends
-        assert_eq!(sel(Some("1,GPU-0a1b,0")), [1]);
-        // MIG instances are skipped, not the end of the list
-        assert_eq!(sel(Some("MIG-4b6a2c1e-1111-2222-3333-444455556666,2")), [2]);
-        // a machine with no GPU
-        assert_eq!(select_devices(None, 0, |_| None), Vec::<u32>::new());
-        assert_eq!(select_devices(Some("0"), 0, |_| None), Vec::<u32>::new());
     }
 
     struct Fake;
