@@ -64,7 +64,7 @@ pub use config::strategy::{
     registered_export_strategies, remove_export_strategy, replace_export_strategy, should_export,
     StrategyError,
 };
-pub use config::{ConfigError, ExporterKind, LensConfig};
+pub use config::{ConfigError, ExporterKind, LensConfig, ValidConfig};
 #[cfg(feature = "sdk")]
 pub use sdk::gpu::{register_gpu_metrics, visible_gpus, GpuDevice};
 #[cfg(feature = "sdk")]

@@ -14,6 +14,7 @@ mod validate;
 
 pub use error::ConfigError;
 pub use lens::{ExporterKind, LensConfig};
+pub use validate::ValidConfig;
 
 #[cfg(test)]
 mod tests {

@@ -5,6 +5,7 @@
 use super::lens::LensConfig;
 use super::otel::OtelEnv;
 use super::strategy::{self, StrategyError, StrategyFn};
+use super::validate::ValidConfig;
 use super::ConfigError;
 use crate::api::groups::SpanGroupSet;
 use std::sync::Arc;
@@ -39,7 +40,7 @@ impl Plan {
     /// Checks `config` and the environment; `custom` replaces the named
     /// export strategy (whose name is then not checked).
     pub(crate) fn new(config: LensConfig, custom: Option<StrategyFn>) -> Result<Plan, PlanError> {
-        let groups = config.checked(custom.is_none())?;
+        let (config, groups) = ValidConfig::new(config, custom.is_none())?.into_parts();
         let otel = OtelEnv::read()?;
         let decide: StrategyFn = match custom {
             Some(f) => f,

@@ -12,14 +12,19 @@ impl LensConfig {
     /// of whitespace, `=` and `,`. Setup calls this on every rank before
     /// anything is installed.
     ///
+    /// A valid configuration comes back as a [`ValidConfig`]: the same
+    /// values, with the span groups resolved.
+    ///
     /// ```
     /// let mut cfg = lens::LensConfig::default();
+    /// let valid = cfg.validate().unwrap();
+    /// assert!(valid.span_groups().contains(&lens::groups::JOB));
     /// cfg.span_groups = "default,stpe".into();
     /// let msg = cfg.validate().unwrap_err().to_string();
     /// assert!(msg.contains("stpe") && msg.contains("step"));
     /// ```
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        self.checked(true).map(drop)
+    pub fn validate(&self) -> Result<ValidConfig, ConfigError> {
+        ValidConfig::new(self.clone(), true)
     }
 
     /// Every check of [`validate`](Self::validate) (the strategy name only
@@ -60,6 +65,68 @@ impl LensConfig {
                 source,
             }
         })
+    }
+}
+
+/// A [`LensConfig`] whose every field was checked, with its span groups
+/// resolved: made only by [`LensConfig::validate`], so holding one means the
+/// checks passed. Setup builds one on every rank before installing anything.
+///
+/// ```
+/// let valid = lens::LensConfig::default().validate().unwrap();
+/// assert_eq!(valid.config().service_name, "nemo");
+/// assert_eq!(valid.span_groups().names(), ["job", "checkpoint", "evaluate"]);
+/// let config: lens::LensConfig = valid.into_config();
+/// # drop(config);
+/// ```
+#[derive(Debug, Clone)]
+pub struct ValidConfig {
+    config: LensConfig,
+    groups: SpanGroupSet,
+}
+
+impl ValidConfig {
+    /// Checks `config` (the export strategy's name only with
+    /// `check_strategy_name`: a custom strategy replaces the named one).
+    pub(crate) fn new(config: LensConfig, check_strategy_name: bool) -> Result<Self, ConfigError> {
+        let groups = config.checked(check_strategy_name)?;
+        Ok(ValidConfig { config, groups })
+    }
+
+    /// The checked configuration.
+    ///
+    /// ```
+    /// let valid = lens::LensConfig::default().validate().unwrap();
+    /// assert!(!valid.config().enabled);
+    /// ```
+    pub fn config(&self) -> &LensConfig {
+        &self.config
+    }
+
+    /// The span groups `config().span_groups` names, resolved against the
+    /// configured families.
+    ///
+    /// ```
+    /// let valid = lens::LensConfig::default().validate().unwrap();
+    /// assert!(valid.span_groups().contains(&lens::groups::CHECKPOINT));
+    /// ```
+    pub fn span_groups(&self) -> &SpanGroupSet {
+        &self.groups
+    }
+
+    /// The configuration and its span groups, by value.
+    pub(crate) fn into_parts(self) -> (LensConfig, SpanGroupSet) {
+        (self.config, self.groups)
+    }
+
+    /// The configuration, by value.
+    ///
+    /// ```
+    /// let cfg = lens::LensConfig::default().validate().unwrap().into_config();
+    /// assert_eq!(cfg.span_groups, "default");
+    /// ```
+    pub fn into_config(self) -> LensConfig {
+        self.config
     }
 }
 
