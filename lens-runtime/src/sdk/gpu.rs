@@ -240,49 +240,28 @@ fn register(meter: &Meter, reader: Arc<dyn Reader>, devices: &[GpuDevice]) {
         } else {
             base.clone()
         };
+        // one observable instrument of kind `$build`, observing `$read`
+        macro_rules! observe {
+            ($build:ident, $t:ty, $read:expr) => {{
+                let read = $read;
+                meter
+                    .$build(spec.name)
+                    .with_unit(spec.unit)
+                    .with_description(spec.description)
+                    .with_callback(move |o: &dyn AsyncInstrument<$t>| {
+                        each(&a, |i, at| {
+                            if let Some(v) = read(&*r, i) {
+                                o.observe(v, at);
+                            }
+                        })
+                    })
+                    .build();
+            }};
+        }
         match spec.read {
-            Read::Gauge(read) => {
-                meter
-                    .f64_observable_gauge(spec.name)
-                    .with_unit(spec.unit)
-                    .with_description(spec.description)
-                    .with_callback(move |o: &dyn AsyncInstrument<f64>| {
-                        each(&a, |i, at| {
-                            if let Some(v) = read(&*r, i) {
-                                o.observe(v, at);
-                            }
-                        })
-                    })
-                    .build();
-            }
-            Read::Counter(read) => {
-                meter
-                    .f64_observable_counter(spec.name)
-                    .with_unit(spec.unit)
-                    .with_description(spec.description)
-                    .with_callback(move |o: &dyn AsyncInstrument<f64>| {
-                        each(&a, |i, at| {
-                            if let Some(v) = read(&*r, i) {
-                                o.observe(v, at);
-                            }
-                        })
-                    })
-                    .build();
-            }
-            Read::UpDown(read) => {
-                meter
-                    .i64_observable_up_down_counter(spec.name)
-                    .with_unit(spec.unit)
-                    .with_description(spec.description)
-                    .with_callback(move |o: &dyn AsyncInstrument<i64>| {
-                        each(&a, |i, at| {
-                            if let Some(v) = read(&*r, i) {
-                                o.observe(v, at);
-                            }
-                        })
-                    })
-                    .build();
-            }
+            Read::Gauge(read) => observe!(f64_observable_gauge, f64, read),
+            Read::Counter(read) => observe!(f64_observable_counter, f64, read),
+            Read::UpDown(read) => observe!(i64_observable_up_down_counter, i64, read),
         }
     }
 }

@@ -79,10 +79,9 @@ impl<E: LogExporter> LogExporter for RedactLogs<E> {
     }
 
     fn set_resource(&mut self, resource: &Resource) {
-        match self.redactor.redact_resource(resource) {
-            Some(redacted) => self.inner.set_resource(&redacted),
-            None => self.inner.set_resource(resource),
-        }
+        let inner = &mut self.inner;
+        self.redactor
+            .with_resource(resource, |r| inner.set_resource(r));
     }
 }
 

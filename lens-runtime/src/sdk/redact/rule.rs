@@ -129,6 +129,15 @@ impl Redactor {
         Some(b.with_attributes(attributes).build())
     }
 
+    /// Hands `set` the resource as an exporter may see it: `resource`
+    /// redacted where it holds a sensitive attribute.
+    pub(crate) fn with_resource(&self, resource: &Resource, set: impl FnOnce(&Resource)) {
+        match self.redact_resource(resource) {
+            Some(redacted) => set(&redacted),
+            None => set(resource),
+        }
+    }
+
     /// A copy of `resource` with sensitive attributes redacted (schema URL
     /// kept), or `None` when nothing in it is sensitive.
     pub(crate) fn redact_resource(&self, resource: &Resource) -> Option<Resource> {
