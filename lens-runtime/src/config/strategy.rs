@@ -291,11 +291,6 @@ mod examples {
     //! Examples of crate-private items, kept as unit tests.
 
     #[test]
-    fn local_rank() {
-        let _ = crate::config::strategy::local_rank();
-    }
-
-    #[test]
     fn local_rank_with() {
         use crate::config::strategy::local_rank_with;
         let env = |k: &str| (k == "OMPI_COMM_WORLD_LOCAL_RANK").then(|| "3".to_owned());

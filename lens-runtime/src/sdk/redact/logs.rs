@@ -84,19 +84,3 @@ impl<E: LogExporter> LogExporter for RedactLogs<E> {
             .with_resource(resource, |r| inner.set_resource(r));
     }
 }
-
-#[cfg(test)]
-mod examples {
-    //! Examples of crate-private items, kept as unit tests.
-
-    #[test]
-    fn redactlogs() {
-        use crate::sdk::redact::{RedactLogs, Redactor};
-        use opentelemetry_sdk::logs::{InMemoryLogExporter, SdkLoggerProvider};
-        let exporter = InMemoryLogExporter::default();
-        let provider = SdkLoggerProvider::builder()
-            .with_simple_exporter(RedactLogs::new(exporter.clone(), Redactor::new(["email"])))
-            .build();
-        let _ = provider;
-    }
-}

@@ -179,20 +179,3 @@ impl InstrumentProvider for RedactingInstruments {
         f64_observable_gauge: ObservableGauge<f64>
     );
 }
-
-#[cfg(test)]
-mod examples {
-    //! Examples of crate-private items, kept as unit tests.
-
-    #[test]
-    fn redactingmeterprovider() {
-        use crate::sdk::redact::{RedactingMeterProvider, Redactor};
-        use opentelemetry::metrics::MeterProvider as _;
-        use opentelemetry::KeyValue;
-        let sdk = opentelemetry_sdk::metrics::SdkMeterProvider::builder().build();
-        let provider = RedactingMeterProvider::new(sdk, Redactor::default());
-        let counter = provider.meter("doc").u64_counter("requests").build();
-        counter.add(1, &[KeyValue::new("prompt", "recorded as [REDACTED]")]);
-        // install it: opentelemetry::global::set_meter_provider(provider);
-    }
-}

@@ -53,19 +53,3 @@ impl<E: SpanExporter> SpanExporter for RedactSpans<E> {
             .with_resource(resource, |r| inner.set_resource(r));
     }
 }
-
-#[cfg(test)]
-mod examples {
-    //! Examples of crate-private items, kept as unit tests.
-
-    #[test]
-    fn redactspans() {
-        use crate::sdk::redact::{RedactSpans, Redactor};
-        use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
-        let exporter = InMemorySpanExporter::default();
-        let provider = SdkTracerProvider::builder()
-            .with_simple_exporter(RedactSpans::new(exporter.clone(), Redactor::default()))
-            .build();
-        let _ = provider;
-    }
-}
