@@ -1,0 +1,416 @@
+//! `lens report`: streams the input through an [`Aggregator`] (bounded
+//! memory: sketches, a step matrix, capped lists) and turns it into a
+//! [`Report`] that the text, JSON and HTML renderers share.
+
+mod metrics;
+mod steps;
+mod text;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use serde::Serialize;
+
+use crate::input::otlp::{span_id_u64, Metric, Span};
+use crate::input::{Diagnostics, Origin, Sink};
+use crate::sketch::Sketch;
+pub(crate) use metrics::Series;
+pub(crate) use steps::{StepRow, Straggler};
+pub(crate) use text::render_text;
+
+/// Version of the `--json` document layout.
+pub(crate) const SCHEMA_VERSION: u32 = 1;
+/// Truncated / error spans listed individually (the rest are counted).
+const MAX_LISTED: usize = 1000;
+/// Pending child durations kept per rank before giving up on old ones.
+const MAX_PENDING: usize = 200_000;
+
+/// Thresholds of the straggler analysis.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub(crate) struct Settings {
+    /// A rank is slow in a step when it exceeds the step median by this percent.
+    pub(crate) straggler_pct: f64,
+    /// …and a straggler when slow in at least this share of its steps.
+    pub(crate) straggler_share: f64,
+}
+
+#[derive(Debug, Default)]
+struct NameStats {
+    sketch: Sketch,
+}
+
+#[derive(Debug, Default)]
+struct RankState {
+    host: String,
+    pid: Option<i64>,
+    spans: u64,
+    first_ns: Option<u64>,
+    last_ns: u64,
+    metric_points: u64,
+    log_records: u64,
+    /// Parent span id → (name, summed ns) of its children seen so far.
+    pending: HashMap<u64, Vec<(u32, u64)>>,
+}
+
+/// A truncated or failed span.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Flagged {
+    /// Rank that exported it.
+    pub(crate) rank: i64,
+    /// Span name.
+    pub(crate) name: String,
+    /// Hex span id.
+    pub(crate) span_id: String,
+    /// Start (Unix ns).
+    pub(crate) start_ns: u64,
+    /// Duration (ns).
+    pub(crate) dur_ns: u64,
+    /// Truncation reason or status message.
+    pub(crate) detail: String,
+}
+
+/// A count plus the first [`MAX_LISTED`] items.
+#[derive(Debug, Clone, Default, Serialize)]
+pub(crate) struct Listed {
+    /// How many there were.
+    pub(crate) count: u64,
+    /// The first ones.
+    pub(crate) items: Vec<Flagged>,
+}
+
+impl Listed {
+    fn push(&mut self, f: impl FnOnce() -> Flagged) {
+        self.count += 1;
+        if self.items.len() < MAX_LISTED {
+            self.items.push(f());
+        }
+    }
+}
+
+/// Streaming aggregation of one run.
+#[derive(Debug, Default)]
+pub(crate) struct Aggregator {
+    names: Vec<(String, NameStats)>,
+    name_ids: HashMap<String, u32>,
+    ranks: BTreeMap<i64, RankState>,
+    steps: steps::StepMatrix,
+    step_names: BTreeSet<u32>,
+    truncated: Listed,
+    errors: Listed,
+    metrics: metrics::MetricStore,
+    world_size: Option<i64>,
+    run_ids: BTreeSet<String>,
+    unattributed: u64,
+}
+
+impl Aggregator {
+    fn name_id(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.name_ids.get(name) {
+            return id;
+        }
+        let id = self.names.len() as u32;
+        self.names.push((name.to_owned(), NameStats::default()));
+        self.name_ids.insert(name.to_owned(), id);
+        id
+    }
+
+    fn origin(&mut self, o: &Origin) -> &mut RankState {
+        if let Some(ws) = o.world_size {
+            self.world_size = Some(self.world_size.map_or(ws, |w| w.max(ws)));
+        }
+        if !o.run_id.is_empty() && !self.run_ids.contains(&o.run_id) {
+            self.run_ids.insert(o.run_id.clone());
+        }
+        let r = self.ranks.entry(o.rank).or_default();
+        if r.host.is_empty() {
+            r.host.clone_from(&o.host);
+            r.pid = o.pid;
+        }
+        r
+    }
+
+    fn span(&mut self, rank: i64, s: &Span<'_>) {
+        let dur = s.end_time_unix_nano.saturating_sub(s.start_time_unix_nano);
+        let id = self.name_id(&s.name);
+        self.names[id as usize].1.sketch.add(dur);
+        let (mut iteration, mut truncated, mut reason) = (None, false, "");
+        for kv in &s.attributes {
+            match kv.key.as_ref() {
+                "nv.dl.iteration" => iteration = kv.value.as_i64(),
+                "nemo.span.truncated" => truncated = kv.value.as_bool().unwrap_or(false),
+                "nemo.span.truncated.reason" => reason = kv.value.as_str().unwrap_or(""),
+                _ => {}
+            }
+        }
+        let flagged = |detail: &str| Flagged {
+            rank,
+            name: s.name.to_string(),
+            span_id: s.span_id.to_string(),
+            start_ns: s.start_time_unix_nano,
+            dur_ns: dur,
+            detail: detail.to_owned(),
+        };
+        if truncated {
+            self.truncated.push(|| flagged(reason));
+        }
+        if s.status.code == 2 {
+            self.errors.push(|| flagged(&s.status.message));
+        }
+        let Some(r) = self.ranks.get_mut(&rank) else {
+            return;
+        };
+        r.spans += 1;
+        r.first_ns = Some(r.first_ns.map_or(s.start_time_unix_nano, |f| f.min(s.start_time_unix_nano)));
+        r.last_ns = r.last_ns.max(s.end_time_unix_nano);
+        let children = r.pending.remove(&span_id_u64(&s.span_id));
+        let parent = span_id_u64(&s.parent_span_id);
+        if parent != 0 {
+            if r.pending.len() >= MAX_PENDING {
+                self.unattributed += r.pending.len() as u64;
+                r.pending.clear();
+            }
+            let e = r.pending.entry(parent).or_default();
+            match e.iter_mut().find(|(n, _)| *n == id) {
+                Some(slot) => slot.1 += dur,
+                None => e.push((id, dur)),
+            }
+        }
+        if let Some(it) = iteration {
+            self.step_names.insert(id);
+            let mut phases = Vec::new();
+            for (child, ns) in children.unwrap_or_default() {
+                let name = &self.names[child as usize].0;
+                if let Some(slot) = self.steps.phase_slot(name) {
+                    phases.push((slot, ns));
+                }
+            }
+            self.steps.record(rank, it, dur, &phases);
+        }
+    }
+
+    /// Finishes the aggregation.
+    pub(crate) fn finish(self, diag: Diagnostics, settings: Settings) -> Report {
+        let analysis = self.steps.analyze(settings.straggler_pct, settings.straggler_share);
+        let ranks: Vec<RankRow> = self
+            .ranks
+            .iter()
+            .map(|(&rank, r)| RankRow {
+                rank,
+                host: r.host.clone(),
+                pid: r.pid,
+                spans: r.spans,
+                steps: self.steps.steps_of(rank),
+                first_ns: r.first_ns.unwrap_or(0),
+                last_ns: r.last_ns,
+                wall_ns: r.last_ns.saturating_sub(r.first_ns.unwrap_or(r.last_ns)),
+                metric_points: r.metric_points,
+                log_records: r.log_records,
+            })
+            .collect();
+        let wall: u64 = ranks.iter().map(|r| r.wall_ns).sum();
+        let by_name = self
+            .names
+            .iter()
+            .map(|(name, st)| {
+                let k = &st.sketch;
+                let row = NameRow {
+                    count: k.count(),
+                    p50: k.quantile(0.5),
+                    p95: k.quantile(0.95),
+                    p99: k.quantile(0.99),
+                    max: k.max(),
+                    total_ns: k.sum() as u64,
+                    share: if wall > 0 { k.sum() as f64 / wall as f64 } else { 0.0 },
+                };
+                (name.clone(), row)
+            })
+            .collect();
+        let missing_ranks = match self.world_size {
+            Some(ws) => (0..ws).filter(|r| !self.ranks.get(r).is_some_and(|s| s.spans > 0)).collect(),
+            None => Vec::new(),
+        };
+        let metrics_series = self.metrics.into_sorted();
+        let metrics = metrics_series
+            .iter()
+            .flat_map(|(name, by_rank)| {
+                by_rank.iter().map(move |(&rank, s)| MetricRow {
+                    name: name.clone(),
+                    rank,
+                    series: s.clone(),
+                })
+            })
+            .collect();
+        Report {
+            schema_version: SCHEMA_VERSION,
+            settings,
+            input: diag.clone(),
+            run_ids: self.run_ids.into_iter().collect(),
+            world_size: self.world_size,
+            spans: SpanTotals {
+                count: diag.spans,
+                truncated: self.truncated.count,
+                errors: self.errors.count,
+                wall_ns: wall,
+                step_span_names: self.step_names.iter().map(|&i| self.names[i as usize].0.clone()).collect(),
+            },
+            ranks,
+            missing_ranks,
+            by_name,
+            steps: StepsDoc {
+                count: analysis.rows.len(),
+                phases: analysis.phases,
+                untracked: self.steps.untracked,
+                unattributed_children: self.unattributed,
+                rows: analysis.rows,
+            },
+            stragglers: analysis.stragglers,
+            truncated: self.truncated,
+            errors: self.errors,
+            metrics,
+            series: metrics_series,
+            slow: analysis.slow,
+        }
+    }
+}
+
+impl Sink for Aggregator {
+    fn spans(&mut self, origin: &Origin, spans: &[Span<'_>]) {
+        self.origin(origin);
+        for s in spans {
+            self.span(origin.rank, s);
+        }
+    }
+
+    fn metrics(&mut self, origin: &Origin, metrics: &[Metric<'_>]) {
+        self.origin(origin).metric_points += 1;
+        self.metrics.add(origin.rank, metrics);
+    }
+
+    fn logs(&mut self, origin: &Origin, count: usize) {
+        self.origin(origin).log_records += count as u64;
+    }
+}
+
+/// One rank's totals.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct RankRow {
+    /// `nv.dl.rank`.
+    pub(crate) rank: i64,
+    /// `host.name`.
+    pub(crate) host: String,
+    /// `process.pid`.
+    pub(crate) pid: Option<i64>,
+    /// Spans exported.
+    pub(crate) spans: u64,
+    /// Step spans exported.
+    pub(crate) steps: u64,
+    /// Earliest span start (Unix ns).
+    pub(crate) first_ns: u64,
+    /// Latest span end (Unix ns).
+    pub(crate) last_ns: u64,
+    /// `last_ns - first_ns`.
+    pub(crate) wall_ns: u64,
+    /// Metric export batches.
+    pub(crate) metric_points: u64,
+    /// Log records.
+    pub(crate) log_records: u64,
+}
+
+/// Totals over all spans.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct SpanTotals {
+    /// Spans read.
+    pub(crate) count: u64,
+    /// Spans marked `nemo.span.truncated`.
+    pub(crate) truncated: u64,
+    /// Spans with ERROR status.
+    pub(crate) errors: u64,
+    /// Sum over ranks of their wall time (the denominator of `share`).
+    pub(crate) wall_ns: u64,
+    /// Names of spans carrying `nv.dl.iteration`.
+    pub(crate) step_span_names: Vec<String>,
+}
+
+/// Duration statistics of one span name (ns; quantiles within 1%).
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct NameRow {
+    /// Spans with this name.
+    pub(crate) count: u64,
+    /// Median duration.
+    pub(crate) p50: u64,
+    /// 95th percentile.
+    pub(crate) p95: u64,
+    /// 99th percentile.
+    pub(crate) p99: u64,
+    /// Longest.
+    pub(crate) max: u64,
+    /// Summed duration.
+    pub(crate) total_ns: u64,
+    /// `total_ns` over the summed wall time of all ranks.
+    pub(crate) share: f64,
+}
+
+/// The step section.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct StepsDoc {
+    /// Iterations seen.
+    pub(crate) count: usize,
+    /// Phase (direct child) names tracked.
+    pub(crate) phases: Vec<String>,
+    /// Step spans whose iteration was out of the tracked range.
+    pub(crate) untracked: u64,
+    /// Child spans whose parent never arrived in time.
+    pub(crate) unattributed_children: u64,
+    /// One row per iteration.
+    pub(crate) rows: Vec<StepRow>,
+}
+
+/// Last/min/max of one metric on one rank.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct MetricRow {
+    /// Metric name, with point attributes as `{k=v}` when present.
+    pub(crate) name: String,
+    /// Rank.
+    pub(crate) rank: i64,
+    /// Values.
+    #[serde(flatten)]
+    pub(crate) series: Series,
+}
+
+/// Everything `lens report` knows about a run.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Report {
+    /// Layout version of this document.
+    pub(crate) schema_version: u32,
+    /// Thresholds used.
+    pub(crate) settings: Settings,
+    /// What was read and skipped.
+    pub(crate) input: Diagnostics,
+    /// `nemo.run.id`s seen.
+    pub(crate) run_ids: Vec<String>,
+    /// Largest `nv.dl.world_size` seen.
+    pub(crate) world_size: Option<i64>,
+    /// Per-rank totals.
+    pub(crate) ranks: Vec<RankRow>,
+    /// Ranks below `world_size` that exported no span.
+    pub(crate) missing_ranks: Vec<i64>,
+    /// Totals.
+    pub(crate) spans: SpanTotals,
+    /// Per span name statistics.
+    pub(crate) by_name: BTreeMap<String, NameRow>,
+    /// Step matrix summary.
+    pub(crate) steps: StepsDoc,
+    /// Straggler ranks.
+    pub(crate) stragglers: Vec<Straggler>,
+    /// Truncated spans.
+    pub(crate) truncated: Listed,
+    /// ERROR-status spans.
+    pub(crate) errors: Listed,
+    /// Metric last/min/max per rank.
+    pub(crate) metrics: Vec<MetricRow>,
+    /// Metric time series (for HTML).
+    #[serde(skip)]
+    pub(crate) series: BTreeMap<String, BTreeMap<i64, Series>>,
+    /// Straggler rank → iterations where it was slow.
+    #[serde(skip)]
+    pub(crate) slow: BTreeMap<i64, Vec<i64>>,
+}
