@@ -50,8 +50,6 @@ pub(crate) struct ScopeSpans<'a> {
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Span<'a> {
     #[serde(borrow, default)]
-    pub(crate) trace_id: Cow<'a, str>,
-    #[serde(borrow, default)]
     pub(crate) span_id: Cow<'a, str>,
     #[serde(borrow, default)]
     pub(crate) parent_span_id: Cow<'a, str>,
@@ -85,8 +83,6 @@ pub(crate) struct Status<'a> {
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Link<'a> {
     #[serde(borrow, default)]
-    pub(crate) trace_id: Cow<'a, str>,
-    #[serde(borrow, default)]
     pub(crate) span_id: Cow<'a, str>,
 }
 
@@ -115,8 +111,6 @@ pub(crate) struct AnyValue<'a> {
     pub(crate) array_value: Option<serde_json::Value>,
     #[serde(default)]
     pub(crate) kvlist_value: Option<serde_json::Value>,
-    #[serde(default)]
-    pub(crate) bytes_value: Option<IgnoredAny>,
 }
 
 /// A plain attribute value, as the readers use it.
