@@ -197,7 +197,10 @@ fn read_lines(path: &Path, mut r: impl BufRead, sink: &mut dyn Sink, diag: &mut 
         match serde_json::from_slice::<Envelope<'_>>(line) {
             Ok(env) => deliver(&env, file_rank, sink, diag),
             Err(e) => {
-                diag.problem(path, lineno, &format!("not an OTLP/JSON line ({e}), skipped"));
+                let what = format!("{e}");
+                let what = what.split(" at line ").next().unwrap_or("");
+                let msg = format!("not an OTLP/JSON line ({what} at column {}), skipped", e.column());
+                diag.problem(path, lineno, &msg);
                 diag.skipped_lines += 1;
             }
         }
