@@ -4,7 +4,7 @@
 
 mod metrics;
 mod steps;
-mod text;
+pub(crate) mod text;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
