@@ -87,18 +87,28 @@ fn section(
     slow: &BTreeMap<i64, Vec<i64>>,
     add_other: bool,
 ) {
-    let t0 = main.values().flatten().map(|s| s.start).min().unwrap_or(0);
-    let t1 = main.values().flatten().map(|s| s.end).max().unwrap_or(0).max(t0 + 1);
-    let range = (t1 - t0) as f64;
+    // each lane is aligned on its own first step, so that iterations line up
+    let origin = |spans: &Vec<&TSpan>| {
+        spans.iter().filter(|s| s.iteration.is_some()).map(|s| s.start).min().or_else(|| spans.iter().map(|s| s.start).min()).unwrap_or(0)
+    };
+    let width = main
+        .values()
+        .map(|v| v.iter().map(|s| s.end).max().unwrap_or(0).saturating_sub(origin(v)))
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let range = width as f64;
     let _ = writeln!(
         o,
         "<div class=\"section card\"><div class=\"controls\"><b>{}</b><span class=\"note\">{}</span><span style=\"flex:1\"></span><button class=\"zout\">−</button><span class=\"zl\">1.0×</span><button class=\"zin\">+</button><button class=\"zreset\">reset</button></div>",
         esc(title),
-        esc(&format!("{} wide", fmt_ns(t1 - t0)))
+        esc(&format!("{} wide; lanes aligned on their first step shown", fmt_ns(width)))
     );
     let mut lanes_html = String::new();
     let mut labels = String::new();
     for (rank, spans) in main {
+        let t0 = origin(spans);
+        let t1 = t0 + width;
         let mut all: Vec<&TSpan> = spans.clone();
         if add_other {
             if let Some(r) = tl.ranks.get(rank) {
@@ -143,7 +153,8 @@ fn section(
     }
     let mut axis = String::new();
     for i in 0..10 {
-        let _ = write!(axis, "<div class=\"tick\" style=\"left:{}%\">+{}</div>", i * 10, esc(&fmt_ns((range * f64::from(i) / 10.0) as u64)));
+        let label = if i == 0 { "0".to_owned() } else { fmt_ns((range * f64::from(i) / 10.0) as u64) };
+        let _ = write!(axis, "<div class=\"tick\" style=\"left:{}%\">+{}</div>", i * 10, esc(&label));
     }
     let _ = writeln!(
         o,

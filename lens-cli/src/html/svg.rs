@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 use super::esc;
-use crate::report::{text::fmt_num, Series};
+use crate::report::Series;
 
 /// Panels drawn at most.
 const MAX_PANELS: usize = 16;
@@ -14,7 +14,7 @@ const MAX_LINES: usize = 128;
 
 const W: f64 = 640.0;
 const H: f64 = 190.0;
-const PAD_L: f64 = 56.0;
+const PAD_L: f64 = 60.0;
 const PAD_B: f64 = 20.0;
 const PAD_T: f64 = 8.0;
 
@@ -56,7 +56,7 @@ fn panel(o: &mut String, name: &str, by_rank: &BTreeMap<i64, Series>, strag: &BT
     for i in 0..=3 {
         let v = lo + (hi - lo) * f64::from(i) / 3.0;
         let yy = y(v);
-        let _ = write!(o, "<line x1=\"{PAD_L}\" x2=\"{W}\" y1=\"{yy:.1}\" y2=\"{yy:.1}\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>", PAD_L - 4.0, yy + 3.0, esc(&fmt_num(v)));
+        let _ = write!(o, "<line x1=\"{PAD_L}\" x2=\"{W}\" y1=\"{yy:.1}\" y2=\"{yy:.1}\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>", PAD_L - 4.0, yy + 3.0, esc(&axis_num(v)));
     }
     let secs = (t1 - t0) as f64 / 1e9;
     for i in 0..=4 {
@@ -81,4 +81,24 @@ fn panel(o: &mut String, name: &str, by_rank: &BTreeMap<i64, Series>, strag: &BT
         let _ = write!(o, " <span class=\"sw\" style=\"background:#d62728\"></span>stragglers: rank {}", names.join(", "));
     }
     let _ = writeln!(o, "</div></div>");
+}
+
+/// A short axis label: 4 significant digits with an SI suffix.
+fn axis_num(v: f64) -> String {
+    let a = v.abs();
+    let (x, suffix) = if a >= 1e9 {
+        (v / 1e9, "G")
+    } else if a >= 1e6 {
+        (v / 1e6, "M")
+    } else if a >= 1e4 {
+        (v / 1e3, "k")
+    } else {
+        (v, "")
+    };
+    if x == 0.0 || (1e-3..1e4).contains(&x.abs()) {
+        let digits = (3 - x.abs().log10().floor().max(-3.0) as i32).clamp(0, 6) as usize;
+        format!("{x:.digits$}{suffix}")
+    } else {
+        format!("{x:.2e}")
+    }
 }
