@@ -1,7 +1,8 @@
 //! The per-rank timeline: one lane per rank (`data-rank`), steps and their
 //! phases drawn to scale, in up to two sections (first and last steps).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+use rustc_hash::FxHashMap as HashMap;
 use std::fmt::Write;
 
 use super::esc;

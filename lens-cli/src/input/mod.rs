@@ -189,12 +189,18 @@ fn read_lines(path: &Path, mut r: impl BufRead, sink: &mut dyn Sink, diag: &mut 
         if line.is_empty() {
             continue;
         }
-        if let Err(e) = std::str::from_utf8(line) {
-            diag.problem(path, lineno, &format!("not UTF-8 (byte {}), line skipped", e.valid_up_to() + 1));
-            diag.skipped_lines += 1;
-            continue;
-        }
-        match serde_json::from_slice::<Envelope<'_>>(line) {
+        let text = match std::str::from_utf8(line) {
+            Ok(t) => t,
+            Err(e) => {
+                let msg = format!("not UTF-8 (byte {}), line skipped", e.valid_up_to() + 1);
+                diag.problem(path, lineno, &msg);
+                diag.skipped_lines += 1;
+                continue;
+            }
+        };
+        // from_str: the text is known to be UTF-8, so serde_json skips
+        // validating it again in every string
+        match serde_json::from_str::<Envelope<'_>>(text) {
             Ok(env) => deliver(&env, file_rank, sink, diag),
             Err(e) => {
                 let what = format!("{e}");

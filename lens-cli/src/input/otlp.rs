@@ -108,9 +108,9 @@ pub(crate) struct AnyValue<'a> {
     #[serde(default)]
     pub(crate) bool_value: Option<bool>,
     #[serde(default)]
-    pub(crate) array_value: Option<serde_json::Value>,
+    pub(crate) array_value: Option<Box<serde_json::Value>>,
     #[serde(default)]
-    pub(crate) kvlist_value: Option<serde_json::Value>,
+    pub(crate) kvlist_value: Option<Box<serde_json::Value>>,
 }
 
 /// A plain attribute value, as the readers use it.
@@ -154,7 +154,7 @@ impl AnyValue<'_> {
             Value::Double(d)
         } else if let Some(b) = self.bool_value {
             Value::Bool(b)
-        } else if let Some(v) = self.array_value.as_ref().or(self.kvlist_value.as_ref()) {
+        } else if let Some(v) = self.array_value.as_deref().or(self.kvlist_value.as_deref()) {
             Value::Other(v.to_string())
         } else {
             Value::Other(String::new())

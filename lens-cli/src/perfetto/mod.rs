@@ -6,7 +6,7 @@
 mod chrome;
 mod proto;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 
@@ -97,11 +97,11 @@ impl<W: Write> ProtoSink<W> {
             buf: Vec::with_capacity(4096),
             first: true,
             next_uuid: 1,
-            processes: HashMap::new(),
-            threads: HashMap::new(),
-            counters: HashMap::new(),
-            names: HashMap::new(),
-            keys: HashMap::new(),
+            processes: HashMap::default(),
+            threads: HashMap::default(),
+            counters: HashMap::default(),
+            names: HashMap::default(),
+            keys: HashMap::default(),
             error: None,
         }
     }

@@ -6,7 +6,8 @@ mod metrics;
 mod steps;
 pub(crate) mod text;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+use rustc_hash::FxHashMap as HashMap;
 
 use serde::Serialize;
 

@@ -2,7 +2,8 @@
 //! `nv.dl.iteration`) with the durations of their direct children (phases),
 //! and the straggler analysis over it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap};
+use rustc_hash::FxHashMap as HashMap;
 
 use serde::Serialize;
 
@@ -169,7 +170,7 @@ impl StepMatrix {
         let factor = 1.0 + pct / 100.0;
         let mut rows = Vec::new();
         // rank -> (steps, slow steps, excess pct sum, phase excess sums)
-        let mut acc: HashMap<i64, (u64, u64, f64, [f64; MAX_PHASES])> = HashMap::new();
+        let mut acc: HashMap<i64, (u64, u64, f64, [f64; MAX_PHASES])> = HashMap::default();
         let mut slow: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
         let mut vals: Vec<(u64, i64)> = Vec::new();
         let mut ph: Vec<(u64, i64)> = Vec::new();
