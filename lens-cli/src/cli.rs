@@ -112,7 +112,10 @@ fn parse_straggler(s: &str) -> Result<(u32, String, f64), String> {
     let r = r.parse().map_err(|_| format!("bad rank {r:?}"))?;
     let pct = pct.parse().map_err(|_| format!("bad percent {pct:?}"))?;
     if !crate::synth::PHASES.contains(&p) {
-        return Err(format!("unknown phase {p:?}; one of {:?}", crate::synth::PHASES));
+        return Err(format!(
+            "unknown phase {p:?}; one of {:?}",
+            crate::synth::PHASES
+        ));
     }
     Ok((r, p.to_owned(), pct))
 }

@@ -104,7 +104,10 @@ mod tests {
         for q in [0.5, 0.95, 0.99] {
             let exact = vals[(q * (vals.len() - 1) as f64).round() as usize] as f64;
             let got = s.quantile(q) as f64;
-            assert!((got - exact).abs() / exact <= 0.011, "q{q}: {got} vs {exact}");
+            assert!(
+                (got - exact).abs() / exact <= 0.011,
+                "q{q}: {got} vs {exact}"
+            );
         }
         assert_eq!(s.max(), *vals.last().unwrap_or(&0));
         assert_eq!(s.count(), 100_000);

@@ -85,7 +85,8 @@ impl Writer {
         self.buf.clear();
         self.buf.push_str(r#"{"resourceSpans":["#);
         self.resource();
-        self.buf.push_str(r#""scopeSpans":[{"scope":{"name":"lens.synth"},"spans":["#);
+        self.buf
+            .push_str(r#""scopeSpans":[{"scope":{"name":"lens.synth"},"spans":["#);
         for (i, s) in spans.iter().enumerate() {
             if i > 0 {
                 self.buf.push(',');
@@ -98,7 +99,11 @@ impl Writer {
 
     fn span(&mut self, s: &S<'_>) {
         let b = &mut self.buf;
-        let _ = write!(b, r#"{{"traceId":"{:032x}","spanId":"{:016x}","#, self.trace, s.id);
+        let _ = write!(
+            b,
+            r#"{{"traceId":"{:032x}","spanId":"{:016x}","#,
+            self.trace, s.id
+        );
         if s.parent != 0 {
             let _ = write!(b, r#""parentSpanId":"{:016x}","#, s.parent);
         }
@@ -109,14 +114,20 @@ impl Writer {
             s.name, s.start, s.end, s.tid
         );
         if let Some(it) = s.iteration {
-            let _ = write!(b, r#",{{"key":"nv.dl.iteration","value":{{"intValue":"{it}"}}}}"#);
+            let _ = write!(
+                b,
+                r#",{{"key":"nv.dl.iteration","value":{{"intValue":"{it}"}}}}"#
+            );
         }
         if s.truncated {
             b.push_str(r#",{"key":"nemo.span.truncated","value":{"boolValue":true}},{"key":"nemo.span.truncated.reason","value":{"stringValue":"signal SIGTERM"}}"#);
         }
         b.push(']');
         if let Some((trace, id)) = s.link {
-            let _ = write!(b, r#","links":[{{"traceId":"{trace:032x}","spanId":"{id:016x}"}}]"#);
+            let _ = write!(
+                b,
+                r#","links":[{{"traceId":"{trace:032x}","spanId":"{id:016x}"}}]"#
+            );
         }
         b.push_str(r#","status":{"code":0}}"#);
     }
@@ -125,7 +136,8 @@ impl Writer {
         self.buf.clear();
         self.buf.push_str(r#"{"resourceMetrics":["#);
         self.resource();
-        self.buf.push_str(r#""scopeMetrics":[{"scope":{"name":"lens.synth"},"metrics":["#);
+        self.buf
+            .push_str(r#""scopeMetrics":[{"scope":{"name":"lens.synth"},"metrics":["#);
         let loss = 2.5 * (-(step as f64) / 2000.0).exp() + 0.4 + 0.02 * rng.jitter(1.0);
         let lr = 3e-4 * (step as f64 / 100.0).min(1.0);
         let tps = 4096.0 * 8.0 / (step_ns as f64 / 1e9);
@@ -162,20 +174,38 @@ pub(crate) fn run(a: &SynthArgs) -> std::io::Result<()> {
     for rank in 0..a.ranks {
         total += write_rank(a, rank, &a.out)?;
     }
-    eprintln!("lens synth: wrote {total} spans for {} rank(s) to {}", a.ranks, a.out.display());
+    eprintln!(
+        "lens synth: wrote {total} spans for {} rank(s) to {}",
+        a.ranks,
+        a.out.display()
+    );
     Ok(())
 }
 
 fn write_rank(a: &SynthArgs, rank: u32, dir: &Path) -> std::io::Result<u64> {
-    let ext = if a.gzip { "otlp.jsonl.gz" } else { "otlp.jsonl" };
+    let ext = if a.gzip {
+        "otlp.jsonl.gz"
+    } else {
+        "otlp.jsonl"
+    };
     let file = File::create(dir.join(format!("synth-rank{rank}.{ext}")))?;
     let out: Box<dyn Write> = if a.gzip {
-        Box::new(flate2::write::GzEncoder::new(BufWriter::with_capacity(1 << 20, file), flate2::Compression::fast()))
+        Box::new(flate2::write::GzEncoder::new(
+            BufWriter::with_capacity(1 << 20, file),
+            flate2::Compression::fast(),
+        ))
     } else {
         Box::new(BufWriter::with_capacity(1 << 20, file))
     };
     let pid = 10_000 + u64::from(rank);
-    let mut w = Writer { out, rank, ranks: a.ranks, pid, trace: (u128::from(a.seed) << 64) | u128::from(rank) + 1, buf: String::with_capacity(1 << 16) };
+    let mut w = Writer {
+        out,
+        rank,
+        ranks: a.ranks,
+        pid,
+        trace: (u128::from(a.seed) << 64) | (u128::from(rank) + 1),
+        buf: String::with_capacity(1 << 16),
+    };
     let mut rng = Rng(a.seed.wrapping_mul(0x2545_f491_4f6c_dd1d) ^ u64::from(rank));
     let slow: Vec<(usize, f64)> = a
         .straggler
@@ -205,7 +235,18 @@ fn write_rank(a: &SynthArgs, rank: u32, dir: &Path) -> std::io::Result<u64> {
             let (ps, pe) = (phase_t, phase_t + d as u64);
             if truncate_at == Some(step) && i == 1 {
                 open = Some(i);
-                batch.push(S { id: span_id(rank, step, 1 + i as u64), parent: step_id, remote_parent: false, name, start: ps, end: ps + (d as u64) / 2, tid: pid, iteration: None, truncated: true, link: None });
+                batch.push(S {
+                    id: span_id(rank, step, 1 + i as u64),
+                    parent: step_id,
+                    remote_parent: false,
+                    name,
+                    start: ps,
+                    end: ps + (d as u64) / 2,
+                    tid: pid,
+                    iteration: None,
+                    truncated: true,
+                    link: None,
+                });
                 phase_t = ps + (d as u64) / 2;
                 break;
             }
@@ -215,18 +256,74 @@ fn write_rank(a: &SynthArgs, rank: u32, dir: &Path) -> std::io::Result<u64> {
                 for m in 0..mbs {
                     let ms = ps + 5_000 + m * mb_d;
                     let mid = span_id(rank, step, 8 + m * 3);
-                    batch.push(S { id: mid + 1, parent: mid, remote_parent: false, name: "forward", start: ms + 1_000, end: ms + mb_d / 3, tid: pid, iteration: None, truncated: false, link: None });
-                    batch.push(S { id: mid + 2, parent: mid, remote_parent: false, name: "backward", start: ms + mb_d / 3 + 1_000, end: ms + mb_d - 2_000, tid: pid, iteration: None, truncated: false, link: None });
-                    batch.push(S { id: mid, parent: span_id(rank, step, 2), remote_parent: false, name: "microbatch", start: ms, end: ms + mb_d - 1_000, tid: pid, iteration: None, truncated: false, link: None });
+                    batch.push(S {
+                        id: mid + 1,
+                        parent: mid,
+                        remote_parent: false,
+                        name: "forward",
+                        start: ms + 1_000,
+                        end: ms + mb_d / 3,
+                        tid: pid,
+                        iteration: None,
+                        truncated: false,
+                        link: None,
+                    });
+                    batch.push(S {
+                        id: mid + 2,
+                        parent: mid,
+                        remote_parent: false,
+                        name: "backward",
+                        start: ms + mb_d / 3 + 1_000,
+                        end: ms + mb_d - 2_000,
+                        tid: pid,
+                        iteration: None,
+                        truncated: false,
+                        link: None,
+                    });
+                    batch.push(S {
+                        id: mid,
+                        parent: span_id(rank, step, 2),
+                        remote_parent: false,
+                        name: "microbatch",
+                        start: ms,
+                        end: ms + mb_d - 1_000,
+                        tid: pid,
+                        iteration: None,
+                        truncated: false,
+                        link: None,
+                    });
                 }
             }
             let tid = if i == 0 { pid + 1 } else { pid };
-            batch.push(S { id: span_id(rank, step, 1 + i as u64), parent: step_id, remote_parent: false, name, start: ps, end: pe, tid, iteration: None, truncated: false, link: None });
+            batch.push(S {
+                id: span_id(rank, step, 1 + i as u64),
+                parent: step_id,
+                remote_parent: false,
+                name,
+                start: ps,
+                end: pe,
+                tid,
+                iteration: None,
+                truncated: false,
+                link: None,
+            });
             phase_t = pe + 20_000;
         }
         let end = phase_t + 30_000;
-        let link = (rank > 0 && step == 0).then(|| ((u128::from(a.seed) << 64) | 1, span_id(0, 0, 0)));
-        batch.push(S { id: step_id, parent: job, remote_parent: false, name: "train.step", start, end, tid: pid, iteration: Some(step), truncated: open.is_some(), link });
+        let link =
+            (rank > 0 && step == 0).then(|| ((u128::from(a.seed) << 64) | 1, span_id(0, 0, 0)));
+        batch.push(S {
+            id: step_id,
+            parent: job,
+            remote_parent: false,
+            name: "train.step",
+            start,
+            end,
+            tid: pid,
+            iteration: Some(step),
+            truncated: open.is_some(),
+            link,
+        });
         n += batch.len() as u64;
         w.spans(&batch)?;
         t = end + 100_000;
@@ -238,7 +335,18 @@ fn write_rank(a: &SynthArgs, rank: u32, dir: &Path) -> std::io::Result<u64> {
         }
     }
     let remote = rank > 0;
-    let job_span = S { id: job, parent: if remote { job_id(0) } else { 0 }, remote_parent: remote, name: "job", start: job_start, end: t, tid: pid, iteration: None, truncated: truncate_at.is_some(), link: None };
+    let job_span = S {
+        id: job,
+        parent: if remote { job_id(0) } else { 0 },
+        remote_parent: remote,
+        name: "job",
+        start: job_start,
+        end: t,
+        tid: pid,
+        iteration: None,
+        truncated: truncate_at.is_some(),
+        link: None,
+    };
     w.spans(&[job_span])?;
     w.out.flush()?;
     Ok(n + 1)

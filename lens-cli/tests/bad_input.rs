@@ -8,7 +8,15 @@ use std::io::Write;
 use support::{fresh_dir, ok, report_json, run};
 
 fn synth_one(dir: &std::path::Path) -> String {
-    ok(&["synth", "--ranks", "1", "--steps", "5", "--out", dir.to_str().expect("path")]);
+    ok(&[
+        "synth",
+        "--ranks",
+        "1",
+        "--steps",
+        "5",
+        "--out",
+        dir.to_str().expect("path"),
+    ]);
     std::fs::read_to_string(dir.join("synth-rank0.otlp.jsonl")).expect("synth file")
 }
 
@@ -31,10 +39,18 @@ fn malformed_lines_truncated_files_and_bad_encodings_are_skipped_and_counted() {
 
     // 2: file cut in the middle of its last line
     let cut = &good_lines[2][..good_lines[2].len() / 2];
-    std::fs::write(dir.join("b-rank1.otlp.jsonl"), format!("{}\n{cut}", good_lines[3])).expect("write b");
+    std::fs::write(
+        dir.join("b-rank1.otlp.jsonl"),
+        format!("{}\n{cut}", good_lines[3]),
+    )
+    .expect("write b");
 
     // 3: gzip header followed by garbage
-    std::fs::write(dir.join("c-rank2.otlp.jsonl.gz"), b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03garbage!garbage!").expect("write c");
+    std::fs::write(
+        dir.join("c-rank2.otlp.jsonl.gz"),
+        b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03garbage!garbage!",
+    )
+    .expect("write c");
 
     // 4: valid gzip cut short
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
@@ -49,17 +65,44 @@ fn malformed_lines_truncated_files_and_bad_encodings_are_skipped_and_counted() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     let a_path = dir.join("a-rank0.otlp.jsonl").display().to_string();
     for line in [2, 3, 4] {
-        assert!(stderr.contains(&format!("{a_path}:{line}: ")), "no report for line {line}: {stderr}");
+        assert!(
+            stderr.contains(&format!("{a_path}:{line}: ")),
+            "no report for line {line}: {stderr}"
+        );
     }
-    assert!(stderr.contains(&format!("{a_path}:4: not UTF-8")), "{stderr}");
-    assert!(stderr.contains(&format!("{}:2: ", dir.join("b-rank1.otlp.jsonl").display())), "{stderr}");
-    assert!(stderr.contains(&format!("{}:1: ", dir.join("c-rank2.otlp.jsonl.gz").display())), "{stderr}");
-    assert!(stderr.contains(&dir.join("d-rank3.otlp.jsonl.gz").display().to_string()), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{a_path}:4: not UTF-8")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("{}:2: ", dir.join("b-rank1.otlp.jsonl").display())),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "{}:1: ",
+            dir.join("c-rank2.otlp.jsonl.gz").display()
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&dir.join("d-rank3.otlp.jsonl.gz").display().to_string()),
+        "{stderr}"
+    );
 
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(r["input"]["files"], 4);
-    assert_eq!(r["input"]["skipped_lines"].as_u64(), Some(4), "{:#}", r["input"]);
-    assert!(r["input"]["broken_files"].as_u64() >= Some(1), "{:#}", r["input"]);
+    assert_eq!(
+        r["input"]["skipped_lines"].as_u64(),
+        Some(4),
+        "{:#}",
+        r["input"]
+    );
+    assert!(
+        r["input"]["broken_files"].as_u64() >= Some(1),
+        "{:#}",
+        r["input"]
+    );
     // a: 2 good lines, b: 1 good line, d: whatever decoded before the cut
     assert!(r["spans"]["count"].as_u64() >= Some(3 * 5));
 }
@@ -86,8 +129,16 @@ fn empty_input_exits_2_with_a_clear_message() {
     let out = run(&["report", dir.to_str().expect("path")]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("no spans, metrics or logs found"), "{stderr}");
+    assert!(
+        stderr.contains("no spans, metrics or logs found"),
+        "{stderr}"
+    );
 
-    let out = run(&["perfetto", dir.to_str().expect("path"), "-o", dir.join("t.pftrace").to_str().expect("p")]);
+    let out = run(&[
+        "perfetto",
+        dir.to_str().expect("path"),
+        "-o",
+        dir.join("t.pftrace").to_str().expect("p"),
+    ]);
     assert_eq!(out.status.code(), Some(2));
 }

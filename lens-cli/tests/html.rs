@@ -12,15 +12,26 @@ use support::{fresh_dir, ok};
 fn chromium() -> Option<String> {
     ["chromium", "chromium-browser", "google-chrome"]
         .into_iter()
-        .find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
+        .find(|c| {
+            Command::new(c)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
         .map(str::to_owned)
 }
 
 fn browser(bin: &str, profile: &Path, extra: &[&str], url: &str) -> std::process::Output {
     Command::new(bin)
         .args([
-            "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
         ])
         .arg(format!("--user-data-dir={}", profile.display()))
         .args(extra)
@@ -34,17 +45,46 @@ fn html_report_renders_lanes_and_panels_in_headless_chromium() {
     let dir = fresh_dir("html-in");
     let d = dir.to_str().expect("path");
     ok(&[
-        "synth", "--ranks", "6", "--steps", "40", "--out", d,
-        "--straggler", "4:forward_backward:35", "--truncate", "2",
+        "synth",
+        "--ranks",
+        "6",
+        "--steps",
+        "40",
+        "--out",
+        d,
+        "--straggler",
+        "4:forward_backward:35",
+        "--truncate",
+        "2",
     ]);
     let out = fresh_dir("html-out");
     let page = out.join("report.html");
-    ok(&["report", "--html", page.to_str().expect("path"), "--html-steps", "8", d]);
+    ok(&[
+        "report",
+        "--html",
+        page.to_str().expect("path"),
+        "--html-steps",
+        "8",
+        d,
+    ]);
     let html = std::fs::read_to_string(&page).expect("page");
     // self-contained: nothing fetched from anywhere
-    for bad in ["<script src", "<link ", "http://", "https://", "@import", "url("] {
-        let hits: Vec<_> = html.match_indices(bad).filter(|(i, _)| !html[*i..].starts_with("http://www.w3.org/2000/svg")).collect();
-        assert!(hits.is_empty(), "page references an external resource: {bad}");
+    for bad in [
+        "<script src",
+        "<link ",
+        "http://",
+        "https://",
+        "@import",
+        "url(",
+    ] {
+        let hits: Vec<_> = html
+            .match_indices(bad)
+            .filter(|(i, _)| !html[*i..].starts_with("http://www.w3.org/2000/svg"))
+            .collect();
+        assert!(
+            hits.is_empty(),
+            "page references an external resource: {bad}"
+        );
     }
     assert!(html.len() < 2 << 20, "page is {} bytes", html.len());
 
@@ -58,14 +98,33 @@ fn html_report_renders_lanes_and_panels_in_headless_chromium() {
     let url = format!("file://{}", page.display());
     let dom = browser(&bin, &fresh_dir("html-profile-dom"), &["--dump-dom"], &url);
     let dom_text = String::from_utf8_lossy(&dom.stdout);
-    assert!(dom.status.success(), "chromium failed: {}", String::from_utf8_lossy(&dom.stderr));
+    assert!(
+        dom.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&dom.stderr)
+    );
     for rank in 0..6 {
-        assert!(dom_text.contains(&format!("class=\"lane")) && dom_text.contains(&format!("data-rank=\"{rank}\"")), "no lane for rank {rank}");
+        let lanes = dom_text
+            .matches(&format!("data-rank=\"{rank}\" style=\"height:"))
+            .count();
+        assert_eq!(lanes, 2, "rank {rank}: one lane per timeline section");
     }
-    assert!(dom_text.contains("class=\"lane straggler\" data-rank=\"4\""), "straggler lane not highlighted");
-    assert!(dom_text.contains("<svg class=\"metric\""), "no metric panel");
-    assert!(dom_text.contains("data-metric=\"nv.dl.loss\""), "no loss panel");
-    assert!(dom_text.contains("polyline class=\"straggler\" data-rank=\"4\""), "straggler line missing");
+    assert!(
+        dom_text.contains("class=\"lane straggler\" data-rank=\"4\""),
+        "straggler lane not highlighted"
+    );
+    assert!(
+        dom_text.contains("<svg class=\"metric\""),
+        "no metric panel"
+    );
+    assert!(
+        dom_text.contains("data-metric=\"nv.dl.loss\""),
+        "no loss panel"
+    );
+    assert!(
+        dom_text.contains("polyline class=\"straggler\" data-rank=\"4\""),
+        "straggler line missing"
+    );
     assert!(dom_text.contains("s trunc"), "truncated spans not marked");
     assert!(dom_text.contains("id=\"tip\""));
 
@@ -73,12 +132,24 @@ fn html_report_renders_lanes_and_panels_in_headless_chromium() {
     let shot = browser(
         &bin,
         &fresh_dir("html-profile-shot"),
-        &[&format!("--screenshot={}", png.display()), "--window-size=1400,900", "--hide-scrollbars"],
+        &[
+            &format!("--screenshot={}", png.display()),
+            "--window-size=1400,900",
+            "--hide-scrollbars",
+        ],
         &url,
     );
-    assert!(shot.status.success(), "screenshot failed: {}", String::from_utf8_lossy(&shot.stderr));
+    assert!(
+        shot.status.success(),
+        "screenshot failed: {}",
+        String::from_utf8_lossy(&shot.stderr)
+    );
     let bytes = std::fs::read(&png).expect("screenshot written");
     assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
-    assert!(bytes.len() > 10_000, "screenshot suspiciously small: {} bytes", bytes.len());
+    assert!(
+        bytes.len() > 10_000,
+        "screenshot suspiciously small: {} bytes",
+        bytes.len()
+    );
     eprintln!("screenshot: {}", png.display());
 }

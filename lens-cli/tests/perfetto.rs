@@ -7,7 +7,10 @@ use std::process::Command;
 
 use support::{count_spans, fresh_dir, ok};
 
-const CHECKER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/check_perfetto.py");
+const CHECKER: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/support/check_perfetto.py"
+);
 
 fn skip_python() -> bool {
     std::env::var_os("LENS_SKIP_PYTHON").is_some_and(|v| v == "1")
@@ -17,7 +20,19 @@ fn skip_python() -> bool {
 fn proto_trace_decodes_with_the_perfetto_schema() {
     let dir = fresh_dir("pf-in");
     let d = dir.to_str().expect("path");
-    ok(&["synth", "--ranks", "4", "--steps", "25", "--microbatches", "2", "--out", d, "--truncate", "2"]);
+    ok(&[
+        "synth",
+        "--ranks",
+        "4",
+        "--steps",
+        "25",
+        "--microbatches",
+        "2",
+        "--out",
+        d,
+        "--truncate",
+        "2",
+    ]);
     let spans: u64 = count_spans(&dir).values().sum();
     let out_dir = fresh_dir("pf-out");
     let trace = out_dir.join("run.pftrace");
@@ -25,7 +40,13 @@ fn proto_trace_decodes_with_the_perfetto_schema() {
     ok(&["perfetto", d, "-o", t]);
     // --merge DIR takes the same path and must give the same bytes
     let merged = out_dir.join("merged.pftrace");
-    ok(&["perfetto", "--merge", d, "-o", merged.to_str().expect("path")]);
+    ok(&[
+        "perfetto",
+        "--merge",
+        d,
+        "-o",
+        merged.to_str().expect("path"),
+    ]);
     assert_eq!(std::fs::read(&trace).ok(), std::fs::read(&merged).ok());
 
     if skip_python() {
@@ -37,7 +58,9 @@ fn proto_trace_decodes_with_the_perfetto_schema() {
         .output();
     let out = match out {
         Ok(o) => o,
-        Err(e) => panic!("python3 is needed to decode the trace ({e}); install it or set LENS_SKIP_PYTHON=1"),
+        Err(e) => panic!(
+            "python3 is needed to decode the trace ({e}); install it or set LENS_SKIP_PYTHON=1"
+        ),
     };
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -45,12 +68,21 @@ fn proto_trace_decodes_with_the_perfetto_schema() {
         "the `perfetto` Python package is missing: run scripts/install-test-deps.sh \
          (pip install perfetto) or set LENS_SKIP_PYTHON=1\n{stderr}"
     );
-    assert!(out.status.success(), "trace check failed: {stderr}\n{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "trace check failed: {stderr}\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("summary json");
     assert_eq!(summary["slices"], spans);
     assert_eq!(
         summary["processes"],
-        serde_json::json!(["rank 0 @ node00", "rank 1 @ node00", "rank 2 @ node00", "rank 3 @ node00"])
+        serde_json::json!([
+            "rank 0 @ node00",
+            "rank 1 @ node00",
+            "rank 2 @ node00",
+            "rank 3 @ node00"
+        ])
     );
     assert!(summary["flows"].as_u64() >= Some(2), "{summary}");
     assert!(summary["counter_events"].as_u64() > Some(0), "{summary}");
@@ -64,15 +96,26 @@ fn chrome_json_has_complete_events_per_rank() {
     ok(&["synth", "--ranks", "3", "--steps", "10", "--out", d]);
     let spans: u64 = count_spans(&dir).values().sum();
     let out = fresh_dir("cj-out").join("run.json");
-    ok(&["perfetto", d, "-o", out.to_str().expect("path"), "--format", "chrome-json"]);
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).expect("read")).expect("valid JSON");
+    ok(&[
+        "perfetto",
+        d,
+        "-o",
+        out.to_str().expect("path"),
+        "--format",
+        "chrome-json",
+    ]);
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&out).expect("read")).expect("valid JSON");
     let events = v["traceEvents"].as_array().expect("traceEvents");
     let complete: Vec<_> = events.iter().filter(|e| e["ph"] == "X").collect();
     assert_eq!(complete.len() as u64, spans);
     for e in &complete {
         assert!(e["ts"].as_f64().is_some_and(|t| t > 0.0), "{e}");
         assert!(e["dur"].as_f64().is_some_and(|t| t >= 0.0), "{e}");
-        assert!(e["pid"].as_i64().is_some_and(|p| (0..3).contains(&p)), "{e}");
+        assert!(
+            e["pid"].as_i64().is_some_and(|p| (0..3).contains(&p)),
+            "{e}"
+        );
         assert!(e["name"].is_string());
     }
     let mut names: Vec<&str> = events
@@ -81,7 +124,16 @@ fn chrome_json_has_complete_events_per_rank() {
         .filter_map(|e| e["args"]["name"].as_str())
         .collect();
     names.sort_unstable();
-    assert_eq!(names, ["rank 0 @ node00", "rank 1 @ node00", "rank 2 @ node00"]);
-    let step = complete.iter().find(|e| e["name"] == "train.step").expect("a step");
-    assert!((step["dur"].as_f64().unwrap_or(0.0) - 100_000.0).abs() < 15_000.0, "step ≈ 100 ms in µs: {step}");
+    assert_eq!(
+        names,
+        ["rank 0 @ node00", "rank 1 @ node00", "rank 2 @ node00"]
+    );
+    let step = complete
+        .iter()
+        .find(|e| e["name"] == "train.step")
+        .expect("a step");
+    assert!(
+        (step["dur"].as_f64().unwrap_or(0.0) - 100_000.0).abs() < 15_000.0,
+        "step ≈ 100 ms in µs: {step}"
+    );
 }

@@ -10,9 +10,21 @@ fn finds_exactly_the_planted_stragglers_and_their_phases() {
     let dir = fresh_dir("stragglers");
     let d = dir.to_str().expect("utf-8 path");
     ok(&[
-        "synth", "--ranks", "8", "--steps", "60", "--out", d, "--seed", "7",
-        "--straggler", "3:forward_backward:40", "--straggler", "5:data_loading:400",
-        "--truncate", "6",
+        "synth",
+        "--ranks",
+        "8",
+        "--steps",
+        "60",
+        "--out",
+        d,
+        "--seed",
+        "7",
+        "--straggler",
+        "3:forward_backward:40",
+        "--straggler",
+        "5:data_loading:400",
+        "--truncate",
+        "6",
     ]);
     let r = report_json(&[&dir], &[]);
     assert_eq!(r["schema_version"], 1);
@@ -20,12 +32,20 @@ fn finds_exactly_the_planted_stragglers_and_their_phases() {
         .as_array()
         .expect("stragglers array")
         .iter()
-        .map(|s| (s["rank"].as_i64().unwrap_or(-1), s["phase"].as_str().unwrap_or("").to_owned()))
+        .map(|s| {
+            (
+                s["rank"].as_i64().unwrap_or(-1),
+                s["phase"].as_str().unwrap_or("").to_owned(),
+            )
+        })
         .collect();
     found.sort();
     assert_eq!(
         found,
-        vec![(3, "forward_backward".to_owned()), (5, "data_loading".to_owned())],
+        vec![
+            (3, "forward_backward".to_owned()),
+            (5, "data_loading".to_owned())
+        ],
         "{:#}",
         r["stragglers"]
     );
@@ -33,14 +53,19 @@ fn finds_exactly_the_planted_stragglers_and_their_phases() {
     let truncated = &r["truncated"];
     assert_eq!(truncated["count"], 3, "{truncated:#}");
     let items = truncated["items"].as_array().expect("items");
-    assert!(items.iter().all(|t| t["rank"] == 6 && t["detail"] == "signal SIGTERM"));
+    assert!(items
+        .iter()
+        .all(|t| t["rank"] == 6 && t["detail"] == "signal SIGTERM"));
     let mut names: Vec<&str> = items.iter().filter_map(|t| t["name"].as_str()).collect();
     names.sort_unstable();
     assert_eq!(names, ["forward_backward", "job", "train.step"]);
     assert_eq!(r["errors"]["count"], 0);
     assert_eq!(r["missing_ranks"].as_array().map(Vec::len), Some(0));
     assert_eq!(r["steps"]["count"], 60);
-    assert_eq!(r["steps"]["phases"], serde_json::json!(["data_loading", "forward_backward", "optimizer_step"]));
+    assert_eq!(
+        r["steps"]["phases"],
+        serde_json::json!(["data_loading", "forward_backward", "optimizer_step"])
+    );
 
     // the text report names them too
     let text = ok(&["report", d]);
@@ -52,7 +77,15 @@ fn finds_exactly_the_planted_stragglers_and_their_phases() {
 #[test]
 fn no_stragglers_in_an_even_run() {
     let dir = fresh_dir("even");
-    ok(&["synth", "--ranks", "6", "--steps", "40", "--out", dir.to_str().expect("path")]);
+    ok(&[
+        "synth",
+        "--ranks",
+        "6",
+        "--steps",
+        "40",
+        "--out",
+        dir.to_str().expect("path"),
+    ]);
     let r = report_json(&[&dir], &[]);
     assert_eq!(r["stragglers"], serde_json::json!([]));
     assert_eq!(r["truncated"]["count"], 0);
@@ -62,8 +95,17 @@ fn no_stragglers_in_an_even_run() {
 fn json_counts_equal_an_independent_count() {
     let dir = fresh_dir("counts");
     ok(&[
-        "synth", "--ranks", "5", "--steps", "33", "--microbatches", "3",
-        "--out", dir.to_str().expect("path"), "--truncate", "1",
+        "synth",
+        "--ranks",
+        "5",
+        "--steps",
+        "33",
+        "--microbatches",
+        "3",
+        "--out",
+        dir.to_str().expect("path"),
+        "--truncate",
+        "1",
     ]);
     let want = count_spans(&dir);
     let r = report_json(&[&dir], &[]);
@@ -85,7 +127,17 @@ fn json_counts_equal_an_independent_count() {
     assert_eq!(ranks.len(), 5);
     let per_rank: u64 = ranks.iter().filter_map(|x| x["spans"].as_u64()).sum();
     assert_eq!(per_rank, total);
-    for key in ["schema_version", "ranks", "spans", "by_name", "steps", "stragglers", "truncated", "errors", "metrics"] {
+    for key in [
+        "schema_version",
+        "ranks",
+        "spans",
+        "by_name",
+        "steps",
+        "stragglers",
+        "truncated",
+        "errors",
+        "metrics",
+    ] {
         assert!(r.get(key).is_some(), "missing key {key}");
     }
     assert!(!r["metrics"].as_array().expect("metrics").is_empty());
@@ -94,7 +146,15 @@ fn json_counts_equal_an_independent_count() {
 #[test]
 fn ranks_that_exported_nothing_are_named() {
     let dir = fresh_dir("missing");
-    ok(&["synth", "--ranks", "4", "--steps", "10", "--out", dir.to_str().expect("path")]);
+    ok(&[
+        "synth",
+        "--ranks",
+        "4",
+        "--steps",
+        "10",
+        "--out",
+        dir.to_str().expect("path"),
+    ]);
     std::fs::remove_file(dir.join("synth-rank2.otlp.jsonl")).expect("remove");
     let r = report_json(&[&dir], &[]);
     assert_eq!(r["missing_ranks"], serde_json::json!([2]));
@@ -105,8 +165,25 @@ fn ranks_that_exported_nothing_are_named() {
 fn gzip_input_reads_like_plain() {
     let plain = fresh_dir("plain");
     let gz = fresh_dir("gz");
-    ok(&["synth", "--ranks", "3", "--steps", "12", "--out", plain.to_str().expect("p")]);
-    ok(&["synth", "--ranks", "3", "--steps", "12", "--gzip", "--out", gz.to_str().expect("p")]);
+    ok(&[
+        "synth",
+        "--ranks",
+        "3",
+        "--steps",
+        "12",
+        "--out",
+        plain.to_str().expect("p"),
+    ]);
+    ok(&[
+        "synth",
+        "--ranks",
+        "3",
+        "--steps",
+        "12",
+        "--gzip",
+        "--out",
+        gz.to_str().expect("p"),
+    ]);
     let a = report_json(&[&plain], &[]);
     let b = report_json(&[&gz], &[]);
     assert_eq!(a["by_name"], b["by_name"]);

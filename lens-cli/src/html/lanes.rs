@@ -1,8 +1,8 @@
 //! The per-rank timeline: one lane per rank (`data-rank`), steps and their
 //! phases drawn to scale, in up to two sections (first and last steps).
 
-use std::collections::{BTreeMap, BTreeSet};
 use rustc_hash::FxHashMap as HashMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 use super::esc;
@@ -13,21 +13,40 @@ use crate::report::text::fmt_ns;
 const MAX_LANES: usize = 64;
 const ROW: u32 = 16;
 const PALETTE: [&str; 10] = [
-    "#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#e15759", "#bab0ac", "#ff9da7",
+    "#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#e15759",
+    "#bab0ac", "#ff9da7",
 ];
 
 fn color(name: &str, step: bool) -> &'static str {
     if step {
         return "#3b4a66";
     }
-    let h = name.bytes().fold(5381u32, |h, b| h.wrapping_mul(33) ^ u32::from(b));
+    let h = name
+        .bytes()
+        .fold(5381u32, |h, b| h.wrapping_mul(33) ^ u32::from(b));
     PALETTE[(h % PALETTE.len() as u32) as usize]
 }
 
 /// Writes the timeline sections.
-pub(crate) fn lanes(o: &mut String, tl: &Timeline, strag: &BTreeSet<i64>, slow: &BTreeMap<i64, Vec<i64>>) {
-    let mut ranks: Vec<i64> = tl.ranks.keys().copied().filter(|r| strag.contains(r)).collect();
-    ranks.extend(tl.ranks.keys().copied().filter(|r| !strag.contains(r)).take(MAX_LANES.saturating_sub(ranks.len())));
+pub(crate) fn lanes(
+    o: &mut String,
+    tl: &Timeline,
+    strag: &BTreeSet<i64>,
+    slow: &BTreeMap<i64, Vec<i64>>,
+) {
+    let mut ranks: Vec<i64> = tl
+        .ranks
+        .keys()
+        .copied()
+        .filter(|r| strag.contains(r))
+        .collect();
+    ranks.extend(
+        tl.ranks
+            .keys()
+            .copied()
+            .filter(|r| !strag.contains(r))
+            .take(MAX_LANES.saturating_sub(ranks.len())),
+    );
     ranks.sort_unstable();
     let has_tail = tl.ranks.values().any(|r| !r.tail.is_empty());
     let max_steps = tl.ranks.values().map(|r| r.steps).max().unwrap_or(0);
@@ -41,28 +60,66 @@ pub(crate) fn lanes(o: &mut String, tl: &Timeline, strag: &BTreeSet<i64>, slow: 
         note = format!("One lane per rank; hover a span for its attributes; zoom with the buttons or Ctrl+wheel. All {max_steps} steps shown.");
     }
     if ranks.len() < tl.ranks.len() {
-        note.push_str(&format!(" {} of {} ranks drawn (stragglers first).", ranks.len(), tl.ranks.len()));
+        note.push_str(&format!(
+            " {} of {} ranks drawn (stragglers first).",
+            ranks.len(),
+            tl.ranks.len()
+        ));
     }
     let _ = writeln!(o, "<p class=\"note\">{}</p>", esc(&note));
-    let head: BTreeMap<i64, Vec<&TSpan>> =
-        ranks.iter().filter_map(|r| tl.ranks.get(r).map(|t| (*r, t.head.iter().flat_map(|g| &g.spans).collect()))).collect();
+    let head: BTreeMap<i64, Vec<&TSpan>> = ranks
+        .iter()
+        .filter_map(|r| {
+            tl.ranks
+                .get(r)
+                .map(|t| (*r, t.head.iter().flat_map(|g| &g.spans).collect()))
+        })
+        .collect();
     let any_steps = head.values().any(|v| !v.is_empty());
     if !any_steps {
-        let other: BTreeMap<i64, Vec<&TSpan>> =
-            ranks.iter().filter_map(|r| tl.ranks.get(r).map(|t| (*r, t.other.iter().collect()))).collect();
-        section(o, "Spans (no step spans found)", &other, tl, strag, slow, false);
+        let other: BTreeMap<i64, Vec<&TSpan>> = ranks
+            .iter()
+            .filter_map(|r| tl.ranks.get(r).map(|t| (*r, t.other.iter().collect())))
+            .collect();
+        section(
+            o,
+            "Spans (no step spans found)",
+            &other,
+            tl,
+            strag,
+            slow,
+            false,
+        );
         return;
     }
-    section(o, if has_tail { "First steps" } else { "Steps" }, &head, tl, strag, slow, true);
+    section(
+        o,
+        if has_tail { "First steps" } else { "Steps" },
+        &head,
+        tl,
+        strag,
+        slow,
+        true,
+    );
     if has_tail {
-        let tail: BTreeMap<i64, Vec<&TSpan>> =
-            ranks.iter().filter_map(|r| tl.ranks.get(r).map(|t| (*r, t.tail.iter().flat_map(|g| &g.spans).collect()))).collect();
+        let tail: BTreeMap<i64, Vec<&TSpan>> = ranks
+            .iter()
+            .filter_map(|r| {
+                tl.ranks
+                    .get(r)
+                    .map(|t| (*r, t.tail.iter().flat_map(|g| &g.spans).collect()))
+            })
+            .collect();
         section(o, "Last steps", &tail, tl, strag, slow, true);
     }
 }
 
 fn depths(spans: &[&TSpan]) -> Vec<u32> {
-    let parent: HashMap<u64, u64> = spans.iter().filter(|s| s.id != 0).map(|s| (s.id, s.parent)).collect();
+    let parent: HashMap<u64, u64> = spans
+        .iter()
+        .filter(|s| s.id != 0)
+        .map(|s| (s.id, s.parent))
+        .collect();
     spans
         .iter()
         .map(|s| {
@@ -90,11 +147,23 @@ fn section(
 ) {
     // each lane is aligned on its own first step, so that iterations line up
     let origin = |spans: &Vec<&TSpan>| {
-        spans.iter().filter(|s| s.iteration.is_some()).map(|s| s.start).min().or_else(|| spans.iter().map(|s| s.start).min()).unwrap_or(0)
+        spans
+            .iter()
+            .filter(|s| s.iteration.is_some())
+            .map(|s| s.start)
+            .min()
+            .or_else(|| spans.iter().map(|s| s.start).min())
+            .unwrap_or(0)
     };
     let width = main
         .values()
-        .map(|v| v.iter().map(|s| s.end).max().unwrap_or(0).saturating_sub(origin(v)))
+        .map(|v| {
+            v.iter()
+                .map(|s| s.end)
+                .max()
+                .unwrap_or(0)
+                .saturating_sub(origin(v))
+        })
         .max()
         .unwrap_or(0)
         .max(1);
@@ -122,15 +191,24 @@ fn section(
         let is_strag = strag.contains(rank);
         let cls = if is_strag { " straggler" } else { "" };
         let slow_its = slow.get(rank);
-        let _ = write!(labels, "<div class=\"label{cls}\" style=\"height:{h}px\">rank {rank}{}</div>", if is_strag { " ⚠" } else { "" });
-        let _ = write!(lanes_html, "<div class=\"lane{cls}\" data-rank=\"{rank}\" style=\"height:{h}px\">");
+        let _ = write!(
+            labels,
+            "<div class=\"label{cls}\" style=\"height:{h}px\">rank {rank}{}</div>",
+            if is_strag { " ⚠" } else { "" }
+        );
+        let _ = write!(
+            lanes_html,
+            "<div class=\"lane{cls}\" data-rank=\"{rank}\" style=\"height:{h}px\">"
+        );
         for (s, depth) in all.iter().zip(d) {
             let a = s.start.max(t0);
             let b = s.end.min(t1);
             let left = (a - t0) as f64 / range * 100.0;
             let width = (b.saturating_sub(a)) as f64 / range * 100.0;
             let mut class = String::from("s");
-            if s.iteration.is_some_and(|it| slow_its.is_some_and(|v| v.binary_search(&it).is_ok())) {
+            if s.iteration
+                .is_some_and(|it| slow_its.is_some_and(|v| v.binary_search(&it).is_ok()))
+            {
                 class.push_str(" slow");
             }
             if s.truncated {
@@ -139,7 +217,11 @@ fn section(
             if s.error {
                 class.push_str(" err");
             }
-            let label = if width > 3.0 { esc(&s.name) } else { String::new() };
+            let label = if width > 3.0 {
+                esc(&s.name)
+            } else {
+                String::new()
+            };
             let _ = write!(
                 lanes_html,
                 "<div class=\"{class}\" style=\"left:{left:.4}%;width:{width:.4}%;top:{}px;background:{}\" data-n=\"{}\" data-d=\"{}\" data-a=\"{}\">{label}</div>",
@@ -154,8 +236,17 @@ fn section(
     }
     let mut axis = String::new();
     for i in 0..10 {
-        let label = if i == 0 { "0".to_owned() } else { fmt_ns((range * f64::from(i) / 10.0) as u64) };
-        let _ = write!(axis, "<div class=\"tick\" style=\"left:{}%\">+{}</div>", i * 10, esc(&label));
+        let label = if i == 0 {
+            "0".to_owned()
+        } else {
+            fmt_ns((range * f64::from(i) / 10.0) as u64)
+        };
+        let _ = write!(
+            axis,
+            "<div class=\"tick\" style=\"left:{}%\">+{}</div>",
+            i * 10,
+            esc(&label)
+        );
     }
     let _ = writeln!(
         o,

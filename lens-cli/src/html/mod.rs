@@ -30,7 +30,10 @@ pub(crate) struct Collector {
 impl Collector {
     /// A collector keeping `steps` steps per rank for the timeline.
     pub(crate) fn new(steps: usize) -> Self {
-        Collector { agg: Aggregator::default(), tl: Timeline::new(steps) }
+        Collector {
+            agg: Aggregator::default(),
+            tl: Timeline::new(steps),
+        }
     }
 
     /// Splits into the aggregation and the timeline.
@@ -75,7 +78,11 @@ pub(crate) fn esc(s: &str) -> String {
 /// Renders the page.
 pub(crate) fn render(r: &Report, tl: &Timeline) -> String {
     let strag: BTreeSet<i64> = r.stragglers.iter().map(|s| s.rank).collect();
-    let run = if r.run_ids.is_empty() { "run".to_owned() } else { r.run_ids.join(", ") };
+    let run = if r.run_ids.is_empty() {
+        "run".to_owned()
+    } else {
+        r.run_ids.join(", ")
+    };
     let mut o = String::with_capacity(1 << 20);
     let _ = write!(
         o,
@@ -97,7 +104,11 @@ pub(crate) fn render(r: &Report, tl: &Timeline) -> String {
     lanes::lanes(&mut o, tl, &strag, &r.slow);
     svg::panels(&mut o, &r.series, &strag);
     tables(&mut o, r);
-    let _ = write!(o, "</main><div id=\"tip\"></div><script>{}</script></body></html>", assets::JS);
+    let _ = write!(
+        o,
+        "</main><div id=\"tip\"></div><script>{}</script></body></html>",
+        assets::JS
+    );
     o
 }
 
@@ -131,7 +142,7 @@ fn stragglers(o: &mut String, r: &Report) {
 fn tables(o: &mut String, r: &Report) {
     let _ = write!(o, "<h2>Spans by name</h2><div class=\"card\"><table><tr><th>name</th><th>count</th><th>p50</th><th>p95</th><th>p99</th><th>max</th><th>share</th></tr>");
     let mut names: Vec<_> = r.by_name.iter().collect();
-    names.sort_by(|a, b| b.1.total_ns.cmp(&a.1.total_ns));
+    names.sort_by_key(|n| std::cmp::Reverse(n.1.total_ns));
     for (n, s) in names.iter().take(MAX_ROWS) {
         let _ = write!(
             o,
@@ -144,7 +155,10 @@ fn tables(o: &mut String, r: &Report) {
     if !rows.is_empty() {
         let _ = write!(o, "<h2>Steps</h2><div class=\"card\"><table><tr><th>iteration</th><th>ranks</th><th>min (rank)</th><th>median (rank)</th><th>max (rank)</th></tr>");
         let shown: Vec<_> = if rows.len() > MAX_ROWS {
-            rows.iter().take(MAX_ROWS / 2).chain(rows.iter().skip(rows.len() - MAX_ROWS / 2)).collect()
+            rows.iter()
+                .take(MAX_ROWS / 2)
+                .chain(rows.iter().skip(rows.len() - MAX_ROWS / 2))
+                .collect()
         } else {
             rows.iter().collect()
         };
@@ -152,22 +166,43 @@ fn tables(o: &mut String, r: &Report) {
             let _ = write!(
                 o,
                 "<tr><td>{}</td><td>{}</td><td>{} ({})</td><td>{} ({})</td><td>{} ({})</td></tr>",
-                s.iteration, s.ranks, fmt_ns(s.min_ns), s.min_rank, fmt_ns(s.median_ns), s.median_rank, fmt_ns(s.max_ns), s.max_rank
+                s.iteration,
+                s.ranks,
+                fmt_ns(s.min_ns),
+                s.min_rank,
+                fmt_ns(s.median_ns),
+                s.median_rank,
+                fmt_ns(s.max_ns),
+                s.max_rank
             );
         }
         let _ = write!(o, "</table>{}</div>", capped(rows.len()));
     }
     if !r.missing_ranks.is_empty() {
         let list: Vec<String> = r.missing_ranks.iter().map(|x| x.to_string()).collect();
-        let _ = write!(o, "<h2>Ranks that exported nothing</h2><div class=\"card strag\">{}</div>", esc(&list.join(", ")));
+        let _ = write!(
+            o,
+            "<h2>Ranks that exported nothing</h2><div class=\"card strag\">{}</div>",
+            esc(&list.join(", "))
+        );
     }
-    for (title, list) in [("Truncated spans", &r.truncated), ("ERROR spans", &r.errors)] {
+    for (title, list) in [
+        ("Truncated spans", &r.truncated),
+        ("ERROR spans", &r.errors),
+    ] {
         if list.count == 0 {
             continue;
         }
         let _ = write!(o, "<h2>{title} ({})</h2><div class=\"card\"><table><tr><th>rank</th><th>name</th><th>duration</th><th>detail</th></tr>", list.count);
         for f in list.items.iter().take(MAX_ROWS) {
-            let _ = write!(o, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", f.rank, esc(&f.name), fmt_ns(f.dur_ns), esc(&f.detail));
+            let _ = write!(
+                o,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                f.rank,
+                esc(&f.name),
+                fmt_ns(f.dur_ns),
+                esc(&f.detail)
+            );
         }
         let _ = write!(o, "</table>{}</div>", capped(list.count as usize));
     }
@@ -177,10 +212,23 @@ fn tables(o: &mut String, r: &Report) {
             let _ = write!(
                 o,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                esc(&m.name), m.rank, fmt_num(m.series.last), fmt_num(m.series.min), fmt_num(m.series.max), m.series.count
+                esc(&m.name),
+                m.rank,
+                fmt_num(m.series.last),
+                fmt_num(m.series.min),
+                fmt_num(m.series.max),
+                m.series.count
             );
         }
-        let _ = write!(o, "</table>{}</div>", if r.metrics.len() > MAX_ROWS * 4 { "<p class=\"note\">Table capped; see --json for all.</p>" } else { "" });
+        let _ = write!(
+            o,
+            "</table>{}</div>",
+            if r.metrics.len() > MAX_ROWS * 4 {
+                "<p class=\"note\">Table capped; see --json for all.</p>"
+            } else {
+                ""
+            }
+        );
     }
 }
 

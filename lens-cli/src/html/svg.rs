@@ -19,25 +19,52 @@ const PAD_B: f64 = 20.0;
 const PAD_T: f64 = 8.0;
 
 /// Writes the metric panels section.
-pub(crate) fn panels(o: &mut String, series: &BTreeMap<String, BTreeMap<i64, Series>>, stragglers: &BTreeSet<i64>) {
+pub(crate) fn panels(
+    o: &mut String,
+    series: &BTreeMap<String, BTreeMap<i64, Series>>,
+    stragglers: &BTreeSet<i64>,
+) {
     if series.is_empty() {
         return;
     }
     let _ = writeln!(o, "<h2>Metrics</h2><div class=\"panels\">");
-    let t0 = series.values().flat_map(|m| m.values()).flat_map(|s| s.points.iter().map(|p| p.0)).min().unwrap_or(0);
-    let t1 = series.values().flat_map(|m| m.values()).flat_map(|s| s.points.iter().map(|p| p.0)).max().unwrap_or(0);
+    let t0 = series
+        .values()
+        .flat_map(|m| m.values())
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .min()
+        .unwrap_or(0);
+    let t1 = series
+        .values()
+        .flat_map(|m| m.values())
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .max()
+        .unwrap_or(0);
     for (name, by_rank) in series.iter().take(MAX_PANELS) {
         panel(o, name, by_rank, stragglers, t0, t1.max(t0 + 1));
     }
     let _ = writeln!(o, "</div>");
     if series.len() > MAX_PANELS {
-        let _ = writeln!(o, "<p class=\"note\">{} more metrics not drawn (see the table).</p>", series.len() - MAX_PANELS);
+        let _ = writeln!(
+            o,
+            "<p class=\"note\">{} more metrics not drawn (see the table).</p>",
+            series.len() - MAX_PANELS
+        );
     }
 }
 
-fn panel(o: &mut String, name: &str, by_rank: &BTreeMap<i64, Series>, strag: &BTreeSet<i64>, t0: u64, t1: u64) {
+fn panel(
+    o: &mut String,
+    name: &str,
+    by_rank: &BTreeMap<i64, Series>,
+    strag: &BTreeSet<i64>,
+    t0: u64,
+    t1: u64,
+) {
     let vals = by_rank.values().flat_map(|s| s.points.iter().map(|p| p.1));
-    let (mut lo, mut hi) = vals.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
+    let (mut lo, mut hi) = vals.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+        (a.min(v), b.max(v))
+    });
     if !lo.is_finite() {
         return;
     }
@@ -62,12 +89,24 @@ fn panel(o: &mut String, name: &str, by_rank: &BTreeMap<i64, Series>, strag: &BT
     for i in 0..=4 {
         let xx = PAD_L + f64::from(i) / 4.0 * (W - PAD_L - 4.0);
         let anchor = if i == 4 { "end" } else { "start" };
-        let _ = write!(o, "<text x=\"{xx:.1}\" y=\"{}\" text-anchor=\"{anchor}\">{:.1} s</text>", H - 5.0, secs * f64::from(i) / 4.0);
+        let _ = write!(
+            o,
+            "<text x=\"{xx:.1}\" y=\"{}\" text-anchor=\"{anchor}\">{:.1} s</text>",
+            H - 5.0,
+            secs * f64::from(i) / 4.0
+        );
     }
-    let normal = by_rank.iter().filter(|(r, _)| !strag.contains(r)).take(MAX_LINES);
+    let normal = by_rank
+        .iter()
+        .filter(|(r, _)| !strag.contains(r))
+        .take(MAX_LINES);
     let slow = by_rank.iter().filter(|(r, _)| strag.contains(r));
     for (rank, s) in normal.chain(slow) {
-        let class = if strag.contains(rank) { " class=\"straggler\"" } else { "" };
+        let class = if strag.contains(rank) {
+            " class=\"straggler\""
+        } else {
+            ""
+        };
         let _ = write!(o, "<polyline{class} data-rank=\"{rank}\" points=\"");
         for &(t, v) in &s.points {
             let _ = write!(o, "{:.1},{:.1} ", x(t), y(v));
@@ -75,10 +114,22 @@ fn panel(o: &mut String, name: &str, by_rank: &BTreeMap<i64, Series>, strag: &BT
         let _ = write!(o, "\"><title>rank {rank}</title></polyline>");
     }
     let _ = write!(o, "</svg>");
-    let _ = write!(o, "<div class=\"legend\"><span class=\"sw\" style=\"background:#7d8fb3\"></span>ranks ({})", by_rank.len());
+    let _ = write!(
+        o,
+        "<div class=\"legend\"><span class=\"sw\" style=\"background:#7d8fb3\"></span>ranks ({})",
+        by_rank.len()
+    );
     if by_rank.keys().any(|r| strag.contains(r)) {
-        let names: Vec<String> = by_rank.keys().filter(|r| strag.contains(r)).map(|r| r.to_string()).collect();
-        let _ = write!(o, " <span class=\"sw\" style=\"background:#d62728\"></span>stragglers: rank {}", names.join(", "));
+        let names: Vec<String> = by_rank
+            .keys()
+            .filter(|r| strag.contains(r))
+            .map(|r| r.to_string())
+            .collect();
+        let _ = write!(
+            o,
+            " <span class=\"sw\" style=\"background:#d62728\"></span>stragglers: rank {}",
+            names.join(", ")
+        );
     }
     let _ = writeln!(o, "</div></div>");
 }

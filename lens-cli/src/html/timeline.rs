@@ -65,7 +65,10 @@ fn keep_other(other: &mut Vec<TSpan>, s: TSpan) {
 impl Timeline {
     /// A timeline keeping `steps` steps per rank (half first, half last).
     pub(crate) fn new(steps: usize) -> Self {
-        Timeline { ranks: BTreeMap::new(), keep: steps.max(2) }
+        Timeline {
+            ranks: BTreeMap::new(),
+            keep: steps.max(2),
+        }
     }
 
     /// Adds a batch of spans of `rank`.

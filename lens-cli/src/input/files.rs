@@ -16,7 +16,10 @@ impl std::fmt::Display for InputError {
         match self {
             InputError::Missing(p, e) => write!(f, "{}: {e}", p.display()),
             InputError::NoFiles(ps) => {
-                write!(f, "no OTLP/JSON-lines files (*.jsonl, *.json, optionally .gz) in")?;
+                write!(
+                    f,
+                    "no OTLP/JSON-lines files (*.jsonl, *.json, optionally .gz) in"
+                )?;
                 for p in ps {
                     write!(f, " {}", p.display())?;
                 }

@@ -165,12 +165,18 @@ fn read_lines(path: &Path, mut r: impl BufRead, sink: &mut dyn Sink, diag: &mut 
     let mut lineno = 0u64;
     loop {
         buf.clear();
-        let read = (&mut r).take(MAX_LINE as u64 + 1).read_until(b'\n', &mut buf);
+        let read = (&mut r)
+            .take(MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut buf);
         match read {
             Ok(0) => break,
             Ok(_) => {}
             Err(e) => {
-                diag.problem(path, lineno + 1, &format!("read error, rest of file skipped: {e}"));
+                diag.problem(
+                    path,
+                    lineno + 1,
+                    &format!("read error, rest of file skipped: {e}"),
+                );
                 diag.broken_files += 1;
                 break;
             }
@@ -205,7 +211,10 @@ fn read_lines(path: &Path, mut r: impl BufRead, sink: &mut dyn Sink, diag: &mut 
             Err(e) => {
                 let what = format!("{e}");
                 let what = what.split(" at line ").next().unwrap_or("");
-                let msg = format!("not an OTLP/JSON line ({what} at column {}), skipped", e.column());
+                let msg = format!(
+                    "not an OTLP/JSON line ({what} at column {}), skipped",
+                    e.column()
+                );
                 diag.problem(path, lineno, &msg);
                 diag.skipped_lines += 1;
             }
@@ -236,7 +245,12 @@ fn memchr_nl(b: &[u8]) -> Option<usize> {
     b.iter().position(|&c| c == b'\n')
 }
 
-fn deliver(env: &Envelope<'_>, file_rank: Option<i64>, sink: &mut dyn Sink, diag: &mut Diagnostics) {
+fn deliver(
+    env: &Envelope<'_>,
+    file_rank: Option<i64>,
+    sink: &mut dyn Sink,
+    diag: &mut Diagnostics,
+) {
     for rs in &env.resource_spans {
         let origin = Origin::from_attrs(&rs.resource.attributes, file_rank);
         for ss in &rs.scope_spans {

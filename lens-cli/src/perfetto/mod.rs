@@ -33,7 +33,8 @@ pub(crate) fn run(a: &PerfettoArgs) -> Result<(), Failure> {
         return Err(Failure::Empty("give input files or --merge DIR".to_owned()));
     }
     let files = crate::input::discover(&paths)?;
-    let out = File::create(&a.out).map_err(|e| Failure::Other(format!("{}: {e}", a.out.display())))?;
+    let out =
+        File::create(&a.out).map_err(|e| Failure::Other(format!("{}: {e}", a.out.display())))?;
     let out = BufWriter::with_capacity(1 << 20, out);
     let (diag, written) = match a.format {
         TraceFormat::Proto => {
@@ -143,7 +144,11 @@ impl<W: Write> ProtoSink<W> {
         self.emit(TracePacket {
             track_descriptor: Some(TrackDescriptor {
                 uuid: Some(uuid),
-                process: Some(proto::ProcessDescriptor { pid: Some(pid), cmdline, process_name: Some(process_name(o)) }),
+                process: Some(proto::ProcessDescriptor {
+                    pid: Some(pid),
+                    cmdline,
+                    process_name: Some(process_name(o)),
+                }),
                 ..Default::default()
             }),
             ..Default::default()
@@ -202,7 +207,10 @@ impl<W: Write> ProtoSink<W> {
             Some((iid, new)) => {
                 ev.name_iid = Some(iid);
                 if new {
-                    interned.event_names.push(proto::EventName { iid: Some(iid), name: Some(s.name.to_string()) });
+                    interned.event_names.push(proto::EventName {
+                        iid: Some(iid),
+                        name: Some(s.name.to_string()),
+                    });
                 }
             }
             None => ev.name = Some(s.name.to_string()),
@@ -213,16 +221,29 @@ impl<W: Write> ProtoSink<W> {
                 Some((iid, new)) => {
                     a.name_iid = Some(iid);
                     if new {
-                        interned.debug_annotation_names.push(proto::DebugAnnotationName { iid: Some(iid), name: Some(kv.key.to_string()) });
+                        interned
+                            .debug_annotation_names
+                            .push(proto::DebugAnnotationName {
+                                iid: Some(iid),
+                                name: Some(kv.key.to_string()),
+                            });
                     }
                 }
                 None => a.name = Some(kv.key.to_string()),
             }
             ev.debug_annotations.push(a);
         }
-        ev.debug_annotations.push(DebugAnnotation { name: Some("span_id".to_owned()), string_value: Some(s.span_id.to_string()), ..Default::default() });
+        ev.debug_annotations.push(DebugAnnotation {
+            name: Some("span_id".to_owned()),
+            string_value: Some(s.span_id.to_string()),
+            ..Default::default()
+        });
         if s.status.code == 2 {
-            ev.debug_annotations.push(DebugAnnotation { name: Some("status".to_owned()), string_value: Some(format!("ERROR {}", s.status.message)), ..Default::default() });
+            ev.debug_annotations.push(DebugAnnotation {
+                name: Some("status".to_owned()),
+                string_value: Some(format!("ERROR {}", s.status.message)),
+                ..Default::default()
+            });
         }
         let id = span_id_u64(&s.span_id);
         if id != 0 {
@@ -238,7 +259,8 @@ impl<W: Write> ProtoSink<W> {
                 ev.terminating_flow_ids.push(id);
             }
         }
-        let has_interned = !interned.event_names.is_empty() || !interned.debug_annotation_names.is_empty();
+        let has_interned =
+            !interned.event_names.is_empty() || !interned.debug_annotation_names.is_empty();
         self.emit(TracePacket {
             timestamp: Some(s.start_time_unix_nano),
             track_event: Some(ev),
@@ -247,7 +269,11 @@ impl<W: Write> ProtoSink<W> {
         });
         self.emit(TracePacket {
             timestamp: Some(s.end_time_unix_nano.max(s.start_time_unix_nano)),
-            track_event: Some(TrackEvent { r#type: Some(proto::TYPE_SLICE_END), track_uuid: Some(track), ..Default::default() }),
+            track_event: Some(TrackEvent {
+                r#type: Some(proto::TYPE_SLICE_END),
+                track_uuid: Some(track),
+                ..Default::default()
+            }),
             ..Default::default()
         });
     }
@@ -275,7 +301,12 @@ impl<W: Write> ProtoSink<W> {
         };
         self.emit(TracePacket {
             timestamp: Some(t),
-            track_event: Some(TrackEvent { r#type: Some(proto::TYPE_COUNTER), track_uuid: Some(uuid), double_counter_value: Some(v), ..Default::default() }),
+            track_event: Some(TrackEvent {
+                r#type: Some(proto::TYPE_COUNTER),
+                track_uuid: Some(uuid),
+                double_counter_value: Some(v),
+                ..Default::default()
+            }),
             ..Default::default()
         });
     }
@@ -311,7 +342,11 @@ pub(crate) fn each_point(metrics: &[Metric<'_>], mut f: impl FnMut(&str, u64, f6
             }
         }
         if let Some(h) = &m.histogram {
-            for p in h.data_points.iter().filter(|p| p.attributes.is_empty() && p.count > 0) {
+            for p in h
+                .data_points
+                .iter()
+                .filter(|p| p.attributes.is_empty() && p.count > 0)
+            {
                 if let Some(sum) = p.sum {
                     f(&m.name, p.time_unix_nano, sum / p.count as f64);
                 }

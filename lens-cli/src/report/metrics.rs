@@ -1,8 +1,8 @@
 //! Metric points per (metric, rank): last/min/max and a bounded,
 //! evenly decimated time series for the HTML panels.
 
-use std::collections::{BTreeMap};
 use rustc_hash::FxHashMap as HashMap;
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 

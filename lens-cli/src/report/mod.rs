@@ -2,20 +2,22 @@
 //! memory: sketches, a step matrix, capped lists) and turns it into a
 //! [`Report`] that the text, JSON and HTML renderers share.
 
+mod doc;
 mod metrics;
 mod steps;
 pub(crate) mod text;
 
 use std::collections::{BTreeMap, BTreeSet};
-use rustc_hash::FxHashMap as HashMap;
 
+use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
 
 use crate::input::otlp::{span_id_u64, Metric, Span};
 use crate::input::{Diagnostics, Origin, Sink};
 use crate::sketch::Sketch;
+pub(crate) use doc::Report;
+use doc::{Flagged, Listed, MetricRow, NameRow, RankRow, SpanTotals, StepsDoc};
 pub(crate) use metrics::Series;
-pub(crate) use steps::{StepRow, Straggler};
 pub(crate) use text::render_text;
 
 /// Version of the `--json` document layout.
@@ -50,41 +52,6 @@ struct RankState {
     log_records: u64,
     /// Parent span id → (name, summed ns) of its children seen so far.
     pending: HashMap<u64, Vec<(u32, u64)>>,
-}
-
-/// A truncated or failed span.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct Flagged {
-    /// Rank that exported it.
-    pub(crate) rank: i64,
-    /// Span name.
-    pub(crate) name: String,
-    /// Hex span id.
-    pub(crate) span_id: String,
-    /// Start (Unix ns).
-    pub(crate) start_ns: u64,
-    /// Duration (ns).
-    pub(crate) dur_ns: u64,
-    /// Truncation reason or status message.
-    pub(crate) detail: String,
-}
-
-/// A count plus the first [`MAX_LISTED`] items.
-#[derive(Debug, Clone, Default, Serialize)]
-pub(crate) struct Listed {
-    /// How many there were.
-    pub(crate) count: u64,
-    /// The first ones.
-    pub(crate) items: Vec<Flagged>,
-}
-
-impl Listed {
-    fn push(&mut self, f: impl FnOnce() -> Flagged) {
-        self.count += 1;
-        if self.items.len() < MAX_LISTED {
-            self.items.push(f());
-        }
-    }
 }
 
 /// Streaming aggregation of one run.
@@ -160,7 +127,10 @@ impl Aggregator {
             return;
         };
         r.spans += 1;
-        r.first_ns = Some(r.first_ns.map_or(s.start_time_unix_nano, |f| f.min(s.start_time_unix_nano)));
+        r.first_ns = Some(
+            r.first_ns
+                .map_or(s.start_time_unix_nano, |f| f.min(s.start_time_unix_nano)),
+        );
         r.last_ns = r.last_ns.max(s.end_time_unix_nano);
         let children = r.pending.remove(&span_id_u64(&s.span_id));
         let parent = span_id_u64(&s.parent_span_id);
@@ -190,7 +160,9 @@ impl Aggregator {
 
     /// Finishes the aggregation.
     pub(crate) fn finish(self, diag: Diagnostics, settings: Settings) -> Report {
-        let analysis = self.steps.analyze(settings.straggler_pct, settings.straggler_share);
+        let analysis = self
+            .steps
+            .analyze(settings.straggler_pct, settings.straggler_share);
         let ranks: Vec<RankRow> = self
             .ranks
             .iter()
@@ -220,13 +192,19 @@ impl Aggregator {
                     p99: k.quantile(0.99),
                     max: k.max(),
                     total_ns: k.sum() as u64,
-                    share: if wall > 0 { k.sum() as f64 / wall as f64 } else { 0.0 },
+                    share: if wall > 0 {
+                        k.sum() as f64 / wall as f64
+                    } else {
+                        0.0
+                    },
                 };
                 (name.clone(), row)
             })
             .collect();
         let missing_ranks = match self.world_size {
-            Some(ws) => (0..ws).filter(|r| !self.ranks.get(r).is_some_and(|s| s.spans > 0)).collect(),
+            Some(ws) => (0..ws)
+                .filter(|r| self.ranks.get(r).is_none_or(|s| s.spans == 0))
+                .collect(),
             None => Vec::new(),
         };
         let metrics_series = self.metrics.into_sorted();
@@ -251,7 +229,11 @@ impl Aggregator {
                 truncated: self.truncated.count,
                 errors: self.errors.count,
                 wall_ns: wall,
-                step_span_names: self.step_names.iter().map(|&i| self.names[i as usize].0.clone()).collect(),
+                step_span_names: self
+                    .step_names
+                    .iter()
+                    .map(|&i| self.names[i as usize].0.clone())
+                    .collect(),
             },
             ranks,
             missing_ranks,
@@ -289,129 +271,4 @@ impl Sink for Aggregator {
     fn logs(&mut self, origin: &Origin, count: usize) {
         self.origin(origin).log_records += count as u64;
     }
-}
-
-/// One rank's totals.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct RankRow {
-    /// `nv.dl.rank`.
-    pub(crate) rank: i64,
-    /// `host.name`.
-    pub(crate) host: String,
-    /// `process.pid`.
-    pub(crate) pid: Option<i64>,
-    /// Spans exported.
-    pub(crate) spans: u64,
-    /// Step spans exported.
-    pub(crate) steps: u64,
-    /// Earliest span start (Unix ns).
-    pub(crate) first_ns: u64,
-    /// Latest span end (Unix ns).
-    pub(crate) last_ns: u64,
-    /// `last_ns - first_ns`.
-    pub(crate) wall_ns: u64,
-    /// Metric export batches.
-    pub(crate) metric_points: u64,
-    /// Log records.
-    pub(crate) log_records: u64,
-}
-
-/// Totals over all spans.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct SpanTotals {
-    /// Spans read.
-    pub(crate) count: u64,
-    /// Spans marked `nemo.span.truncated`.
-    pub(crate) truncated: u64,
-    /// Spans with ERROR status.
-    pub(crate) errors: u64,
-    /// Sum over ranks of their wall time (the denominator of `share`).
-    pub(crate) wall_ns: u64,
-    /// Names of spans carrying `nv.dl.iteration`.
-    pub(crate) step_span_names: Vec<String>,
-}
-
-/// Duration statistics of one span name (ns; quantiles within 1%).
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct NameRow {
-    /// Spans with this name.
-    pub(crate) count: u64,
-    /// Median duration.
-    pub(crate) p50: u64,
-    /// 95th percentile.
-    pub(crate) p95: u64,
-    /// 99th percentile.
-    pub(crate) p99: u64,
-    /// Longest.
-    pub(crate) max: u64,
-    /// Summed duration.
-    pub(crate) total_ns: u64,
-    /// `total_ns` over the summed wall time of all ranks.
-    pub(crate) share: f64,
-}
-
-/// The step section.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct StepsDoc {
-    /// Iterations seen.
-    pub(crate) count: usize,
-    /// Phase (direct child) names tracked.
-    pub(crate) phases: Vec<String>,
-    /// Step spans whose iteration was out of the tracked range.
-    pub(crate) untracked: u64,
-    /// Child spans whose parent never arrived in time.
-    pub(crate) unattributed_children: u64,
-    /// One row per iteration.
-    pub(crate) rows: Vec<StepRow>,
-}
-
-/// Last/min/max of one metric on one rank.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct MetricRow {
-    /// Metric name, with point attributes as `{k=v}` when present.
-    pub(crate) name: String,
-    /// Rank.
-    pub(crate) rank: i64,
-    /// Values.
-    #[serde(flatten)]
-    pub(crate) series: Series,
-}
-
-/// Everything `lens report` knows about a run.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct Report {
-    /// Layout version of this document.
-    pub(crate) schema_version: u32,
-    /// Thresholds used.
-    pub(crate) settings: Settings,
-    /// What was read and skipped.
-    pub(crate) input: Diagnostics,
-    /// `nemo.run.id`s seen.
-    pub(crate) run_ids: Vec<String>,
-    /// Largest `nv.dl.world_size` seen.
-    pub(crate) world_size: Option<i64>,
-    /// Per-rank totals.
-    pub(crate) ranks: Vec<RankRow>,
-    /// Ranks below `world_size` that exported no span.
-    pub(crate) missing_ranks: Vec<i64>,
-    /// Totals.
-    pub(crate) spans: SpanTotals,
-    /// Per span name statistics.
-    pub(crate) by_name: BTreeMap<String, NameRow>,
-    /// Step matrix summary.
-    pub(crate) steps: StepsDoc,
-    /// Straggler ranks.
-    pub(crate) stragglers: Vec<Straggler>,
-    /// Truncated spans.
-    pub(crate) truncated: Listed,
-    /// ERROR-status spans.
-    pub(crate) errors: Listed,
-    /// Metric last/min/max per rank.
-    pub(crate) metrics: Vec<MetricRow>,
-    /// Metric time series (for HTML).
-    #[serde(skip)]
-    pub(crate) series: BTreeMap<String, BTreeMap<i64, Series>>,
-    /// Straggler rank → iterations where it was slow.
-    #[serde(skip)]
-    pub(crate) slow: BTreeMap<i64, Vec<i64>>,
 }

@@ -2,8 +2,8 @@
 //! `nv.dl.iteration`) with the durations of their direct children (phases),
 //! and the straggler analysis over it.
 
-use std::collections::{BTreeMap};
 use rustc_hash::FxHashMap as HashMap;
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 

@@ -34,7 +34,11 @@ pub(crate) fn render_text(r: &Report, max_rows: usize) -> String {
     let _ = writeln!(
         o,
         "Run {}: {} spans from {} rank(s) in {} file(s); world size {}",
-        if r.run_ids.is_empty() { "?".to_owned() } else { r.run_ids.join(",") },
+        if r.run_ids.is_empty() {
+            "?".to_owned()
+        } else {
+            r.run_ids.join(",")
+        },
         r.spans.count,
         r.ranks.len(),
         r.input.files,
@@ -47,14 +51,17 @@ pub(crate) fn render_text(r: &Report, max_rows: usize) -> String {
             r.input.skipped_lines, r.input.broken_files
         );
     }
-    let _ = writeln!(o, "\nSpans by name (share = summed time / summed rank wall time)");
+    let _ = writeln!(
+        o,
+        "\nSpans by name (share = summed time / summed rank wall time)"
+    );
     let _ = writeln!(
         o,
         "  {:<32} {:>9} {:>10} {:>10} {:>10} {:>10} {:>7}",
         "name", "count", "p50", "p95", "p99", "max", "share"
     );
     let mut names: Vec<_> = r.by_name.iter().collect();
-    names.sort_by(|a, b| b.1.total_ns.cmp(&a.1.total_ns));
+    names.sort_by_key(|n| std::cmp::Reverse(n.1.total_ns));
     for (name, n) in names.iter().take(max_rows) {
         let _ = writeln!(
             o,
@@ -102,7 +109,11 @@ fn steps(o: &mut String, r: &Report, max_rows: usize) {
         "\nSteps ({}): {} iterations, phases: {}",
         r.spans.step_span_names.join(", "),
         st.count,
-        if st.phases.is_empty() { "-".to_owned() } else { st.phases.join(", ") }
+        if st.phases.is_empty() {
+            "-".to_owned()
+        } else {
+            st.phases.join(", ")
+        }
     );
     let _ = writeln!(
         o,
@@ -146,24 +157,39 @@ fn steps(o: &mut String, r: &Report, max_rows: usize) {
             s.slow_steps,
             s.steps,
             s.mean_excess_pct,
-            s.phase.as_ref().map_or("-".to_owned(), |p| format!("{p} (+{})", fmt_ns(s.phase_excess_ns))),
+            s.phase.as_ref().map_or("-".to_owned(), |p| format!(
+                "{p} (+{})",
+                fmt_ns(s.phase_excess_ns)
+            )),
         );
     }
 }
 
 fn problems(o: &mut String, r: &Report, max_rows: usize) {
     if !r.missing_ranks.is_empty() {
-        let shown: Vec<String> = r.missing_ranks.iter().take(64).map(|x| x.to_string()).collect();
+        let shown: Vec<String> = r
+            .missing_ranks
+            .iter()
+            .take(64)
+            .map(|x| x.to_string())
+            .collect();
         let _ = writeln!(
             o,
             "\nRanks that exported nothing ({} of world size {}): {}{}",
             r.missing_ranks.len(),
             r.world_size.unwrap_or(0),
             shown.join(", "),
-            if r.missing_ranks.len() > 64 { ", …" } else { "" }
+            if r.missing_ranks.len() > 64 {
+                ", …"
+            } else {
+                ""
+            }
         );
     }
-    for (title, list) in [("Truncated spans", &r.truncated), ("ERROR spans", &r.errors)] {
+    for (title, list) in [
+        ("Truncated spans", &r.truncated),
+        ("ERROR spans", &r.errors),
+    ] {
         if list.count == 0 {
             continue;
         }
