@@ -195,6 +195,19 @@ impl<W: Write> ProtoSink<W> {
         Some((iid, true))
     }
 
+    fn span_id_key(&mut self, interned: &mut proto::InternedData) -> Option<u64> {
+        let (iid, new) = Self::intern(&mut self.keys, "span_id")?;
+        if new {
+            interned
+                .debug_annotation_names
+                .push(proto::DebugAnnotationName {
+                    iid: Some(iid),
+                    name: Some("span_id".to_owned()),
+                });
+        }
+        Some(iid)
+    }
+
     fn span(&mut self, o: &Origin, s: &Span<'_>) {
         let track = self.thread(o, thread_of(&s.attributes));
         let mut interned = proto::InternedData::default();
@@ -233,9 +246,11 @@ impl<W: Write> ProtoSink<W> {
             }
             ev.debug_annotations.push(a);
         }
+        let id = span_id_u64(&s.span_id);
+        // the span id as a pointer value: shown in hex, no string to allocate
         ev.debug_annotations.push(DebugAnnotation {
-            name: Some("span_id".to_owned()),
-            string_value: Some(s.span_id.to_string()),
+            name_iid: self.span_id_key(&mut interned),
+            pointer_value: Some(id),
             ..Default::default()
         });
         if s.status.code == 2 {
@@ -245,7 +260,6 @@ impl<W: Write> ProtoSink<W> {
                 ..Default::default()
             });
         }
-        let id = span_id_u64(&s.span_id);
         if id != 0 {
             ev.flow_ids.push(id);
         }

@@ -68,6 +68,8 @@ pub(crate) struct DebugAnnotation {
     pub(crate) double_value: Option<f64>,
     #[prost(string, optional, tag = "6")]
     pub(crate) string_value: Option<String>,
+    #[prost(uint64, optional, tag = "7")]
+    pub(crate) pointer_value: Option<u64>,
     #[prost(string, optional, tag = "10")]
     pub(crate) name: Option<String>,
 }
