@@ -42,6 +42,8 @@ tr.bad td{color:var(--bad)}
 svg.metric{width:100%;height:auto;display:block}
 svg.metric polyline{fill:none;stroke:#7d8fb3;stroke-width:1;opacity:.55}
 svg.metric polyline.straggler{stroke:var(--bad);stroke-width:2;opacity:1}
+svg.metric circle{fill:#7d8fb3}
+svg.metric circle.straggler{fill:var(--bad)}
 svg.metric text{font-size:10px;fill:#6b7385}
 svg.metric line{stroke:#e3e6ee}
 .legend{display:flex;gap:6px;align-items:center;font-size:12px;margin-top:6px;flex-wrap:wrap}

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 use super::esc;
+use crate::report::text::fmt_ns;
 use crate::report::Series;
 
 /// Panels drawn at most.
@@ -69,8 +70,9 @@ fn panel(
         return;
     }
     if hi - lo < f64::EPSILON * hi.abs().max(1.0) {
-        lo -= 0.5;
-        hi += 0.5;
+        let pad = if hi == 0.0 { 0.5 } else { hi.abs() * 0.1 };
+        lo -= pad;
+        hi += pad;
     }
     let x = |t: u64| PAD_L + (t.saturating_sub(t0)) as f64 / (t1 - t0) as f64 * (W - PAD_L - 4.0);
     let y = |v: f64| PAD_T + (hi - v) / (hi - lo) * (H - PAD_T - PAD_B);
@@ -85,15 +87,16 @@ fn panel(
         let yy = y(v);
         let _ = write!(o, "<line x1=\"{PAD_L}\" x2=\"{W}\" y1=\"{yy:.1}\" y2=\"{yy:.1}\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>", PAD_L - 4.0, yy + 3.0, esc(&axis_num(v)));
     }
-    let secs = (t1 - t0) as f64 / 1e9;
     for i in 0..=4 {
         let xx = PAD_L + f64::from(i) / 4.0 * (W - PAD_L - 4.0);
         let anchor = if i == 4 { "end" } else { "start" };
+        let at = ((t1 - t0) as f64 * f64::from(i) / 4.0) as u64;
+        let label = if i == 0 { "0".to_owned() } else { fmt_ns(at) };
         let _ = write!(
             o,
-            "<text x=\"{xx:.1}\" y=\"{}\" text-anchor=\"{anchor}\">{:.1} s</text>",
+            "<text x=\"{xx:.1}\" y=\"{}\" text-anchor=\"{anchor}\">+{}</text>",
             H - 5.0,
-            secs * f64::from(i) / 4.0
+            esc(&label)
         );
     }
     let normal = by_rank
@@ -112,6 +115,17 @@ fn panel(
             let _ = write!(o, "{:.1},{:.1} ", x(t), y(v));
         }
         let _ = write!(o, "\"><title>rank {rank}</title></polyline>");
+        if s.points.len() <= 20 {
+            for &(t, v) in &s.points {
+                let _ = write!(
+                    o,
+                    "<circle{class} data-rank=\"{rank}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\"><title>rank {rank}: {}</title></circle>",
+                    x(t),
+                    y(v),
+                    esc(&axis_num(v))
+                );
+            }
+        }
     }
     let _ = write!(o, "</svg>");
     let _ = write!(
