@@ -128,6 +128,27 @@ fn html_report_renders_lanes_and_panels_in_headless_chromium() {
     assert!(dom_text.contains("s trunc"), "truncated spans not marked");
     assert!(dom_text.contains("id=\"tip\""));
 
+    // the inline script works: zoom twice, hover a slow step
+    let probe = r#"<script>try{const s=document.querySelector(".section");s.querySelector(".zin").click();s.querySelector(".zin").click();const el=document.querySelector(".s.slow");el.dispatchEvent(new MouseEvent("mouseover",{bubbles:true}));document.body.setAttribute("data-check","zoom="+s.querySelector(".inner").style.width+";tip="+document.getElementById("tip").style.display+";"+document.getElementById("tip").textContent.split("\n")[0]);}catch(e){document.body.setAttribute("data-check","ERR "+e)}</script></body>"#;
+    let probed = out.join("probe.html");
+    std::fs::write(&probed, html.replace("</body>", probe)).expect("write probe page");
+    let dom = browser(
+        &bin,
+        &fresh_dir("html-profile-probe"),
+        &["--dump-dom"],
+        &format!("file://{}", probed.display()),
+    );
+    let dom_text = String::from_utf8_lossy(&dom.stdout);
+    let check = dom_text
+        .split("data-check=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .unwrap_or("no data-check");
+    assert!(
+        check.starts_with("zoom=400%;tip=block;train.step") && check.ends_with("(rank 4)"),
+        "script probe: {check}"
+    );
+
     let png = out.join("timeline.png");
     let shot = browser(
         &bin,
@@ -152,4 +173,16 @@ fn html_report_renders_lanes_and_panels_in_headless_chromium() {
         bytes.len()
     );
     eprintln!("screenshot: {}", png.display());
+}
+
+#[test]
+fn html_size_stays_bounded_on_a_long_run() {
+    let dir = fresh_dir("html-big-in");
+    let d = dir.to_str().expect("path");
+    ok(&["synth", "--ranks", "16", "--steps", "1500", "--out", d]);
+    let page = fresh_dir("html-big-out").join("big.html");
+    ok(&["report", "--html", page.to_str().expect("path"), d]);
+    let html = std::fs::read_to_string(&page).expect("page");
+    assert!(html.len() < 3 << 20, "page is {} bytes", html.len());
+    assert!(html.contains("Showing the first 8 and the last 8 of up to 1500 steps per rank"));
 }

@@ -189,3 +189,33 @@ fn gzip_input_reads_like_plain() {
     assert_eq!(a["by_name"], b["by_name"]);
     assert_eq!(a["stragglers"], b["stragglers"]);
 }
+
+#[test]
+fn straggler_thresholds_are_options() {
+    let dir = fresh_dir("thresholds");
+    let d = dir.to_str().expect("path");
+    ok(&[
+        "synth",
+        "--ranks",
+        "4",
+        "--steps",
+        "20",
+        "--out",
+        d,
+        "--straggler",
+        "1:optimizer_step:100",
+    ]);
+    // optimizer_step is ~14% of a step: +100% makes the step ~14% slower
+    let found = |extra: &[&str]| -> Vec<i64> {
+        report_json(&[&dir], extra)["stragglers"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|s| s["rank"].as_i64()).collect())
+            .unwrap_or_default()
+    };
+    assert_eq!(found(&[]), [1]);
+    assert_eq!(found(&["--straggler-pct", "25"]), Vec::<i64>::new());
+    assert_eq!(
+        found(&["--straggler-pct", "5", "--straggler-share", "1.0"]),
+        [1]
+    );
+}
