@@ -84,7 +84,10 @@ fn proto_trace_decodes_with_the_perfetto_schema() {
             "rank 3 @ node00"
         ])
     );
-    assert!(summary["flows"].as_u64() >= Some(2), "{summary}");
+    // ranks 1..3: the job's parent is rank 0's job (remote), and step 0
+    // links to rank 0's step 0: one flow per edge, fan-in included
+    assert_eq!(summary["flows"], 6, "{summary}");
+    assert_eq!(summary["dangling_flows"], 0, "{summary}");
     assert!(summary["counter_events"].as_u64() > Some(0), "{summary}");
     assert_eq!(summary["sequences"], serde_json::json!([1]));
 }

@@ -62,6 +62,8 @@ pub(crate) trait Sink {
     fn metrics(&mut self, _origin: &Origin, _metrics: &[otlp::Metric<'_>]) {}
     /// Log records of one resource batch (counted only).
     fn logs(&mut self, _origin: &Origin, _count: usize) {}
+    /// A new file starts; `index` is its position in the list read.
+    fn file(&mut self, _index: usize, _path: &Path) {}
 }
 
 /// Counts of what was read and what was skipped.
@@ -81,11 +83,17 @@ pub(crate) struct Diagnostics {
     pub(crate) metric_points: u64,
     /// Log records read.
     pub(crate) log_records: u64,
+    /// Problems are counted but not printed (for a second pass).
+    #[serde(skip)]
+    quiet: bool,
 }
 
 impl Diagnostics {
     fn problem(&mut self, path: &Path, line: u64, what: &str) {
         let n = self.skipped_lines + self.broken_files;
+        if self.quiet {
+            return;
+        }
         if n < MAX_PRINTED {
             eprintln!("lens: {}:{line}: {what}", path.display());
         } else if n == MAX_PRINTED {
@@ -102,14 +110,28 @@ impl Diagnostics {
 /// Reads every file in order into `sink`, with a progress bar on stderr
 /// when it is a terminal.
 pub(crate) fn read_all(files: &[PathBuf], sink: &mut dyn Sink) -> Diagnostics {
-    let mut diag = Diagnostics::default();
+    read(files, sink, false)
+}
+
+/// Like [`read_all`], without printing problems (they were printed by an
+/// earlier pass over the same files).
+pub(crate) fn reread_quietly(files: &[PathBuf], sink: &mut dyn Sink) -> Diagnostics {
+    read(files, sink, true)
+}
+
+fn read(files: &[PathBuf], sink: &mut dyn Sink, quiet: bool) -> Diagnostics {
+    let mut diag = Diagnostics {
+        quiet,
+        ..Diagnostics::default()
+    };
     let total: u64 = files
         .iter()
         .filter_map(|p| std::fs::metadata(p).ok())
         .map(|m| m.len())
         .sum();
     let bar = progress_bar(total);
-    for path in files {
+    for (index, path) in files.iter().enumerate() {
+        sink.file(index, path);
         diag.files += 1;
         match std::fs::File::open(path) {
             Ok(f) => read_file(path, bar.wrap_read(f), sink, &mut diag),

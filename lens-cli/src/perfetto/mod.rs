@@ -4,6 +4,7 @@
 //! parents as flows, metrics as counter tracks) or Chrome Trace Event JSON.
 
 mod chrome;
+mod flows;
 mod proto;
 
 use rustc_hash::FxHashMap as HashMap;
@@ -40,6 +41,18 @@ pub(crate) fn run(a: &PerfettoArgs) -> Result<(), Failure> {
         TraceFormat::Proto => {
             let mut sink = ProtoSink::new(out);
             let diag = crate::input::read_all(&files, &mut sink);
+            if sink.flows.pending() > 0 {
+                let again = sink.flows.files_to_reread(&files);
+                sink.second_pass = true;
+                crate::input::reread_quietly(&again, &mut sink);
+            }
+            if sink.flows.pending() + sink.flows.dropped as usize > 0 {
+                eprintln!(
+                    "lens perfetto: {} flow source(s) not found in the input, {} edge(s) over the cap",
+                    sink.flows.pending(),
+                    sink.flows.dropped
+                );
+            }
             (diag, sink.finish())
         }
         TraceFormat::ChromeJson => {
@@ -89,6 +102,9 @@ struct ProtoSink<W: Write> {
     names: HashMap<String, u64>,
     keys: HashMap<String, u64>,
     error: Option<std::io::Error>,
+    flows: flows::Flows,
+    /// Second pass: only start the flows whose source spans were not known.
+    second_pass: bool,
 }
 
 impl<W: Write> ProtoSink<W> {
@@ -104,6 +120,8 @@ impl<W: Write> ProtoSink<W> {
             names: HashMap::default(),
             keys: HashMap::default(),
             error: None,
+            flows: flows::Flows::default(),
+            second_pass: false,
         }
     }
 
@@ -260,18 +278,14 @@ impl<W: Write> ProtoSink<W> {
                 ..Default::default()
             });
         }
-        if id != 0 {
-            ev.flow_ids.push(id);
-        }
+        self.flows.saw(id);
         let parent = span_id_u64(&s.parent_span_id);
-        if parent != 0 && s.flags & REMOTE_PARENT == REMOTE_PARENT {
-            ev.terminating_flow_ids.push(parent);
+        if s.flags & REMOTE_PARENT == REMOTE_PARENT {
+            ev.terminating_flow_ids.extend(self.flows.edge(parent, id));
         }
         for l in &s.links {
-            let id = span_id_u64(&l.span_id);
-            if id != 0 && !ev.terminating_flow_ids.contains(&id) {
-                ev.terminating_flow_ids.push(id);
-            }
+            ev.terminating_flow_ids
+                .extend(self.flows.edge(span_id_u64(&l.span_id), id));
         }
         let has_interned =
             !interned.event_names.is_empty() || !interned.debug_annotation_names.is_empty();
@@ -286,6 +300,26 @@ impl<W: Write> ProtoSink<W> {
             track_event: Some(TrackEvent {
                 r#type: Some(proto::TYPE_SLICE_END),
                 track_uuid: Some(track),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+    }
+
+    /// Second pass: an instant event at the start of a source span that
+    /// starts its flows.
+    fn flow_start(&mut self, o: &Origin, s: &Span<'_>) {
+        let Some(flow_ids) = self.flows.take(span_id_u64(&s.span_id)) else {
+            return;
+        };
+        let track = self.thread(o, thread_of(&s.attributes));
+        self.emit(TracePacket {
+            timestamp: Some(s.start_time_unix_nano),
+            track_event: Some(TrackEvent {
+                r#type: Some(proto::TYPE_INSTANT),
+                track_uuid: Some(track),
+                name: Some(format!("{} (flow source)", s.name)),
+                flow_ids,
                 ..Default::default()
             }),
             ..Default::default()
@@ -372,11 +406,24 @@ pub(crate) fn each_point(metrics: &[Metric<'_>], mut f: impl FnMut(&str, u64, f6
 impl<W: Write> Sink for ProtoSink<W> {
     fn spans(&mut self, origin: &Origin, spans: &[Span<'_>]) {
         for s in spans {
-            self.span(origin, s);
+            if self.second_pass {
+                self.flow_start(origin, s);
+            } else {
+                self.span(origin, s);
+            }
+        }
+    }
+
+    fn file(&mut self, index: usize, path: &std::path::Path) {
+        if !self.second_pass {
+            self.flows.file(index, path);
         }
     }
 
     fn metrics(&mut self, origin: &Origin, metrics: &[Metric<'_>]) {
+        if self.second_pass {
+            return;
+        }
         let mut pts = Vec::new();
         each_point(metrics, |n, t, v| pts.push((n.to_owned(), t, v)));
         for (n, t, v) in pts {

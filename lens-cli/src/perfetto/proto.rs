@@ -12,6 +12,8 @@ pub(crate) const SEQ_NEEDS_INCREMENTAL_STATE: u32 = 2;
 pub(crate) const TYPE_SLICE_BEGIN: i32 = 1;
 /// `TrackEvent.Type.TYPE_SLICE_END`.
 pub(crate) const TYPE_SLICE_END: i32 = 2;
+/// `TrackEvent.Type.TYPE_INSTANT`.
+pub(crate) const TYPE_INSTANT: i32 = 3;
 /// `TrackEvent.Type.TYPE_COUNTER`.
 pub(crate) const TYPE_COUNTER: i32 = 4;
 

@@ -53,8 +53,10 @@ for p in trace.packet:
             ann = [keys.get(a.name_iid, a.name) for a in e.debug_annotations]
             if any(k for k in ann if k != "span_id"):
                 annotated += 1
-            flow_src.update(e.flow_ids)
             flow_dst.update(e.terminating_flow_ids)
+        elif e.type == pb.TrackEvent.TYPE_INSTANT:
+            assert e.track_uuid in threads, "flow source on an undeclared track"
+            flow_src.update(e.flow_ids)
         elif e.type == pb.TrackEvent.TYPE_SLICE_END:
             ends += 1
         elif e.type == pb.TrackEvent.TYPE_COUNTER:
@@ -62,6 +64,7 @@ for p in trace.packet:
             counter_events += 1
 
 flows = len(flow_src & flow_dst)
+dangling = len(flow_dst - flow_src)
 summary = {
     "processes": sorted(procs.values()),
     "threads": len(threads),
@@ -69,6 +72,7 @@ summary = {
     "ends": ends,
     "annotated": annotated,
     "flows": flows,
+    "dangling_flows": dangling,
     "counters": len(counters),
     "counter_events": counter_events,
     "sequences": sorted(seq_ids),
@@ -85,6 +89,8 @@ if annotated == 0:
     problems.append("no debug annotations")
 if want_ranks > 1 and flows == 0:
     problems.append("no flows")
+if dangling:
+    problems.append(f"{dangling} flows end without a start")
 if problems:
     print("; ".join(problems), file=sys.stderr)
     sys.exit(1)
