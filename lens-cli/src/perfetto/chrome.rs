@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 use std::io::Write;
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::{each_point, process_name, thread_of};
 use crate::input::otlp::{Metric, Span};
@@ -14,6 +14,11 @@ use crate::input::{Origin, Sink};
 /// Microseconds with 3 decimals, from nanoseconds, as a JSON number.
 fn us(ns: u64) -> Value {
     Value::from(ns as f64 / 1000.0)
+}
+
+/// Writes nanoseconds as exact microseconds (`123.456`).
+fn write_us(o: &mut impl Write, ns: u64) -> std::io::Result<()> {
+    write!(o, "{}.{:03}", ns / 1000, ns % 1000)
 }
 
 pub(super) struct ChromeSink<W: Write> {
@@ -65,6 +70,41 @@ impl<W: Write> ChromeSink<W> {
         o.rank
     }
 
+    /// One `ph:"X"` event, written directly (no intermediate JSON value).
+    fn complete(&mut self, pid: i64, tid: i64, s: &Span<'_>, dur: u64) -> std::io::Result<()> {
+        if self.error.is_some() {
+            return Ok(());
+        }
+        let o = &mut self.out;
+        o.write_all(if self.first {
+            b"{\"traceEvents\":[\n"
+        } else {
+            b",\n"
+        })?;
+        self.first = false;
+        o.write_all(b"{\"name\":")?;
+        serde_json::to_writer(&mut *o, s.name.as_ref())?;
+        write!(o, ",\"ph\":\"X\",\"pid\":{pid},\"tid\":{tid},\"ts\":")?;
+        write_us(o, s.start_time_unix_nano)?;
+        o.write_all(b",\"dur\":")?;
+        write_us(o, dur)?;
+        o.write_all(b",\"args\":{")?;
+        for kv in s.attributes.iter().filter(|kv| kv.key != "thread.id") {
+            serde_json::to_writer(&mut *o, kv.key.as_ref())?;
+            o.write_all(b":")?;
+            serde_json::to_writer(&mut *o, &kv.value.to_value().to_string())?;
+            o.write_all(b",")?;
+        }
+        if s.status.code == 2 {
+            o.write_all(b"\"status\":")?;
+            serde_json::to_writer(&mut *o, &format!("ERROR {}", s.status.message))?;
+            o.write_all(b",")?;
+        }
+        o.write_all(b"\"span_id\":")?;
+        serde_json::to_writer(&mut *o, s.span_id.as_ref())?;
+        o.write_all(b"}}")
+    }
+
     pub(super) fn finish(mut self) -> std::io::Result<()> {
         if let Some(e) = self.error.take() {
             return Err(e);
@@ -90,25 +130,10 @@ impl<W: Write> Sink for ChromeSink<W> {
                 };
                 self.event(&json!({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": name}}));
             }
-            let mut args = Map::new();
-            for kv in s.attributes.iter().filter(|kv| kv.key != "thread.id") {
-                args.insert(
-                    kv.key.to_string(),
-                    Value::String(kv.value.to_value().to_string()),
-                );
-            }
-            args.insert("span_id".to_owned(), Value::String(s.span_id.to_string()));
-            if s.status.code == 2 {
-                args.insert(
-                    "status".to_owned(),
-                    Value::String(format!("ERROR {}", s.status.message)),
-                );
-            }
             let dur = s.end_time_unix_nano.saturating_sub(s.start_time_unix_nano);
-            self.event(&json!({
-                "name": s.name, "ph": "X", "pid": pid, "tid": tid,
-                "ts": us(s.start_time_unix_nano), "dur": us(dur), "args": args,
-            }));
+            if let Err(e) = self.complete(pid, tid, s, dur) {
+                self.error.get_or_insert(e);
+            }
         }
     }
 
