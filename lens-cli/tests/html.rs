@@ -127,6 +127,13 @@ fn html_report_renders_lanes_and_panels_in_headless_chromium() {
     );
     assert!(dom_text.contains("s trunc"), "truncated spans not marked");
     assert!(dom_text.contains("id=\"tip\""));
+    // the rank x step heat map: rank 4's row is red (+20-35% over the median)
+    assert!(dom_text.contains("<svg class=\"heat\""), "no heat map");
+    assert!(
+        dom_text.contains("<rect data-rank=\"4\" x=\"64.00\"")
+            && dom_text.contains("fill=\"#e4572e\""),
+        "straggler row not red in the heat map"
+    );
 
     // the inline script works: zoom twice, hover a slow step
     let probe = r#"<script>try{const s=document.querySelector(".section");s.querySelector(".zin").click();s.querySelector(".zin").click();const el=document.querySelector(".s.slow");el.dispatchEvent(new MouseEvent("mouseover",{bubbles:true}));document.body.setAttribute("data-check","zoom="+s.querySelector(".inner").style.width+";tip="+document.getElementById("tip").style.display+";"+document.getElementById("tip").textContent.split("\n")[0]);}catch(e){document.body.setAttribute("data-check","ERR "+e)}</script></body>"#;

@@ -39,7 +39,8 @@ tr.bad td{color:var(--bad)}
 #tip{position:absolute;display:none;pointer-events:none;background:#1d2330;color:#fff;padding:6px 8px;border-radius:5px;font:12px/1.4 ui-monospace,monospace;white-space:pre;z-index:10;max-width:560px;overflow:hidden}
 .panels{display:grid;grid-template-columns:repeat(auto-fill,minmax(460px,1fr));gap:12px}
 .panel h3{margin:0 0 4px;font-size:13px}
-svg.metric{width:100%;height:auto;display:block}
+svg.metric,svg.heat{width:100%;height:auto;display:block}
+svg.heat rect:hover{stroke:#000;stroke-width:1}
 svg.metric polyline{fill:none;stroke:#7d8fb3;stroke-width:1;opacity:.55}
 svg.metric polyline.straggler{stroke:var(--bad);stroke-width:2;opacity:1}
 svg.metric circle{fill:#7d8fb3}

@@ -4,6 +4,7 @@
 //! and last steps of each rank, series are decimated, long tables capped.
 
 mod assets;
+mod heat;
 mod lanes;
 mod svg;
 mod timeline;
@@ -101,6 +102,7 @@ pub(crate) fn render(r: &Report, tl: &Timeline) -> String {
         }
     );
     stragglers(&mut o, r);
+    heat::heat(&mut o, r, &strag);
     lanes::lanes(&mut o, tl, &strag, &r.slow);
     svg::panels(&mut o, &r.series, &strag);
     tables(&mut o, r);

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::metrics::Series;
-use super::steps::{StepRow, Straggler};
+use super::steps::{Heat, StepRow, Straggler};
 use super::{Settings, MAX_LISTED};
 use crate::input::Diagnostics;
 
@@ -115,6 +115,8 @@ pub(crate) struct StepsDoc {
     pub(crate) untracked: u64,
     /// Child spans whose parent never arrived in time.
     pub(crate) unattributed_children: u64,
+    /// Rank order of each row's `by_rank`.
+    pub(crate) ranks: Vec<i64>,
     /// One row per iteration.
     pub(crate) rows: Vec<StepRow>,
 }
@@ -165,6 +167,9 @@ pub(crate) struct Report {
     /// Metric time series (for HTML).
     #[serde(skip)]
     pub(crate) series: BTreeMap<String, BTreeMap<i64, Series>>,
+    /// Rank × step heat map (for HTML).
+    #[serde(skip)]
+    pub(crate) heat: Heat,
     /// Straggler rank → iterations where it was slow.
     #[serde(skip)]
     pub(crate) slow: BTreeMap<i64, Vec<i64>>,

@@ -9,6 +9,10 @@ use serde::Serialize;
 
 /// How many distinct phase names are tracked per step.
 pub(crate) const MAX_PHASES: usize = 8;
+/// Columns of the rank × step heat map at most (steps are bucketed).
+const HEAT_COLS: usize = 240;
+/// Rows carry per-rank durations when ranks × steps stays under this.
+const MATRIX_CELLS: usize = 200_000;
 /// Iterations further than this beyond a rank's first one are not tracked.
 const MAX_SPREAD: i64 = 50_000_000;
 
@@ -53,6 +57,22 @@ pub(crate) struct StepRow {
     pub(crate) max_rank: i64,
     /// Slowest duration (ns).
     pub(crate) max_ns: u64,
+    /// Duration per rank (in `StepsDoc::ranks` order; null when missing),
+    /// present when the matrix is small enough.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) by_rank: Option<Vec<Option<u64>>>,
+}
+
+/// The rank × step matrix reduced to at most [`HEAT_COLS`] columns: the
+/// mean of duration / step median over the steps of each column.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Heat {
+    /// Row order.
+    pub(crate) ranks: Vec<i64>,
+    /// First iteration of each column.
+    pub(crate) first_iteration: Vec<i64>,
+    /// `ranks.len() × first_iteration.len()` ratios, row-major; NaN when missing.
+    pub(crate) ratio: Vec<f32>,
 }
 
 /// A rank that is slow in enough steps.
@@ -84,6 +104,11 @@ pub(crate) struct StepAnalysis {
     /// Per straggler rank: the iterations in which it was slow.
     #[serde(skip)]
     pub(crate) slow: BTreeMap<i64, Vec<i64>>,
+    /// Rank order of `StepRow::by_rank`.
+    pub(crate) ranks: Vec<i64>,
+    /// The heat map.
+    #[serde(skip)]
+    pub(crate) heat: Heat,
 }
 
 fn lower_median(v: &mut [(u64, i64)]) -> (u64, i64) {
@@ -168,6 +193,12 @@ impl StepMatrix {
             return StepAnalysis::default();
         };
         let factor = 1.0 + pct / 100.0;
+        let ranks: Vec<i64> = self.ranks.keys().copied().collect();
+        let span = (hi - lo) as usize;
+        let matrix = ranks.len().saturating_mul(span) <= MATRIX_CELLS;
+        let cols = span.min(HEAT_COLS);
+        let mut heat_sum = vec![0f32; ranks.len() * cols];
+        let mut heat_n = vec![0u32; ranks.len() * cols];
         let mut rows = Vec::new();
         // rank -> (steps, slow steps, excess pct sum, phase excess sums)
         let mut acc: HashMap<i64, (u64, u64, f64, [f64; MAX_PHASES])> = HashMap::default();
@@ -187,7 +218,19 @@ impl StepMatrix {
             let (median_ns, median_rank) = lower_median(&mut vals);
             let (min_ns, min_rank) = vals[0];
             let (max_ns, max_rank) = vals[vals.len() - 1];
+            let col = (it - lo) as usize * cols / span;
+            let mut by_rank = matrix.then(|| vec![None; ranks.len()]);
+            for &(dur, rank) in &vals {
+                if let Ok(r) = ranks.binary_search(&rank) {
+                    heat_sum[r * cols + col] += (dur as f64 / median_ns.max(1) as f64) as f32;
+                    heat_n[r * cols + col] += 1;
+                    if let Some(b) = by_rank.as_mut() {
+                        b[r] = Some(dur);
+                    }
+                }
+            }
             rows.push(StepRow {
+                by_rank,
                 iteration: it,
                 ranks: vals.len(),
                 min_rank,
@@ -238,11 +281,24 @@ impl StepMatrix {
             });
         }
         stragglers.sort_by(|a, b| b.mean_excess_pct.total_cmp(&a.mean_excess_pct));
+        let heat = Heat {
+            ratio: heat_sum
+                .iter()
+                .zip(&heat_n)
+                .map(|(&s, &n)| if n == 0 { f32::NAN } else { s / n as f32 })
+                .collect(),
+            first_iteration: (0..cols)
+                .map(|c| lo + (c * span).div_ceil(cols) as i64)
+                .collect(),
+            ranks: ranks.clone(),
+        };
         StepAnalysis {
             rows,
             stragglers,
             phases: self.phases.clone(),
             slow,
+            ranks,
+            heat,
         }
     }
 
