@@ -4,6 +4,9 @@ use std::fmt::Write;
 
 use super::Report;
 
+/// Ranks up to which the text step table shows one column per rank.
+const MATRIX_RANKS: usize = 8;
+
 /// Formats nanoseconds with a unit that keeps 3 significant digits.
 pub(crate) fn fmt_ns(ns: u64) -> String {
     let v = ns as f64;
@@ -115,11 +118,19 @@ fn steps(o: &mut String, r: &Report, max_rows: usize) {
             st.phases.join(", ")
         }
     );
-    let _ = writeln!(
+    // the full rank x step matrix when it fits a terminal
+    let matrix = st.ranks.len() <= MATRIX_RANKS && st.rows.iter().all(|r| r.by_rank.is_some());
+    let _ = write!(
         o,
         "  {:>9} {:>6} {:>18} {:>18} {:>18}",
         "iteration", "ranks", "min (rank)", "median (rank)", "max (rank)"
     );
+    if matrix {
+        for rank in &st.ranks {
+            let _ = write!(o, " {:>10}", format!("rank {rank}"));
+        }
+    }
+    let _ = writeln!(o);
     let rows = &st.rows;
     let head = max_rows.div_ceil(2);
     let tail = max_rows / 2;
@@ -139,6 +150,15 @@ fn steps(o: &mut String, r: &Report, max_rows: usize) {
             format!("{} ({})", fmt_ns(s.median_ns), s.median_rank),
             format!("{} ({})", fmt_ns(s.max_ns), s.max_rank),
         );
+        if let (true, Some(by_rank)) = (matrix, &s.by_rank) {
+            // drop the newline, add the per-rank cells
+            o.pop();
+            for d in by_rank {
+                let cell = d.map_or("-".to_owned(), fmt_ns);
+                let _ = write!(o, " {cell:>10}");
+            }
+            let _ = writeln!(o);
+        }
     }
     let _ = writeln!(
         o,
