@@ -131,6 +131,18 @@ fn chrome_json_has_complete_events_per_rank() {
         names,
         ["rank 0 @ node00", "rank 1 @ node00", "rank 2 @ node00"]
     );
+    // flows: ranks 1 and 2 each have a remote parent and a link to rank 0
+    let flow_ids = |ph: &str| -> Vec<String> {
+        let mut v: Vec<String> = events
+            .iter()
+            .filter(|e| e["ph"] == ph)
+            .filter_map(|e| e["id"].as_str().map(str::to_owned))
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(flow_ids("s").len(), 4);
+    assert_eq!(flow_ids("s"), flow_ids("f"));
     let step = complete
         .iter()
         .find(|e| e["name"] == "train.step")

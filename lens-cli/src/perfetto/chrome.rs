@@ -1,14 +1,16 @@
 //! Chrome Trace Event JSON (`{"traceEvents":[…]}`), written as it streams:
 //! complete events (`ph:"X"`, µs), one `pid` per rank, `process_name` and
-//! `thread_name` metadata, metrics as counter events (`ph:"C"`).
+//! `thread_name` metadata, metrics as counter events (`ph:"C"`), links and
+//! cross-rank parents as flow events (`ph:"s"` / `ph:"f"`, see [`super::flows`]).
 
 use std::collections::HashSet;
 use std::io::Write;
 
 use serde_json::{json, Value};
 
-use super::{each_point, process_name, thread_of};
-use crate::input::otlp::{Metric, Span};
+use super::flows::Flows;
+use super::{each_point, process_name, thread_of, TwoPass, REMOTE_PARENT};
+use crate::input::otlp::{span_id_u64, Metric, Span};
 use crate::input::{Origin, Sink};
 
 /// Microseconds with 3 decimals, from nanoseconds, as a JSON number.
@@ -27,6 +29,8 @@ pub(super) struct ChromeSink<W: Write> {
     processes: HashSet<i64>,
     threads: HashSet<(i64, i64)>,
     error: Option<std::io::Error>,
+    flows: Flows,
+    second_pass: bool,
 }
 
 impl<W: Write> ChromeSink<W> {
@@ -37,6 +41,8 @@ impl<W: Write> ChromeSink<W> {
             processes: HashSet::new(),
             threads: HashSet::new(),
             error: None,
+            flows: Flows::default(),
+            second_pass: false,
         }
     }
 
@@ -68,6 +74,16 @@ impl<W: Write> ChromeSink<W> {
             self.event(&json!({"name": "process_sort_index", "ph": "M", "pid": o.rank, "args": {"sort_index": o.rank}}));
         }
         o.rank
+    }
+
+    /// A flow event: `s` starts flow `id` at the source span, `f` ends it
+    /// in the span that starts at `ts` (binding to the enclosing slice).
+    fn flow(&mut self, ph: &str, id: u64, pid: i64, tid: i64, ts: u64) {
+        let mut v = json!({"name": "flow", "cat": "lens.flow", "ph": ph, "id": format!("{id:#x}"), "pid": pid, "tid": tid, "ts": us(ts)});
+        if ph == "f" {
+            v["bp"] = json!("e");
+        }
+        self.event(&v);
     }
 
     /// One `ph:"X"` event, written directly (no intermediate JSON value).
@@ -122,6 +138,24 @@ impl<W: Write> Sink for ChromeSink<W> {
         let pid = self.pid(origin);
         for s in spans {
             let tid = thread_of(&s.attributes).unwrap_or(0);
+            let id = span_id_u64(&s.span_id);
+            if self.second_pass {
+                for e in self.flows.take(id).unwrap_or_default() {
+                    self.flow("s", e, pid, tid, s.start_time_unix_nano);
+                }
+                continue;
+            }
+            self.flows.saw(id);
+            let mut ends: Vec<u64> = Vec::new();
+            if s.flags & REMOTE_PARENT == REMOTE_PARENT {
+                ends.extend(self.flows.edge(span_id_u64(&s.parent_span_id), id));
+            }
+            for l in &s.links {
+                ends.extend(self.flows.edge(span_id_u64(&l.span_id), id));
+            }
+            for e in ends {
+                self.flow("f", e, pid, tid, s.start_time_unix_nano);
+            }
             if self.threads.insert((pid, tid)) {
                 let name = if tid == 0 {
                     "spans".to_owned()
@@ -137,7 +171,16 @@ impl<W: Write> Sink for ChromeSink<W> {
         }
     }
 
+    fn file(&mut self, index: usize, path: &std::path::Path) {
+        if !self.second_pass {
+            self.flows.file(index, path);
+        }
+    }
+
     fn metrics(&mut self, origin: &Origin, metrics: &[Metric<'_>]) {
+        if self.second_pass {
+            return;
+        }
         let pid = self.pid(origin);
         let mut pts = Vec::new();
         each_point(metrics, |n, t, v| pts.push((n.to_owned(), t, v)));
@@ -146,5 +189,15 @@ impl<W: Write> Sink for ChromeSink<W> {
                 &json!({"name": n, "ph": "C", "pid": pid, "ts": us(t), "args": {"value": v}}),
             );
         }
+    }
+}
+
+impl<W: Write> TwoPass for ChromeSink<W> {
+    fn flows(&mut self) -> &mut Flows {
+        &mut self.flows
+    }
+
+    fn begin_second_pass(&mut self) {
+        self.second_pass = true;
     }
 }

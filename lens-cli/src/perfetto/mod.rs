@@ -24,7 +24,7 @@ const SEQUENCE: u32 = 1;
 /// Names interned at most; later new names are written inline.
 const MAX_INTERNED: u64 = 100_000;
 /// `Span.flags` bits: "has is-remote" and "parent is remote".
-const REMOTE_PARENT: u32 = 0x300;
+pub(crate) const REMOTE_PARENT: u32 = 0x300;
 
 /// Runs `lens perfetto`.
 pub(crate) fn run(a: &PerfettoArgs) -> Result<(), Failure> {
@@ -40,24 +40,12 @@ pub(crate) fn run(a: &PerfettoArgs) -> Result<(), Failure> {
     let (diag, written) = match a.format {
         TraceFormat::Proto => {
             let mut sink = ProtoSink::new(out);
-            let diag = crate::input::read_all(&files, &mut sink);
-            if sink.flows.pending() > 0 {
-                let again = sink.flows.files_to_reread(&files);
-                sink.second_pass = true;
-                crate::input::reread_quietly(&again, &mut sink);
-            }
-            if sink.flows.pending() + sink.flows.dropped as usize > 0 {
-                eprintln!(
-                    "lens perfetto: {} flow source(s) not found in the input, {} edge(s) over the cap",
-                    sink.flows.pending(),
-                    sink.flows.dropped
-                );
-            }
+            let diag = convert(&files, &mut sink);
             (diag, sink.finish())
         }
         TraceFormat::ChromeJson => {
             let mut sink = chrome::ChromeSink::new(out);
-            let diag = crate::input::read_all(&files, &mut sink);
+            let diag = convert(&files, &mut sink);
             (diag, sink.finish())
         }
     };
@@ -70,6 +58,32 @@ pub(crate) fn run(a: &PerfettoArgs) -> Result<(), Failure> {
         a.out.display()
     );
     Ok(())
+}
+
+/// A writer that starts flows in a second pass (see [`flows`]).
+trait TwoPass: Sink {
+    /// The flow edges.
+    fn flows(&mut self) -> &mut flows::Flows;
+    /// From now on only flow sources are written.
+    fn begin_second_pass(&mut self);
+}
+
+/// Reads the files into `sink`, then re-reads the files that may hold
+/// flow sources.
+fn convert(files: &[std::path::PathBuf], sink: &mut impl TwoPass) -> crate::input::Diagnostics {
+    let diag = crate::input::read_all(files, sink);
+    if sink.flows().pending() > 0 {
+        let again = sink.flows().files_to_reread(files);
+        sink.begin_second_pass();
+        crate::input::reread_quietly(&again, sink);
+    }
+    let (pending, dropped) = (sink.flows().pending(), sink.flows().dropped);
+    if pending > 0 || dropped > 0 {
+        eprintln!(
+            "lens perfetto: {pending} flow source(s) not found in the input, {dropped} edge(s) over the cap"
+        );
+    }
+    diag
 }
 
 /// Thread id of a span: its `thread.id` attribute, when present.
@@ -429,5 +443,15 @@ impl<W: Write> Sink for ProtoSink<W> {
         for (n, t, v) in pts {
             self.counter(origin, &n, t, v);
         }
+    }
+}
+
+impl<W: Write> TwoPass for ProtoSink<W> {
+    fn flows(&mut self) -> &mut flows::Flows {
+        &mut self.flows
+    }
+
+    fn begin_second_pass(&mut self) {
+        self.second_pass = true;
     }
 }
