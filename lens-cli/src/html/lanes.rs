@@ -1,9 +1,10 @@
 //! The per-rank timeline: one lane per rank (`data-rank`), steps and their
 //! phases drawn to scale, in up to two sections (first and last steps).
 
-use rustc_hash::FxHashMap as HashMap;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use super::esc;
 use super::timeline::{TSpan, Timeline};

@@ -1,9 +1,9 @@
 //! Metric points per (metric, rank): last/min/max and a bounded,
 //! evenly decimated time series for the HTML panels.
 
-use rustc_hash::FxHashMap as HashMap;
 use std::collections::BTreeMap;
 
+use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
 
 use crate::input::otlp::{KeyValue, Metric};

@@ -2,9 +2,9 @@
 //! `nv.dl.iteration`) with the durations of their direct children (phases),
 //! and the straggler analysis over it.
 
-use rustc_hash::FxHashMap as HashMap;
 use std::collections::BTreeMap;
 
+use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
 
 /// How many distinct phase names are tracked per step.
