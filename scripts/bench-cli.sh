@@ -34,6 +34,7 @@ awk -v n="$spans" -v s="$(echo "$end - $start" | bc)" -v b="$bytes" \
   'BEGIN{printf "%-22s %10d spans %8.2f s %12.0f spans/s   %.0f MB on disk\n", "synth", n, s, n/s, b/1e6}'
 measure "report" "$spans" "$lens" report "$run"
 measure "report --json" "$spans" "$lens" report --json "$run"
+measure "report --html" "$spans" "$lens" report --html "$work/run.html" "$run"
 measure "perfetto (proto)" "$spans" "$lens" perfetto "$run" -o "$work/trace.pftrace"
 measure "perfetto (chrome-json)" "$spans" "$lens" perfetto "$run" -o "$work/trace.json" --format chrome-json
-ls -la "$work/trace.pftrace" "$work/trace.json" | awk '{printf "%s %.0f MB\n", $NF, $5/1e6}'
+ls -la "$work/run.html" "$work/trace.pftrace" "$work/trace.json" | awk '{printf "%s %.0f MB\n", $NF, $5/1e6}'

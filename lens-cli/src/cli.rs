@@ -110,7 +110,10 @@ fn parse_straggler(s: &str) -> Result<(u32, String, f64), String> {
         return Err(format!("expected RANK:PHASE:PCT, got {s:?}"));
     };
     let r = r.parse().map_err(|_| format!("bad rank {r:?}"))?;
-    let pct = pct.parse().map_err(|_| format!("bad percent {pct:?}"))?;
+    let pct: f64 = pct.parse().map_err(|_| format!("bad percent {pct:?}"))?;
+    if !(0.0..=10_000.0).contains(&pct) {
+        return Err(format!("percent {pct} is not in 0..=10000"));
+    }
     if !crate::synth::PHASES.contains(&p) {
         return Err(format!(
             "unknown phase {p:?}; one of {:?}",

@@ -299,3 +299,57 @@ fn deliver(
         sink.logs(&origin, n);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Count(u64, Vec<i64>);
+
+    impl Sink for Count {
+        fn spans(&mut self, origin: &Origin, spans: &[otlp::Span<'_>]) {
+            self.0 += spans.len() as u64;
+            self.1.push(origin.rank);
+        }
+    }
+
+    #[test]
+    fn rank_comes_from_the_resource_else_the_file_name() {
+        assert_eq!(
+            rank_from_name(Path::new("/x/abc-rank12.otlp.jsonl.gz")),
+            Some(12)
+        );
+        assert_eq!(rank_from_name(Path::new("/x/abc.otlp.jsonl")), None);
+        let line = br#"{"resourceSpans":[{"resource":{"attributes":[]},"scopeSpans":[{"spans":[{"spanId":"01","name":"a","startTimeUnixNano":5,"endTimeUnixNano":"9"}]}]}]}"#;
+        let mut sink = Count(0, Vec::new());
+        let mut diag = Diagnostics::default();
+        read_lines(
+            Path::new("run-rank7.otlp.jsonl"),
+            &line[..],
+            &mut sink,
+            &mut diag,
+        );
+        assert_eq!((sink.0, sink.1.as_slice()), (1, &[7][..]));
+        assert_eq!(diag.skipped_lines, 0);
+    }
+
+    #[test]
+    fn int64_fields_accept_strings_and_numbers_but_not_garbage() {
+        let ok = r#"{"name":"a","startTimeUnixNano":"18446744073709551615","endTimeUnixNano":3,"attributes":[{"key":"k","value":{"intValue":"-4"}}]}"#;
+        let s: otlp::Span<'_> = serde_json::from_str(ok).expect("valid span");
+        assert_eq!(s.start_time_unix_nano, u64::MAX);
+        assert_eq!(s.attributes[0].value.as_i64(), Some(-4));
+        let bad = r#"{"name":"a","startTimeUnixNano":"12x"}"#;
+        assert!(serde_json::from_str::<otlp::Span<'_>>(bad).is_err());
+        let neg = r#"{"name":"a","startTimeUnixNano":"-1"}"#;
+        assert!(serde_json::from_str::<otlp::Span<'_>>(neg).is_err());
+    }
+
+    #[test]
+    fn escaped_strings_are_decoded() {
+        let line = r#"{"name":"a\"b\u00e9","spanId":"00000000000000aa"}"#;
+        let s: otlp::Span<'_> = serde_json::from_str(line).expect("valid span");
+        assert_eq!(s.name, "a\"bé");
+        assert_eq!(otlp::span_id_u64(&s.span_id), 0xaa);
+    }
+}
