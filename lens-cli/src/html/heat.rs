@@ -61,7 +61,12 @@ pub(crate) fn heat(o: &mut String, r: &Report, strag: &BTreeSet<i64>) {
     for (y, &ri) in rows.iter().enumerate() {
         let rank = h.ranks[ri];
         let yy = y as f64 * row_h;
-        if row_h >= 8.0 || y % ((8.0 / row_h).ceil() as usize) == 0 {
+        // every row labelled when there is room; else every few rows, and
+        // always the stragglers (whose neighbours then stay unlabelled)
+        let is_strag = |i: usize| rows.get(i).is_some_and(|&r| strag.contains(&h.ranks[r]));
+        let every = (8.0 / row_h).ceil() as usize;
+        let near_strag = (y > 0 && is_strag(y - 1)) || is_strag(y + 1);
+        if row_h >= 8.0 || is_strag(y) || (y % every == 0 && !near_strag) {
             let color = if strag.contains(&rank) {
                 "#d62728"
             } else {
