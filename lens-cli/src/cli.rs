@@ -37,10 +37,10 @@ pub(crate) struct ReportArgs {
     #[arg(long, value_name = "OUT.html")]
     pub(crate) html: Option<PathBuf>,
     /// A rank is slow in a step when it exceeds the step median by this percent.
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0, value_parser = non_negative)]
     pub(crate) straggler_pct: f64,
     /// A rank is a straggler when slow in at least this share of its steps.
-    #[arg(long, default_value_t = 0.5)]
+    #[arg(long, default_value_t = 0.5, value_parser = share)]
     pub(crate) straggler_share: f64,
     /// Rows shown per long table in the text output.
     #[arg(long, default_value_t = 20)]
@@ -121,4 +121,18 @@ fn parse_straggler(s: &str) -> Result<(u32, String, f64), String> {
         ));
     }
     Ok((r, p.to_owned(), pct))
+}
+
+fn non_negative(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v >= 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!("expected a number >= 0, got {s:?}")),
+    }
+}
+
+fn share(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
+        _ => Err(format!("expected a share in 0..=1, got {s:?}")),
+    }
 }
