@@ -131,7 +131,7 @@ fn to_tspan(s: &Span<'_>) -> TSpan {
     for kv in &s.attributes {
         match kv.key.as_ref() {
             "nv.dl.iteration" => iteration = kv.value.as_i64(),
-            "nemo.span.truncated" => truncated = kv.value.as_bool().unwrap_or(false),
+            "nemo.span.truncated" => truncated = kv.value.is_true(),
             _ => {}
         }
         if attrs.len() < 2000 {

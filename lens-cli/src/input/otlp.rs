@@ -139,9 +139,9 @@ impl AnyValue<'_> {
         self.string_value.as_deref()
     }
 
-    /// The value as a boolean, when it is one.
-    pub(crate) fn as_bool(&self) -> Option<bool> {
-        self.bool_value
+    /// True for `true` and for the string `"true"`.
+    pub(crate) fn is_true(&self) -> bool {
+        self.bool_value == Some(true) || self.as_str() == Some("true")
     }
 
     /// An owned copy.

@@ -87,6 +87,14 @@ pub(crate) fn thread_of(attrs: &[KeyValue<'_>]) -> Option<i64> {
         .and_then(|kv| kv.value.as_i64())
 }
 
+/// Thread name of a span: its `thread.name` attribute, when present.
+pub(crate) fn thread_name_of<'a>(attrs: &'a [KeyValue<'_>]) -> Option<&'a str> {
+    attrs
+        .iter()
+        .find(|kv| kv.key == "thread.name")
+        .and_then(|kv| kv.value.as_str())
+}
+
 /// The process name of a rank's track.
 pub(crate) fn process_name(o: &Origin) -> String {
     if o.host.is_empty() {

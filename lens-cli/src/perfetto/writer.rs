@@ -8,8 +8,8 @@ use prost::Message;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::proto::{self, DebugAnnotation, TracePacket, TrackDescriptor, TrackEvent};
-use super::{each_point, flows, process_name, thread_of, TwoPass, REMOTE_PARENT};
-use crate::input::otlp::{span_id_u64, Metric, Span};
+use super::{each_point, flows, process_name, thread_name_of, thread_of, TwoPass, REMOTE_PARENT};
+use crate::input::otlp::{span_id_u64, KeyValue, Metric, Span};
 use crate::input::{Origin, Sink};
 
 /// The one packet sequence this writer uses.
@@ -102,7 +102,8 @@ impl<W: Write> ProtoSink<W> {
         (uuid, pid)
     }
 
-    fn thread(&mut self, o: &Origin, tid: Option<i64>) -> u64 {
+    fn thread(&mut self, o: &Origin, attrs: &[KeyValue<'_>]) -> u64 {
+        let tid = thread_of(attrs);
         let key = (o.rank, tid.unwrap_or(-1));
         if let Some(&t) = self.threads.get(&key) {
             return t;
@@ -111,7 +112,12 @@ impl<W: Write> ProtoSink<W> {
         let uuid = self.uuid();
         let idx = self.threads.keys().filter(|(r, _)| *r == o.rank).count() as i32;
         self.threads.insert(key, uuid);
-        let name = tid.map_or("spans".to_owned(), |t| format!("thread {t}"));
+        let name = match (thread_name_of(attrs), tid) {
+            (Some(n), Some(t)) => format!("{n} ({t})"),
+            (Some(n), None) => n.to_owned(),
+            (None, Some(t)) => format!("thread {t}"),
+            (None, None) => "spans".to_owned(),
+        };
         self.emit(TracePacket {
             track_descriptor: Some(TrackDescriptor {
                 uuid: Some(uuid),
@@ -155,7 +161,7 @@ impl<W: Write> ProtoSink<W> {
     }
 
     fn span(&mut self, o: &Origin, s: &Span<'_>) {
-        let track = self.thread(o, thread_of(&s.attributes));
+        let track = self.thread(o, &s.attributes);
         let mut interned = proto::InternedData::default();
         let mut ev = TrackEvent {
             r#type: Some(proto::TYPE_SLICE_BEGIN),
@@ -240,7 +246,7 @@ impl<W: Write> ProtoSink<W> {
         let Some(flow_ids) = self.flows.take(span_id_u64(&s.span_id)) else {
             return;
         };
-        let track = self.thread(o, thread_of(&s.attributes));
+        let track = self.thread(o, &s.attributes);
         self.emit(TracePacket {
             timestamp: Some(s.start_time_unix_nano),
             track_event: Some(TrackEvent {

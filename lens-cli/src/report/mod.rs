@@ -104,7 +104,7 @@ impl Aggregator {
         for kv in &s.attributes {
             match kv.key.as_ref() {
                 "nv.dl.iteration" => iteration = kv.value.as_i64(),
-                "nemo.span.truncated" => truncated = kv.value.as_bool().unwrap_or(false),
+                "nemo.span.truncated" => truncated = kv.value.is_true(),
                 "nemo.span.truncated.reason" => reason = kv.value.as_str().unwrap_or(""),
                 _ => {}
             }
