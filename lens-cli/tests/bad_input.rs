@@ -142,3 +142,33 @@ fn empty_input_exits_2_with_a_clear_message() {
     ]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn bom_crlf_and_utf16_files() {
+    let src = fresh_dir("enc-src");
+    let good = synth_one(&src);
+    let dir = fresh_dir("enc");
+    // UTF-8 with a byte order mark and CRLF line ends: read as usual
+    let crlf = format!("\u{feff}{}", good.replace('\n', "\r\n"));
+    std::fs::write(dir.join("bom-rank0.otlp.jsonl"), crlf).expect("write");
+    // UTF-16LE: every line reported, nothing read
+    let mut utf16 = vec![0xff, 0xfe];
+    for u in good.encode_utf16() {
+        utf16.extend_from_slice(&u.to_le_bytes());
+    }
+    std::fs::write(dir.join("u16-rank1.otlp.jsonl"), utf16).expect("write");
+    let out = run(&["report", "--json", dir.to_str().expect("path")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("u16-rank1.otlp.jsonl:1: not UTF-8"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("looks like UTF-16"), "{stderr}");
+    assert!(!stderr.contains("bom-rank0"), "{stderr}");
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let want = support::count_spans(&src).values().sum::<u64>();
+    assert_eq!(r["spans"]["count"], want);
+    // each UTF-16 line (and the stray NUL after the last newline) is skipped
+    assert!(r["input"]["skipped_lines"].as_u64() >= Some(good.lines().count() as u64));
+}

@@ -213,14 +213,26 @@ fn read_lines(path: &Path, mut r: impl BufRead, sink: &mut dyn Sink, diag: &mut 
             }
             continue;
         }
-        let line = buf.trim_ascii();
+        let mut line = buf.trim_ascii();
+        if lineno == 1 {
+            // a UTF-8 byte order mark is allowed at the start of a file
+            line = line.strip_prefix(b"\xef\xbb\xbf").unwrap_or(line);
+        }
         if line.is_empty() {
             continue;
         }
         let text = match std::str::from_utf8(line) {
             Ok(t) => t,
             Err(e) => {
-                let msg = format!("not UTF-8 (byte {}), line skipped", e.valid_up_to() + 1);
+                let hint = if line.contains(&0) {
+                    ", looks like UTF-16"
+                } else {
+                    ""
+                };
+                let msg = format!(
+                    "not UTF-8 (byte {}{hint}), line skipped",
+                    e.valid_up_to() + 1
+                );
                 diag.problem(path, lineno, &msg);
                 diag.skipped_lines += 1;
                 continue;
