@@ -65,7 +65,7 @@ pub(crate) struct RankRow {
     /// `last_ns - first_ns`.
     pub(crate) wall_ns: u64,
     /// Metric export batches.
-    pub(crate) metric_points: u64,
+    pub(crate) metric_batches: u64,
     /// Log records.
     pub(crate) log_records: u64,
 }

@@ -48,7 +48,7 @@ struct RankState {
     spans: u64,
     first_ns: Option<u64>,
     last_ns: u64,
-    metric_points: u64,
+    metric_batches: u64,
     log_records: u64,
     /// Parent span id → (name, summed ns) of its children seen so far.
     pending: HashMap<u64, Vec<(u32, u64)>>,
@@ -175,7 +175,7 @@ impl Aggregator {
                 first_ns: r.first_ns.unwrap_or(0),
                 last_ns: r.last_ns,
                 wall_ns: r.last_ns.saturating_sub(r.first_ns.unwrap_or(r.last_ns)),
-                metric_points: r.metric_points,
+                metric_batches: r.metric_batches,
                 log_records: r.log_records,
             })
             .collect();
@@ -266,7 +266,7 @@ impl Sink for Aggregator {
     }
 
     fn metrics(&mut self, origin: &Origin, metrics: &[Metric<'_>]) {
-        self.origin(origin).metric_points += 1;
+        self.origin(origin).metric_batches += 1;
         self.metrics.add(origin.rank, metrics);
     }
 

@@ -54,6 +54,7 @@ pub(crate) fn render_text(r: &Report, max_rows: usize) -> String {
             r.input.skipped_lines, r.input.broken_files
         );
     }
+    ranks(&mut o, r, max_rows);
     let _ = writeln!(
         o,
         "\nSpans by name (share = summed time / summed rank wall time)"
@@ -83,6 +84,28 @@ pub(crate) fn render_text(r: &Report, max_rows: usize) -> String {
     problems(&mut o, r, max_rows);
     metrics(&mut o, r, max_rows);
     o
+}
+
+fn ranks(o: &mut String, r: &Report, max_rows: usize) {
+    let _ = writeln!(o, "\nRanks");
+    let _ = writeln!(
+        o,
+        "  {:>6} {:<20} {:>10} {:>8} {:>12} {:>8}",
+        "rank", "host", "spans", "steps", "wall", "logs"
+    );
+    for x in r.ranks.iter().take(max_rows) {
+        let _ = writeln!(
+            o,
+            "  {:>6} {:<20} {:>10} {:>8} {:>12} {:>8}",
+            x.rank,
+            truncate(&x.host, 20),
+            x.spans,
+            x.steps,
+            fmt_ns(x.wall_ns),
+            x.log_records
+        );
+    }
+    more(o, r.ranks.len(), max_rows);
 }
 
 fn more(o: &mut String, n: usize, shown: usize) {
