@@ -193,3 +193,31 @@ fn html_size_stays_bounded_on_a_long_run() {
     assert!(html.len() < 3 << 20, "page is {} bytes", html.len());
     assert!(html.contains("Showing the first 8 and the last 8 of up to 1500 steps per rank"));
 }
+
+#[test]
+fn many_ranks_keep_fewer_steps_each() {
+    let dir = fresh_dir("html-wide-in");
+    let d = dir.to_str().expect("path");
+    ok(&[
+        "synth",
+        "--ranks",
+        "600",
+        "--steps",
+        "12",
+        "--out",
+        d,
+        "--straggler",
+        "599:forward_backward:50",
+    ]);
+    let page = fresh_dir("html-wide-out").join("wide.html");
+    ok(&["report", "--html", page.to_str().expect("path"), d]);
+    let html = std::fs::read_to_string(&page).expect("page");
+    // 4096 step groups over 600 ranks: 6 steps per rank (3 + 3)
+    assert!(
+        html.contains("Showing the first 3 and the last 3 of up to 12 steps per rank"),
+        "note missing"
+    );
+    assert!(html.contains("64 of 600 ranks drawn (stragglers first)"));
+    assert!(html.contains("class=\"lane straggler\" data-rank=\"599\""));
+    assert!(html.len() < 4 << 20, "page is {} bytes", html.len());
+}

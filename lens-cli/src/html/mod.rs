@@ -47,7 +47,7 @@ impl Collector {
 impl Sink for Collector {
     fn spans(&mut self, o: &Origin, s: &[Span<'_>]) {
         self.agg.spans(o, s);
-        self.tl.add(o.rank, s);
+        self.tl.add(o, s);
     }
 
     fn metrics(&mut self, o: &Origin, m: &[Metric<'_>]) {

@@ -5,13 +5,19 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use crate::input::otlp::{span_id_u64, Span};
+use crate::input::Origin;
 
 /// Non-step spans buffered per rank before the oldest are set aside.
 const MAX_RECENT: usize = 10_000;
 /// Spans kept per step.
 const MAX_PER_STEP: usize = 400;
-/// Non-step spans kept per rank.
+/// Non-step spans kept per rank (fewer when there are many ranks).
 const MAX_OTHER: usize = 200;
+/// Step groups kept over all ranks: with many ranks each keeps fewer steps
+/// (at least 2), so memory and page size stay bounded.
+const MAX_GROUPS: usize = 4096;
+/// Non-step spans kept over all ranks.
+const MAX_OTHER_ALL: usize = 51_200;
 
 /// A span as drawn.
 #[derive(Debug, Clone)]
@@ -41,6 +47,7 @@ pub(crate) struct RankTimeline {
     pub(crate) tail: VecDeque<StepGroup>,
     pub(crate) other: Vec<TSpan>,
     recent: Vec<TSpan>,
+    other_cap: usize,
     /// Steps seen in all.
     pub(crate) steps: u64,
 }
@@ -53,11 +60,8 @@ pub(crate) struct Timeline {
     pub(crate) keep: usize,
 }
 
-fn keep_other(other: &mut Vec<TSpan>, s: TSpan) {
-    if other.len() < MAX_OTHER || s.truncated || s.error {
-        if other.len() >= 2 * MAX_OTHER {
-            return;
-        }
+fn keep_other(other: &mut Vec<TSpan>, cap: usize, s: TSpan) {
+    if other.len() < cap || ((s.truncated || s.error) && other.len() < 2 * cap) {
         other.push(s);
     }
 }
@@ -72,10 +76,27 @@ impl Timeline {
     }
 
     /// Adds a batch of spans of `rank`.
-    pub(crate) fn add(&mut self, rank: i64, spans: &[Span<'_>]) {
+    pub(crate) fn add(&mut self, origin: &Origin, spans: &[Span<'_>]) {
+        let ranks = origin
+            .world_size
+            .and_then(|w| usize::try_from(w).ok())
+            .unwrap_or(0)
+            .max(self.ranks.len() + 1);
+        self.keep = self.keep.min((MAX_GROUPS / ranks).max(2));
         let half = self.keep / 2;
         let head_n = self.keep - half;
-        let r = self.ranks.entry(rank).or_default();
+        let r = self
+            .ranks
+            .entry(origin.rank)
+            .or_insert_with(|| RankTimeline {
+                other_cap: (MAX_OTHER_ALL / ranks).clamp(4, MAX_OTHER),
+                ..RankTimeline::default()
+            });
+        // ranks seen before `keep` shrank keep their extra steps
+        r.head.truncate(head_n);
+        while r.tail.len() > half {
+            r.tail.pop_front();
+        }
         for s in spans {
             let t = to_tspan(s);
             if t.iteration.is_some() {
@@ -91,7 +112,7 @@ impl Timeline {
                     }
                 }
                 for x in rest {
-                    keep_other(&mut r.other, x);
+                    keep_other(&mut r.other, r.other_cap, x);
                 }
                 let g = StepGroup { spans: inside };
                 if r.head.len() < head_n {
@@ -107,7 +128,7 @@ impl Timeline {
                 if r.recent.len() > MAX_RECENT {
                     let old: Vec<TSpan> = r.recent.drain(..MAX_RECENT / 2).collect();
                     for x in old {
-                        keep_other(&mut r.other, x);
+                        keep_other(&mut r.other, r.other_cap, x);
                     }
                 }
             }
@@ -116,10 +137,15 @@ impl Timeline {
 
     /// Moves what is still buffered into the kept sets.
     pub(crate) fn finish(&mut self) {
+        let half = self.keep / 2;
         for r in self.ranks.values_mut() {
+            r.head.truncate(self.keep - half);
+            while r.tail.len() > half {
+                r.tail.pop_front();
+            }
             let recent = std::mem::take(&mut r.recent);
             for x in recent {
-                keep_other(&mut r.other, x);
+                keep_other(&mut r.other, r.other_cap, x);
             }
         }
     }
