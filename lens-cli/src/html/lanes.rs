@@ -28,24 +28,30 @@ fn color(name: &str, step: bool) -> &'static str {
     PALETTE[(h % PALETTE.len() as u32) as usize]
 }
 
+/// What marks a lane (straggler) or a step (slow) in red.
+#[derive(Debug)]
+pub(crate) struct Marks<'a> {
+    /// Straggler ranks.
+    pub(crate) strag: &'a BTreeSet<i64>,
+    /// Straggler rank → first iterations of its slow rows.
+    pub(crate) slow: &'a BTreeMap<i64, Vec<i64>>,
+    /// Iterations per row of the step analysis.
+    pub(crate) stride: i64,
+}
+
 /// Writes the timeline sections.
-pub(crate) fn lanes(
-    o: &mut String,
-    tl: &Timeline,
-    strag: &BTreeSet<i64>,
-    slow: &BTreeMap<i64, Vec<i64>>,
-) {
+pub(crate) fn lanes(o: &mut String, tl: &Timeline, m: &Marks<'_>) {
     let mut ranks: Vec<i64> = tl
         .ranks
         .keys()
         .copied()
-        .filter(|r| strag.contains(r))
+        .filter(|r| m.strag.contains(r))
         .collect();
     ranks.extend(
         tl.ranks
             .keys()
             .copied()
-            .filter(|r| !strag.contains(r))
+            .filter(|r| !m.strag.contains(r))
             .take(MAX_LANES.saturating_sub(ranks.len())),
     );
     ranks.sort_unstable();
@@ -82,15 +88,7 @@ pub(crate) fn lanes(
             .iter()
             .filter_map(|r| tl.ranks.get(r).map(|t| (*r, t.other.iter().collect())))
             .collect();
-        section(
-            o,
-            "Spans (no step spans found)",
-            &other,
-            tl,
-            strag,
-            slow,
-            false,
-        );
+        section(o, "Spans (no step spans found)", &other, tl, m, false);
         return;
     }
     section(
@@ -98,8 +96,7 @@ pub(crate) fn lanes(
         if has_tail { "First steps" } else { "Steps" },
         &head,
         tl,
-        strag,
-        slow,
+        m,
         true,
     );
     if has_tail {
@@ -111,7 +108,7 @@ pub(crate) fn lanes(
                     .map(|t| (*r, t.tail.iter().flat_map(|g| &g.spans).collect()))
             })
             .collect();
-        section(o, "Last steps", &tail, tl, strag, slow, true);
+        section(o, "Last steps", &tail, tl, m, true);
     }
 }
 
@@ -142,8 +139,7 @@ fn section(
     title: &str,
     main: &BTreeMap<i64, Vec<&TSpan>>,
     tl: &Timeline,
-    strag: &BTreeSet<i64>,
-    slow: &BTreeMap<i64, Vec<i64>>,
+    m: &Marks<'_>,
     add_other: bool,
 ) {
     // each lane is aligned on its own first step, so that iterations line up
@@ -189,9 +185,9 @@ fn section(
         let d = depths(&all);
         let rows = d.iter().max().map_or(1, |m| m + 1);
         let h = rows * ROW + 4;
-        let is_strag = strag.contains(rank);
+        let is_strag = m.strag.contains(rank);
         let cls = if is_strag { " straggler" } else { "" };
-        let slow_its = slow.get(rank);
+        let slow_its = m.slow.get(rank);
         let _ = write!(
             labels,
             "<div class=\"label{cls}\" style=\"height:{h}px\">rank {rank}{}</div>",
@@ -208,6 +204,7 @@ fn section(
             let width = (b.saturating_sub(a)) as f64 / range * 100.0;
             let mut class = String::from("s");
             if s.iteration
+                .map(|it| it - it.rem_euclid(m.stride.max(1)))
                 .is_some_and(|it| slow_its.is_some_and(|v| v.binary_search(&it).is_ok()))
             {
                 class.push_str(" slow");

@@ -103,7 +103,12 @@ pub(crate) fn render(r: &Report, tl: &Timeline) -> String {
     );
     stragglers(&mut o, r);
     heat::heat(&mut o, r, &strag);
-    lanes::lanes(&mut o, tl, &strag, &r.slow);
+    let marks = lanes::Marks {
+        strag: &strag,
+        slow: &r.slow,
+        stride: r.steps.iterations_per_row,
+    };
+    lanes::lanes(&mut o, tl, &marks);
     svg::panels(&mut o, &r.series, &strag);
     tables(&mut o, r);
     let _ = write!(

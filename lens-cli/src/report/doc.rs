@@ -115,6 +115,10 @@ pub(crate) struct StepsDoc {
     pub(crate) untracked: u64,
     /// Child spans whose parent never arrived in time.
     pub(crate) unattributed_children: u64,
+    /// Iterations per row: 1, or a power of two when the run was too long
+    /// to keep every step (rows then hold means over that many steps, and
+    /// straggler step counts count rows).
+    pub(crate) iterations_per_row: i64,
     /// Rank order of each row's `by_rank`.
     pub(crate) ranks: Vec<i64>,
     /// One row per iteration.

@@ -243,6 +243,7 @@ impl Aggregator {
                 phases: analysis.phases,
                 untracked: self.steps.untracked,
                 unattributed_children: self.unattributed,
+                iterations_per_row: self.steps.stride(),
                 ranks: analysis.ranks,
                 rows: analysis.rows,
             },

@@ -15,27 +15,54 @@ const HEAT_COLS: usize = 240;
 const MATRIX_CELLS: usize = 200_000;
 /// Iterations further than this beyond a rank's first one are not tracked.
 const MAX_SPREAD: i64 = 50_000_000;
+/// Cells (ranks × steps) kept at most (~48 bytes each); beyond it pairs of
+/// neighbouring iterations are merged, so memory stays bounded.
+const MAX_CELLS: usize = 2_000_000;
 
+/// One rank's steps in one bucket of `stride` iterations (sums).
 #[derive(Debug, Clone, Copy, Default)]
 struct Cell {
     dur: u64,
+    /// Steps summed here; 0 when none.
+    n: u32,
     phases: [f32; MAX_PHASES],
+}
+
+impl Cell {
+    fn mean(&self) -> u64 {
+        self.dur / u64::from(self.n.max(1))
+    }
+
+    fn phase_mean(&self, slot: usize) -> f64 {
+        f64::from(self.phases[slot]) / f64::from(self.n.max(1))
+    }
 }
 
 #[derive(Debug, Default)]
 struct RankSteps {
+    /// Bucket index (iteration / stride) of `cells[0]`.
     base: i64,
     cells: Vec<Cell>,
 }
 
 /// Step durations per rank and iteration, with their phases.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct StepMatrix {
     /// Phase slot → phase name.
     phases: Vec<String>,
     ranks: BTreeMap<i64, RankSteps>,
+    /// Iterations per cell (a power of two).
+    stride: i64,
+    cells: usize,
+    max_cells: usize,
     /// Step spans not tracked (iterations out of range).
     pub(crate) untracked: u64,
+}
+
+impl Default for StepMatrix {
+    fn default() -> Self {
+        StepMatrix::with_max_cells(MAX_CELLS)
+    }
 }
 
 /// One step across ranks.
@@ -129,24 +156,44 @@ impl StepMatrix {
         None
     }
 
+    /// A matrix that merges iterations beyond `max_cells` cells.
+    pub(crate) fn with_max_cells(max_cells: usize) -> Self {
+        StepMatrix {
+            phases: Vec::new(),
+            ranks: BTreeMap::new(),
+            stride: 1,
+            cells: 0,
+            max_cells: max_cells.max(64),
+            untracked: 0,
+        }
+    }
+
+    /// Iterations per row of the analysis.
+    pub(crate) fn stride(&self) -> i64 {
+        self.stride
+    }
+
     /// Records one step span; `phases` are (slot, ns) of its direct children.
-    /// When a rank reports an iteration twice, the longer span is kept.
+    /// While each cell is one iteration, a rank reporting an iteration twice
+    /// keeps the longer span.
     pub(crate) fn record(&mut self, rank: i64, iteration: i64, dur: u64, phases: &[(usize, u64)]) {
+        let slot = iteration.div_euclid(self.stride);
         let rs = self.ranks.entry(rank).or_insert_with(|| RankSteps {
-            base: iteration,
+            base: slot,
             cells: Vec::new(),
         });
-        if iteration < rs.base {
-            let grow = rs.base - iteration;
+        let before = rs.cells.len();
+        if slot < rs.base {
+            let grow = rs.base - slot;
             if grow > MAX_SPREAD {
                 self.untracked += 1;
                 return;
             }
             rs.cells
                 .splice(0..0, std::iter::repeat_n(Cell::default(), grow as usize));
-            rs.base = iteration;
+            rs.base = slot;
         }
-        let idx = iteration - rs.base;
+        let idx = slot - rs.base;
         if idx > MAX_SPREAD {
             self.untracked += 1;
             return;
@@ -155,29 +202,60 @@ impl StepMatrix {
         if idx >= rs.cells.len() {
             rs.cells.resize(idx + 1, Cell::default());
         }
+        self.cells += rs.cells.len() - before;
         let cell = &mut rs.cells[idx];
-        if dur < cell.dur {
-            return;
+        if self.stride == 1 && cell.n > 0 {
+            if dur < cell.dur {
+                return;
+            }
+            *cell = Cell::default();
         }
-        *cell = Cell {
-            dur: dur.max(1),
-            phases: [0.0; MAX_PHASES],
-        };
+        cell.dur += dur.max(1);
+        cell.n += 1;
         for &(slot, ns) in phases {
             cell.phases[slot] += ns as f32;
         }
+        if self.cells > self.max_cells {
+            self.coarsen();
+        }
     }
 
-    fn get<'a>(&self, rank: &'a RankSteps, iteration: i64) -> Option<&'a Cell> {
-        let idx = usize::try_from(iteration - rank.base).ok()?;
-        rank.cells.get(idx).filter(|c| c.dur > 0)
+    /// Doubles the stride: merges each pair of neighbouring buckets.
+    fn coarsen(&mut self) {
+        self.stride *= 2;
+        self.cells = 0;
+        for rs in self.ranks.values_mut() {
+            let Some(last) = (rs.cells.len() as i64).checked_sub(1) else {
+                continue;
+            };
+            let base = rs.base.div_euclid(2);
+            let len = (rs.base + last).div_euclid(2) - base + 1;
+            let mut cells = vec![Cell::default(); len as usize];
+            for (k, c) in rs.cells.iter().enumerate() {
+                let j = ((rs.base + k as i64).div_euclid(2) - base) as usize;
+                let m = &mut cells[j];
+                m.dur += c.dur;
+                m.n += c.n;
+                for (a, b) in m.phases.iter_mut().zip(c.phases) {
+                    *a += b;
+                }
+            }
+            rs.base = base;
+            rs.cells = cells;
+            self.cells += rs.cells.len();
+        }
+    }
+
+    fn get<'a>(&self, rank: &'a RankSteps, slot: i64) -> Option<&'a Cell> {
+        let idx = usize::try_from(slot - rank.base).ok()?;
+        rank.cells.get(idx).filter(|c| c.n > 0)
     }
 
     /// Step count per rank.
     pub(crate) fn steps_of(&self, rank: i64) -> u64 {
         self.ranks
             .get(&rank)
-            .map_or(0, |r| r.cells.iter().filter(|c| c.dur > 0).count() as u64)
+            .map_or(0, |r| r.cells.iter().map(|c| u64::from(c.n)).sum())
     }
 
     /// Per-step min/median/max and the ranks slower than the step median by
@@ -209,7 +287,7 @@ impl StepMatrix {
             vals.clear();
             for (&rank, rs) in &self.ranks {
                 if let Some(c) = self.get(rs, it) {
-                    vals.push((c.dur, rank));
+                    vals.push((c.mean(), rank));
                 }
             }
             if vals.is_empty() {
@@ -231,7 +309,7 @@ impl StepMatrix {
             }
             rows.push(StepRow {
                 by_rank,
-                iteration: it,
+                iteration: it * self.stride,
                 ranks: vals.len(),
                 min_rank,
                 min_ns,
@@ -253,11 +331,11 @@ impl StepMatrix {
                 }
                 e.1 += 1;
                 e.2 += (dur as f64 / median_ns.max(1) as f64 - 1.0) * 100.0;
-                slow.entry(rank).or_default().push(it);
+                slow.entry(rank).or_default().push(it * self.stride);
                 let meds = phase_medians.get_or_insert_with(|| self.phase_medians(it, &mut ph));
                 if let Some(cell) = self.ranks.get(&rank).and_then(|rs| self.get(rs, it)) {
                     for (s, m) in meds.iter().enumerate() {
-                        e.3[s] += f64::from(cell.phases[s]) - m;
+                        e.3[s] += cell.phase_mean(s) - m;
                     }
                 }
             }
@@ -308,7 +386,7 @@ impl StepMatrix {
             buf.clear();
             for (&rank, rs) in &self.ranks {
                 if let Some(c) = self.get(rs, it) {
-                    buf.push((c.phases[s] as u64, rank));
+                    buf.push((c.phase_mean(s) as u64, rank));
                 }
             }
             if !buf.is_empty() {
@@ -340,5 +418,33 @@ mod tests {
         assert_eq!(a.stragglers[0].rank, 2);
         assert_eq!(a.stragglers[0].phase.as_deref(), Some("forward_backward"));
         assert_eq!(a.rows[0].max_rank, 2);
+    }
+
+    #[test]
+    fn long_runs_merge_iterations_and_still_find_the_straggler() {
+        let mut m = StepMatrix::with_max_cells(64);
+        let fwd = m.phase_slot("forward_backward").unwrap_or(0);
+        let opt = m.phase_slot("optimizer_step").unwrap_or(0);
+        for rank in 0..4 {
+            for it in 0..1000 {
+                let extra = if rank == 1 { 400 } else { 0 };
+                let jitter = (it * 7 + rank * 13) % 20;
+                m.record(
+                    rank,
+                    it,
+                    1000 + extra + jitter as u64,
+                    &[(fwd, 700), (opt, 300 + extra)],
+                );
+            }
+        }
+        assert!(m.stride() >= 64, "stride {}", m.stride());
+        assert!(m.cells <= 64 + 4, "{} cells", m.cells);
+        assert_eq!(m.steps_of(2), 1000);
+        let a = m.analyze(10.0, 0.5);
+        assert_eq!(a.stragglers.len(), 1);
+        assert_eq!(a.stragglers[0].rank, 1);
+        assert_eq!(a.stragglers[0].phase.as_deref(), Some("optimizer_step"));
+        assert!((a.stragglers[0].mean_excess_pct - 40.0).abs() < 3.0);
+        assert_eq!(a.rows[1].iteration, m.stride());
     }
 }

@@ -132,9 +132,16 @@ fn steps(o: &mut String, r: &Report, max_rows: usize) {
     }
     let _ = writeln!(
         o,
-        "\nSteps ({}): {} iterations, phases: {}",
+        "\nSteps ({}): {}, phases: {}",
         r.spans.step_span_names.join(", "),
-        st.count,
+        if st.iterations_per_row > 1 {
+            format!(
+                "{} rows, each the mean of {} iterations (long run)",
+                st.count, st.iterations_per_row
+            )
+        } else {
+            format!("{} iterations", st.count)
+        },
         if st.phases.is_empty() {
             "-".to_owned()
         } else {
