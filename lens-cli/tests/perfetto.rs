@@ -152,3 +152,47 @@ fn chrome_json_has_complete_events_per_rank() {
         "step ≈ 100 ms in µs: {step}"
     );
 }
+
+#[test]
+fn overlapping_spans_of_one_thread_get_their_own_track() {
+    let dir = fresh_dir("overlap-in");
+    // no thread.id: one rank, A [100, 1000] with child C, and B [500, 1500]
+    // that overlaps A without nesting
+    let span = |id: &str, parent: &str, start: u64, end: u64| {
+        format!(
+            r#"{{"spanId":"{id}","parentSpanId":"{parent}","name":"s{id}","startTimeUnixNano":"{start}","endTimeUnixNano":"{end}","attributes":[{{"key":"k","value":{{"intValue":"1"}}}}]}}"#
+        )
+    };
+    let spans = [
+        span("000000000000000c", "000000000000000a", 200, 300),
+        span("000000000000000a", "", 100, 1000),
+        span("000000000000000b", "", 500, 1500),
+    ]
+    .join(",");
+    let line = format!(
+        r#"{{"resourceSpans":[{{"resource":{{"attributes":[{{"key":"nv.dl.rank","value":{{"intValue":"0"}}}},{{"key":"host.name","value":{{"stringValue":"h"}}}}]}},"scopeSpans":[{{"spans":[{spans}]}}]}}]}}"#
+    );
+    std::fs::write(dir.join("o-rank0.otlp.jsonl"), format!("{line}\n")).expect("write");
+    let trace = fresh_dir("overlap-out").join("t.pftrace");
+    ok(&[
+        "perfetto",
+        dir.to_str().expect("path"),
+        "-o",
+        trace.to_str().expect("path"),
+    ]);
+    if skip_python() {
+        return;
+    }
+    let out = Command::new("python3")
+        .args([CHECKER, trace.to_str().expect("path"), "3", "1"])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("summary json");
+    assert_eq!(summary["threads"], 2, "{summary}");
+    assert_eq!(summary["bad_nesting"], 0, "{summary}");
+}

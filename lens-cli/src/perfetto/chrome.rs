@@ -9,6 +9,7 @@ use std::io::Write;
 use serde_json::{json, Value};
 
 use super::flows::Flows;
+use super::packing::Packing;
 use super::{each_point, process_name, thread_of, TwoPass, REMOTE_PARENT};
 use crate::input::otlp::{span_id_u64, Metric, Span};
 use crate::input::{Origin, Sink};
@@ -28,6 +29,7 @@ pub(super) struct ChromeSink<W: Write> {
     first: bool,
     processes: HashSet<i64>,
     threads: HashSet<(i64, i64)>,
+    packing: Packing,
     error: Option<std::io::Error>,
     flows: Flows,
     second_pass: bool,
@@ -40,6 +42,7 @@ impl<W: Write> ChromeSink<W> {
             first: true,
             processes: HashSet::new(),
             threads: HashSet::new(),
+            packing: Packing::default(),
             error: None,
             flows: Flows::default(),
             second_pass: false,
@@ -153,17 +156,25 @@ impl<W: Write> Sink for ChromeSink<W> {
             for l in &s.links {
                 ends.extend(self.flows.edge(span_id_u64(&l.span_id), id));
             }
+            // overlapping spans of one thread go to extra lanes (tids)
+            let end = s.end_time_unix_nano.max(s.start_time_unix_nano);
+            let lane = self.packing.lane(pid, tid, s.start_time_unix_nano, end);
+            let lane_tid = tid + ((lane as i64) << 40);
             for e in ends {
-                self.flow("f", e, pid, tid, s.start_time_unix_nano);
+                self.flow("f", e, pid, lane_tid, s.start_time_unix_nano);
             }
-            if self.threads.insert((pid, tid)) {
-                let name = if tid == 0 {
+            if self.threads.insert((pid, lane_tid)) {
+                let mut name = if tid == 0 {
                     "spans".to_owned()
                 } else {
                     format!("thread {tid}")
                 };
-                self.event(&json!({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": name}}));
+                if lane > 0 {
+                    name.push_str(&format!(" #{}", lane + 1));
+                }
+                self.event(&json!({"name": "thread_name", "ph": "M", "pid": pid, "tid": lane_tid, "args": {"name": name}}));
             }
+            let tid = lane_tid;
             let dur = s.end_time_unix_nano.saturating_sub(s.start_time_unix_nano);
             if let Err(e) = self.complete(pid, tid, s, dur) {
                 self.error.get_or_insert(e);

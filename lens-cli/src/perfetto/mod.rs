@@ -5,6 +5,7 @@
 
 mod chrome;
 mod flows;
+mod packing;
 mod proto;
 mod writer;
 

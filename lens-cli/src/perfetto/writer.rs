@@ -7,6 +7,7 @@ use std::io::Write;
 use prost::Message;
 use rustc_hash::FxHashMap as HashMap;
 
+use super::packing::Packing;
 use super::proto::{self, DebugAnnotation, TracePacket, TrackDescriptor, TrackEvent};
 use super::{each_point, flows, process_name, thread_name_of, thread_of, TwoPass, REMOTE_PARENT};
 use crate::input::otlp::{span_id_u64, KeyValue, Metric, Span};
@@ -25,7 +26,8 @@ pub(super) struct ProtoSink<W: Write> {
     first: bool,
     next_uuid: u64,
     processes: HashMap<i64, (u64, i32)>,
-    threads: HashMap<(i64, i64), u64>,
+    threads: HashMap<(i64, i64, usize), u64>,
+    packing: Packing,
     counters: HashMap<(i64, String), u64>,
     names: HashMap<String, u64>,
     keys: HashMap<String, u64>,
@@ -44,6 +46,7 @@ impl<W: Write> ProtoSink<W> {
             next_uuid: 1,
             processes: HashMap::default(),
             threads: HashMap::default(),
+            packing: Packing::default(),
             counters: HashMap::default(),
             names: HashMap::default(),
             keys: HashMap::default(),
@@ -102,22 +105,26 @@ impl<W: Write> ProtoSink<W> {
         (uuid, pid)
     }
 
-    fn thread(&mut self, o: &Origin, attrs: &[KeyValue<'_>]) -> u64 {
+    /// The track of lane `lane` of a span's thread (see [`Packing`]).
+    fn thread(&mut self, o: &Origin, attrs: &[KeyValue<'_>], lane: usize) -> u64 {
         let tid = thread_of(attrs);
-        let key = (o.rank, tid.unwrap_or(-1));
+        let key = (o.rank, tid.unwrap_or(-1), lane);
         if let Some(&t) = self.threads.get(&key) {
             return t;
         }
         let (_, pid) = self.process(o);
         let uuid = self.uuid();
-        let idx = self.threads.keys().filter(|(r, _)| *r == o.rank).count() as i32;
+        let idx = self.threads.keys().filter(|(r, ..)| *r == o.rank).count() as i32;
         self.threads.insert(key, uuid);
-        let name = match (thread_name_of(attrs), tid) {
+        let mut name = match (thread_name_of(attrs), tid) {
             (Some(n), Some(t)) => format!("{n} ({t})"),
             (Some(n), None) => n.to_owned(),
             (None, Some(t)) => format!("thread {t}"),
             (None, None) => "spans".to_owned(),
         };
+        if lane > 0 {
+            name.push_str(&format!(" #{}", lane + 1));
+        }
         self.emit(TracePacket {
             track_descriptor: Some(TrackDescriptor {
                 uuid: Some(uuid),
@@ -161,7 +168,10 @@ impl<W: Write> ProtoSink<W> {
     }
 
     fn span(&mut self, o: &Origin, s: &Span<'_>) {
-        let track = self.thread(o, &s.attributes);
+        let tid = thread_of(&s.attributes).unwrap_or(-1);
+        let end = s.end_time_unix_nano.max(s.start_time_unix_nano);
+        let lane = self.packing.lane(o.rank, tid, s.start_time_unix_nano, end);
+        let track = self.thread(o, &s.attributes, lane);
         let mut interned = proto::InternedData::default();
         let mut ev = TrackEvent {
             r#type: Some(proto::TYPE_SLICE_BEGIN),
@@ -246,7 +256,7 @@ impl<W: Write> ProtoSink<W> {
         let Some(flow_ids) = self.flows.take(span_id_u64(&s.span_id)) else {
             return;
         };
-        let track = self.thread(o, &s.attributes);
+        let track = self.thread(o, &s.attributes, 0);
         self.emit(TracePacket {
             timestamp: Some(s.start_time_unix_nano),
             track_event: Some(TrackEvent {

@@ -26,7 +26,8 @@ seq_ids = set()
 first = trace.packet[0]
 assert first.first_packet_on_sequence, "first packet must set first_packet_on_sequence"
 assert first.sequence_flags & pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED, "first packet must clear incremental state"
-depth = {}
+open_begin = None  # (track, ts) of the BEGIN just written: its END follows it
+intervals = {}
 for p in trace.packet:
     seq_ids.add(p.trusted_packet_sequence_id)
     if p.HasField("interned_data"):
@@ -45,6 +46,7 @@ for p in trace.packet:
     if p.HasField("track_event"):
         e = p.track_event
         if e.type == pb.TrackEvent.TYPE_SLICE_BEGIN:
+            open_begin = (e.track_uuid, p.timestamp)
             begins += 1
             assert e.track_uuid in threads, "slice on an undeclared track"
             assert e.name_iid in names or e.name, "slice without a name"
@@ -58,11 +60,25 @@ for p in trace.packet:
             assert e.track_uuid in threads, "flow source on an undeclared track"
             flow_src.update(e.flow_ids)
         elif e.type == pb.TrackEvent.TYPE_SLICE_END:
+            assert open_begin and open_begin[0] == e.track_uuid, "END without its BEGIN"
+            intervals.setdefault(e.track_uuid, []).append((open_begin[1], p.timestamp))
+            open_begin = None
             ends += 1
         elif e.type == pb.TrackEvent.TYPE_COUNTER:
             assert e.track_uuid in counters
             counter_events += 1
 
+# every two slices of a track are disjoint or nested
+bad_nesting = 0
+for ivs in intervals.values():
+    ivs.sort(key=lambda x: (x[0], -x[1]))
+    stack = []
+    for s0, e0 in ivs:
+        while stack and stack[-1] <= s0:
+            stack.pop()
+        if stack and e0 > stack[-1]:
+            bad_nesting += 1
+        stack.append(e0)
 flows = len(flow_src & flow_dst)
 dangling = len(flow_dst - flow_src)
 summary = {
@@ -71,6 +87,7 @@ summary = {
     "slices": begins,
     "ends": ends,
     "annotated": annotated,
+    "bad_nesting": bad_nesting,
     "flows": flows,
     "dangling_flows": dangling,
     "counters": len(counters),
@@ -89,6 +106,8 @@ if annotated == 0:
     problems.append("no debug annotations")
 if want_ranks > 1 and flows == 0:
     problems.append("no flows")
+if bad_nesting:
+    problems.append(f"{bad_nesting} slices overlap a sibling on their track")
 if dangling:
     problems.append(f"{dangling} flows end without a start")
 if problems:
