@@ -10,10 +10,13 @@ use rustc_hash::FxHashMap as HashMap;
 /// Top-level intervals remembered per lane (older ones are forgotten).
 const KEEP: usize = 64;
 
+/// Top-level `(start, end)` intervals of one lane, sorted by end.
+type Lane = Vec<(u64, u64)>;
+
 /// Lanes per (rank, thread).
 #[derive(Debug, Default)]
 pub(crate) struct Packing {
-    lanes: HashMap<(i64, i64), Vec<Vec<(u64, u64)>>>,
+    lanes: HashMap<(i64, i64), Vec<Lane>>,
 }
 
 impl Packing {
@@ -42,7 +45,7 @@ fn fits(lane: &[(u64, u64)], start: u64) -> bool {
 }
 
 /// Adds `[start, end]`, absorbing the intervals it encloses.
-fn place(lane: &mut Vec<(u64, u64)>, start: u64, end: u64) {
+fn place(lane: &mut Lane, start: u64, end: u64) {
     while lane
         .last()
         .is_some_and(|&(s, e)| s >= start && e <= end && e > start)
