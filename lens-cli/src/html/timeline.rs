@@ -22,31 +22,45 @@ const MAX_OTHER_ALL: usize = 51_200;
 /// A span as drawn.
 #[derive(Debug, Clone)]
 pub(crate) struct TSpan {
+    /// Span id (0 when invalid).
     pub(crate) id: u64,
+    /// Parent span id (0 for roots).
     pub(crate) parent: u64,
+    /// Span name.
     pub(crate) name: String,
+    /// Start (Unix ns).
     pub(crate) start: u64,
+    /// End (Unix ns), never before `start`.
     pub(crate) end: u64,
     /// `key=value` lines for the tooltip.
     pub(crate) attrs: String,
+    /// `nv.dl.iteration` of a step span.
     pub(crate) iteration: Option<i64>,
+    /// Marked `nemo.span.truncated`.
     pub(crate) truncated: bool,
+    /// ERROR status.
     pub(crate) error: bool,
 }
 
 /// One step span with the spans inside it.
 #[derive(Debug, Clone)]
 pub(crate) struct StepGroup {
+    /// The step span first, then the spans inside it.
     pub(crate) spans: Vec<TSpan>,
 }
 
 /// What is kept of one rank.
 #[derive(Debug, Default)]
 pub(crate) struct RankTimeline {
+    /// The first steps.
     pub(crate) head: Vec<StepGroup>,
+    /// The last steps.
     pub(crate) tail: VecDeque<StepGroup>,
+    /// Other spans (roots, checkpoints, truncated, failed), capped.
     pub(crate) other: Vec<TSpan>,
+    /// Non-step spans since the last step span.
     recent: Vec<TSpan>,
+    /// Cap of `other`.
     other_cap: usize,
     /// Steps seen in all.
     pub(crate) steps: u64,
@@ -55,6 +69,7 @@ pub(crate) struct RankTimeline {
 /// The timelines of all ranks.
 #[derive(Debug, Default)]
 pub(crate) struct Timeline {
+    /// Per rank.
     pub(crate) ranks: BTreeMap<i64, RankTimeline>,
     /// Steps kept at the start and at the end of each rank.
     pub(crate) keep: usize,
