@@ -86,6 +86,9 @@ pub(crate) struct Diagnostics {
     /// Problems are counted but not printed (for a second pass).
     #[serde(skip)]
     quiet: bool,
+    /// The progress bar, hidden while a problem is printed.
+    #[serde(skip)]
+    bar: Option<indicatif::ProgressBar>,
 }
 
 impl Diagnostics {
@@ -94,10 +97,16 @@ impl Diagnostics {
         if self.quiet {
             return;
         }
-        if n < MAX_PRINTED {
-            eprintln!("lens: {}:{line}: {what}", path.display());
-        } else if n == MAX_PRINTED {
-            eprintln!("lens: more problems follow; only counting them from now on");
+        let print = || {
+            if n < MAX_PRINTED {
+                eprintln!("lens: {}:{line}: {what}", path.display());
+            } else if n == MAX_PRINTED {
+                eprintln!("lens: more problems follow; only counting them from now on");
+            }
+        };
+        match &self.bar {
+            Some(bar) => bar.suspend(print),
+            None => print(),
         }
     }
 
@@ -130,6 +139,7 @@ fn read(files: &[PathBuf], sink: &mut dyn Sink, quiet: bool) -> Diagnostics {
         .map(|m| m.len())
         .sum();
     let bar = progress_bar(total);
+    diag.bar = Some(bar.clone());
     for (index, path) in files.iter().enumerate() {
         sink.file(index, path);
         diag.files += 1;
@@ -142,6 +152,7 @@ fn read(files: &[PathBuf], sink: &mut dyn Sink, quiet: bool) -> Diagnostics {
         }
     }
     bar.finish_and_clear();
+    diag.bar = None;
     diag
 }
 
