@@ -112,6 +112,33 @@ pub(crate) fn lanes(o: &mut String, tl: &Timeline, m: &Marks<'_>) {
     }
 }
 
+/// Rows: the depth in the parent chain, except that spans overlapping a
+/// span of the same depth (async work, lost parents) move to extra rows
+/// below, so that nothing is drawn over anything else.
+fn rows_of(spans: &[&TSpan], depths: &[u32]) -> Vec<u32> {
+    let max_depth = depths.iter().copied().max().unwrap_or(0);
+    let mut order: Vec<usize> = (0..spans.len()).collect();
+    order.sort_by_key(|&i| (depths[i], spans[i].start));
+    let mut row_end: HashMap<u32, u64> = HashMap::default();
+    let mut rows = depths.to_vec();
+    let mut extra = max_depth;
+    for i in order {
+        let (start, end) = (spans[i].start, spans[i].end);
+        let mut row = depths[i];
+        if row_end.get(&row).is_some_and(|&e| e > start) {
+            row = (max_depth + 1..=extra)
+                .find(|r| row_end.get(r).is_none_or(|&e| e <= start))
+                .unwrap_or_else(|| {
+                    extra += 1;
+                    extra
+                });
+        }
+        row_end.insert(row, end);
+        rows[i] = row;
+    }
+    rows
+}
+
 fn depths(spans: &[&TSpan]) -> Vec<u32> {
     let parent: HashMap<u64, u64> = spans
         .iter()
@@ -182,7 +209,7 @@ fn section(
                 all.extend(r.other.iter().filter(|s| s.end > t0 && s.start < t1));
             }
         }
-        let d = depths(&all);
+        let d = rows_of(&all, &depths(&all));
         let rows = d.iter().max().map_or(1, |m| m + 1);
         let h = rows * ROW + 4;
         let is_strag = m.strag.contains(rank);
