@@ -24,6 +24,8 @@ pub(crate) use text::render_text;
 pub(crate) const SCHEMA_VERSION: u32 = 1;
 /// Truncated / error spans listed individually (the rest are counted).
 const MAX_LISTED: usize = 1000;
+/// Distinct span names tracked; later new names are counted together.
+const MAX_NAMES: usize = 10_000;
 /// Pending child durations kept per rank before giving up on old ones.
 const MAX_PENDING: usize = 200_000;
 
@@ -75,9 +77,25 @@ impl Aggregator {
         if let Some(&id) = self.name_ids.get(name) {
             return id;
         }
+        if self.names.len() >= MAX_NAMES {
+            // names carrying ids would grow the table without bound
+            return self.name_id_capped();
+        }
         let id = self.names.len() as u32;
         self.names.push((name.to_owned(), NameStats::default()));
         self.name_ids.insert(name.to_owned(), id);
+        id
+    }
+
+    #[cold]
+    fn name_id_capped(&mut self) -> u32 {
+        let other = format!("(other names past the first {MAX_NAMES})");
+        if let Some(&id) = self.name_ids.get(&other) {
+            return id;
+        }
+        let id = self.names.len() as u32;
+        self.names.push((other.clone(), NameStats::default()));
+        self.name_ids.insert(other, id);
         id
     }
 
