@@ -168,6 +168,8 @@ pub(crate) struct Report {
     pub(crate) errors: Listed,
     /// Metric last/min/max per rank.
     pub(crate) metrics: Vec<MetricRow>,
+    /// Metric points of labels past the first 1000 (not tracked).
+    pub(crate) metric_points_untracked: u64,
     /// Metric time series (for HTML).
     #[serde(skip)]
     pub(crate) series: BTreeMap<String, BTreeMap<i64, Series>>,

@@ -10,6 +10,10 @@ use crate::input::otlp::{KeyValue, Metric};
 
 /// Points kept per series; beyond it every other point is dropped.
 const MAX_POINTS: usize = 512;
+/// Points kept over all series: with many series each keeps fewer.
+const MAX_POINTS_ALL: usize = 1 << 20;
+/// Distinct metric labels (name plus point attributes) tracked.
+const MAX_LABELS: usize = 1000;
 
 /// One metric series of one rank.
 #[derive(Debug, Clone, Serialize)]
@@ -29,11 +33,14 @@ pub(crate) struct Series {
     pub(crate) points: Vec<(u64, f64)>,
     #[serde(skip)]
     stride: u64,
+    #[serde(skip)]
+    cap: usize,
 }
 
 impl Series {
-    fn new() -> Self {
+    fn new(cap: usize) -> Self {
         Series {
+            cap,
             count: 0,
             last: f64::NAN,
             min: f64::INFINITY,
@@ -49,7 +56,7 @@ impl Series {
             return;
         }
         if self.count % self.stride == 0 {
-            if self.points.len() >= MAX_POINTS {
+            if self.points.len() >= self.cap {
                 let mut i = 0;
                 self.points.retain(|_| {
                     i += 1;
@@ -75,6 +82,9 @@ impl Series {
 #[derive(Debug, Default)]
 pub(crate) struct MetricStore {
     series: HashMap<String, BTreeMap<i64, Series>>,
+    count: usize,
+    /// Points of labels past [`MAX_LABELS`], not tracked.
+    pub(crate) dropped_points: u64,
 }
 
 fn label(name: &str, attrs: &[KeyValue<'_>]) -> Option<String> {
@@ -97,10 +107,19 @@ impl MetricStore {
         let key = label(name, attrs);
         let key = key.as_deref().unwrap_or(name);
         if !self.series.contains_key(key) {
+            if self.series.len() >= MAX_LABELS {
+                self.dropped_points += 1;
+                return;
+            }
             self.series.insert(key.to_owned(), BTreeMap::new());
         }
+        let cap = (MAX_POINTS_ALL / (self.count + 1)).clamp(16, MAX_POINTS);
         if let Some(by_rank) = self.series.get_mut(key) {
-            by_rank.entry(rank).or_insert_with(Series::new).add(t, v);
+            let series = by_rank.entry(rank).or_insert_with(|| {
+                self.count += 1;
+                Series::new(cap)
+            });
+            series.add(t, v);
         }
     }
 

@@ -225,6 +225,7 @@ impl Aggregator {
                 .collect(),
             None => Vec::new(),
         };
+        let metric_points_untracked = self.metrics.dropped_points;
         let metrics_series = self.metrics.into_sorted();
         let metrics = metrics_series
             .iter()
@@ -270,6 +271,7 @@ impl Aggregator {
             truncated: self.truncated,
             errors: self.errors,
             metrics,
+            metric_points_untracked,
             series: metrics_series,
             slow: analysis.slow,
         }
