@@ -239,15 +239,13 @@ impl<W: Write> ProtoSink<W> {
             interned_data: has_interned.then_some(interned),
             ..Default::default()
         });
-        self.emit(TracePacket {
-            timestamp: Some(s.end_time_unix_nano.max(s.start_time_unix_nano)),
-            track_event: Some(TrackEvent {
-                r#type: Some(proto::TYPE_SLICE_END),
-                track_uuid: Some(track),
-                ..Default::default()
-            }),
-            ..Default::default()
-        });
+        if self.error.is_none() {
+            self.buf.clear();
+            proto::encode_slice_end(&mut self.buf, SEQUENCE, end, track);
+            if let Err(e) = self.out.write_all(&self.buf) {
+                self.error = Some(e);
+            }
+        }
     }
 
     /// Second pass: an instant event at the start of a source span that
