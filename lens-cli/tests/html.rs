@@ -21,8 +21,12 @@ fn chromium() -> Option<String> {
         .map(str::to_owned)
 }
 
+/// Runs headless Chromium; fails the test if it takes over two minutes.
 fn browser(bin: &str, profile: &Path, extra: &[&str], url: &str) -> std::process::Output {
-    Command::new(bin)
+    let out_dir = profile.join("out");
+    std::fs::create_dir_all(&out_dir).expect("browser output dir");
+    let (stdout, stderr) = (out_dir.join("stdout"), out_dir.join("stderr"));
+    let mut child = Command::new(bin)
         .args([
             "--headless",
             "--no-sandbox",
@@ -36,8 +40,27 @@ fn browser(bin: &str, profile: &Path, extra: &[&str], url: &str) -> std::process
         .arg(format!("--user-data-dir={}", profile.display()))
         .args(extra)
         .arg(url)
-        .output()
-        .expect("chromium runs")
+        .stdout(std::fs::File::create(&stdout).expect("stdout file"))
+        .stderr(std::fs::File::create(&stderr).expect("stderr file"))
+        .spawn()
+        .expect("chromium starts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for chromium") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("chromium did not finish within 120 s ({url})");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    std::process::Output {
+        status,
+        stdout: std::fs::read(&stdout).unwrap_or_default(),
+        stderr: std::fs::read(&stderr).unwrap_or_default(),
+    }
 }
 
 #[test]
