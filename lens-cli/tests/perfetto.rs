@@ -12,6 +12,24 @@ const CHECKER: &str = concat!(
     "/tests/support/check_perfetto.py"
 );
 
+/// Runs the trace checker; fails clearly when python3 or the `perfetto`
+/// package is missing.
+fn check(args: &[&str]) -> std::process::Output {
+    let out = match Command::new("python3").arg(CHECKER).args(args).output() {
+        Ok(o) => o,
+        Err(e) => panic!(
+            "python3 is needed to decode the trace ({e}); install it or set LENS_SKIP_PYTHON=1"
+        ),
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("MISSING_PERFETTO"),
+        "the `perfetto` Python package is missing: run scripts/install-test-deps.sh \
+         (pip install perfetto) or set LENS_SKIP_PYTHON=1\n{stderr}"
+    );
+    out
+}
+
 fn skip_python() -> bool {
     std::env::var_os("LENS_SKIP_PYTHON").is_some_and(|v| v == "1")
 }
@@ -53,21 +71,8 @@ fn proto_trace_decodes_with_the_perfetto_schema() {
         eprintln!("LENS_SKIP_PYTHON=1: not decoding the trace");
         return;
     }
-    let out = Command::new("python3")
-        .args([CHECKER, t, &spans.to_string(), "4"])
-        .output();
-    let out = match out {
-        Ok(o) => o,
-        Err(e) => panic!(
-            "python3 is needed to decode the trace ({e}); install it or set LENS_SKIP_PYTHON=1"
-        ),
-    };
+    let out = check(&[t, &spans.to_string(), "4"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !stderr.contains("MISSING_PERFETTO"),
-        "the `perfetto` Python package is missing: run scripts/install-test-deps.sh \
-         (pip install perfetto) or set LENS_SKIP_PYTHON=1\n{stderr}"
-    );
     assert!(
         out.status.success(),
         "trace check failed: {stderr}\n{}",
@@ -183,10 +188,7 @@ fn overlapping_spans_of_one_thread_get_their_own_track() {
     if skip_python() {
         return;
     }
-    let out = Command::new("python3")
-        .args([CHECKER, trace.to_str().expect("path"), "3", "1"])
-        .output()
-        .expect("python3 runs");
+    let out = check(&[trace.to_str().expect("path"), "3", "1"]);
     assert!(
         out.status.success(),
         "{}",
