@@ -17,6 +17,8 @@ dpkg -s libopenmpi-dev >/dev/null 2>&1 || need_apt+=(libopenmpi-dev)
 dpkg -s libclang-dev >/dev/null 2>&1 || need_apt+=(libclang-dev)
 command -v python3 >/dev/null || need_apt+=(python3)
 python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
+# Headless Chromium renders `lens report --html` in lens-cli's tests.
+command -v chromium >/dev/null || need_apt+=(chromium)
 if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
@@ -26,6 +28,9 @@ fi
 # the tests start it themselves on free loopback ports) and the Python
 # OpenTelemetry SDK for the interop tests.
 peers=("rotel==0.0.1a15" "opentelemetry-sdk==1.45.2" "opentelemetry-exporter-otlp==1.45.2")
+# lens-cli's tests decode `lens perfetto` output with the perfetto package's
+# own trace schema.
+python3 -c "import perfetto.protos.perfetto.trace.perfetto_trace_pb2" >/dev/null 2>&1 || peers+=("perfetto==0.59.1")
 # A Debian system python3 refuses global installs (PEP 668,
 # "externally-managed-environment"); the tests run `python3` itself, so on
 # such a machine install into it anyway, as root on a throwaway CI box.

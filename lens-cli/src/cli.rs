@@ -1,0 +1,138 @@
+//! Command-line definitions.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// Look at Lens runs: summaries, HTML timelines, Perfetto traces.
+#[derive(Debug, Parser)]
+#[command(name = "lens", version, about)]
+pub(crate) struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Summarize a run: span statistics, steps, stragglers, problems, metrics.
+    Report(ReportArgs),
+    /// Convert a run to a Perfetto trace (ui.perfetto.dev) or Chrome JSON.
+    Perfetto(PerfettoArgs),
+    /// Write a synthetic multi-rank run (for tests and benchmarks).
+    Synth(SynthArgs),
+}
+
+/// `lens report`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ReportArgs {
+    /// Files or directories of `*.otlp.jsonl` (optionally `.gz`).
+    #[arg(required = true)]
+    pub(crate) paths: Vec<PathBuf>,
+    /// Print one versioned JSON document instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Also write a self-contained HTML timeline to this file.
+    #[arg(long, value_name = "OUT.html")]
+    pub(crate) html: Option<PathBuf>,
+    /// A rank is slow in a step when it exceeds the step median by this percent.
+    #[arg(long, default_value_t = 10.0, value_parser = non_negative)]
+    pub(crate) straggler_pct: f64,
+    /// A rank is a straggler when slow in at least this share of its steps.
+    #[arg(long, default_value_t = 0.5, value_parser = share)]
+    pub(crate) straggler_share: f64,
+    /// Rows shown per long table in the text output.
+    #[arg(long, default_value_t = 20)]
+    pub(crate) max_rows: usize,
+    /// Steps per rank drawn in the HTML timeline (half from the start, half from the end).
+    #[arg(long, default_value_t = 16)]
+    pub(crate) html_steps: usize,
+}
+
+/// Output format of `lens perfetto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum TraceFormat {
+    /// Perfetto protobuf `Trace` (TrackEvent).
+    Proto,
+    /// Chrome Trace Event JSON.
+    ChromeJson,
+}
+
+/// `lens perfetto`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct PerfettoArgs {
+    /// Files or directories of `*.otlp.jsonl` (optionally `.gz`).
+    pub(crate) paths: Vec<PathBuf>,
+    /// Combine every rank's files in this directory into one timeline.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) merge: Option<PathBuf>,
+    /// Output file.
+    #[arg(short, long, value_name = "OUT")]
+    pub(crate) out: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = TraceFormat::Proto)]
+    pub(crate) format: TraceFormat,
+}
+
+/// `lens synth`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct SynthArgs {
+    /// Number of ranks (one file each).
+    #[arg(long, default_value_t = 4)]
+    pub(crate) ranks: u32,
+    /// Training steps per rank.
+    #[arg(long, default_value_t = 100)]
+    pub(crate) steps: u64,
+    /// Output directory.
+    #[arg(long)]
+    pub(crate) out: PathBuf,
+    /// Random seed.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+    /// Make RANK's PHASE slower by PCT percent in every step, e.g. `3:forward_backward:40`.
+    #[arg(long, value_name = "RANK:PHASE:PCT", value_parser = parse_straggler)]
+    pub(crate) straggler: Vec<(u32, String, f64)>,
+    /// End RANK's run early with its open spans exported as truncated.
+    #[arg(long, value_name = "RANK")]
+    pub(crate) truncate: Vec<u32>,
+    /// Microbatches per step (each a span with two children).
+    #[arg(long, default_value_t = 1)]
+    pub(crate) microbatches: u32,
+    /// Gzip the output files.
+    #[arg(long)]
+    pub(crate) gzip: bool,
+}
+
+fn parse_straggler(s: &str) -> Result<(u32, String, f64), String> {
+    let mut it = s.splitn(3, ':');
+    let (Some(r), Some(p), Some(pct)) = (it.next(), it.next(), it.next()) else {
+        return Err(format!("expected RANK:PHASE:PCT, got {s:?}"));
+    };
+    let r = r.parse().map_err(|_| format!("bad rank {r:?}"))?;
+    let pct: f64 = pct.parse().map_err(|_| format!("bad percent {pct:?}"))?;
+    if !(0.0..=10_000.0).contains(&pct) {
+        return Err(format!("percent {pct} is not in 0..=10000"));
+    }
+    if !crate::synth::PHASES.contains(&p) {
+        return Err(format!(
+            "unknown phase {p:?}; one of {:?}",
+            crate::synth::PHASES
+        ));
+    }
+    Ok((r, p.to_owned(), pct))
+}
+
+fn non_negative(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v >= 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!("expected a number >= 0, got {s:?}")),
+    }
+}
+
+fn share(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
+        _ => Err(format!("expected a share in 0..=1, got {s:?}")),
+    }
+}

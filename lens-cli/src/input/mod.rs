@@ -1,0 +1,378 @@
+//! Reading runs: finds the files, streams them line by line (plain or
+//! gzip), parses each line as OTLP/JSON and hands spans and metrics to a
+//! [`Sink`]. Bad input is reported as `file:line: what`, skipped and counted.
+
+mod files;
+pub(crate) mod otlp;
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+pub(crate) use files::{discover, InputError};
+use otlp::{Envelope, KeyValue};
+
+/// The longest line read; longer lines are skipped and reported.
+const MAX_LINE: usize = 256 << 20;
+/// How many problems are printed before the rest are only counted.
+const MAX_PRINTED: u64 = 20;
+
+/// Who emitted a batch: the resource attributes the readers use.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Origin {
+    /// `nv.dl.rank`, else the `-rank<N>` of the file name, else 0.
+    pub(crate) rank: i64,
+    /// `nv.dl.world_size`, when present.
+    pub(crate) world_size: Option<i64>,
+    /// `host.name`.
+    pub(crate) host: String,
+    /// `process.pid`.
+    pub(crate) pid: Option<i64>,
+    /// `nemo.run.id`.
+    pub(crate) run_id: String,
+    /// `service.name`.
+    pub(crate) service: String,
+}
+
+impl Origin {
+    fn from_attrs(attrs: &[KeyValue<'_>], file_rank: Option<i64>) -> Self {
+        let mut o = Origin {
+            rank: file_rank.unwrap_or(0),
+            ..Origin::default()
+        };
+        for kv in attrs {
+            match kv.key.as_ref() {
+                "nv.dl.rank" => o.rank = kv.value.as_i64().unwrap_or(o.rank),
+                "nv.dl.world_size" => o.world_size = kv.value.as_i64(),
+                "host.name" => o.host = kv.value.as_str().unwrap_or("").to_owned(),
+                "process.pid" => o.pid = kv.value.as_i64(),
+                "nemo.run.id" => o.run_id = kv.value.as_str().unwrap_or("").to_owned(),
+                "service.name" => o.service = kv.value.as_str().unwrap_or("").to_owned(),
+                _ => {}
+            }
+        }
+        o
+    }
+}
+
+/// Receives what the reader parses, one resource batch at a time.
+pub(crate) trait Sink {
+    /// Spans of one resource batch.
+    fn spans(&mut self, origin: &Origin, spans: &[otlp::Span<'_>]);
+    /// Metrics of one resource batch.
+    fn metrics(&mut self, _origin: &Origin, _metrics: &[otlp::Metric<'_>]) {}
+    /// Log records of one resource batch (counted only).
+    fn logs(&mut self, _origin: &Origin, _count: usize) {}
+    /// A new file starts; `index` is its position in the list read.
+    fn file(&mut self, _index: usize, _path: &Path) {}
+}
+
+/// Counts of what was read and what was skipped.
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub(crate) struct Diagnostics {
+    /// Files read.
+    pub(crate) files: u64,
+    /// Lines read (including skipped ones).
+    pub(crate) lines: u64,
+    /// Lines skipped: bad JSON, wrong encoding, too long.
+    pub(crate) skipped_lines: u64,
+    /// Files whose reading stopped early (I/O or gzip errors).
+    pub(crate) broken_files: u64,
+    /// Spans read.
+    pub(crate) spans: u64,
+    /// Metric points read.
+    pub(crate) metric_points: u64,
+    /// Log records read.
+    pub(crate) log_records: u64,
+    /// Problems are counted but not printed (for a second pass).
+    #[serde(skip)]
+    quiet: bool,
+    /// The progress bar, hidden while a problem is printed.
+    #[serde(skip)]
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl Diagnostics {
+    fn problem(&mut self, path: &Path, line: u64, what: &str) {
+        let n = self.skipped_lines + self.broken_files;
+        if self.quiet {
+            return;
+        }
+        let print = || {
+            if n < MAX_PRINTED {
+                eprintln!("lens: {}:{line}: {what}", path.display());
+            } else if n == MAX_PRINTED {
+                eprintln!("lens: more problems follow; only counting them from now on");
+            }
+        };
+        match &self.bar {
+            Some(bar) => bar.suspend(print),
+            None => print(),
+        }
+    }
+
+    /// True when nothing at all was read.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.spans == 0 && self.metric_points == 0 && self.log_records == 0
+    }
+}
+
+/// Reads every file in order into `sink`, with a progress bar on stderr
+/// when it is a terminal.
+pub(crate) fn read_all(files: &[PathBuf], sink: &mut dyn Sink) -> Diagnostics {
+    read(files, sink, false)
+}
+
+/// Like [`read_all`], without printing problems (they were printed by an
+/// earlier pass over the same files).
+pub(crate) fn reread_quietly(files: &[PathBuf], sink: &mut dyn Sink) -> Diagnostics {
+    read(files, sink, true)
+}
+
+fn read(files: &[PathBuf], sink: &mut dyn Sink, quiet: bool) -> Diagnostics {
+    let mut diag = Diagnostics {
+        quiet,
+        ..Diagnostics::default()
+    };
+    let total: u64 = files
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum();
+    let bar = progress_bar(total);
+    diag.bar = Some(bar.clone());
+    for (index, path) in files.iter().enumerate() {
+        sink.file(index, path);
+        diag.files += 1;
+        match std::fs::File::open(path) {
+            Ok(f) => read_file(path, bar.wrap_read(f), sink, &mut diag),
+            Err(e) => {
+                diag.problem(path, 0, &format!("cannot open: {e}"));
+                diag.broken_files += 1;
+            }
+        }
+    }
+    bar.finish_and_clear();
+    diag.bar = None;
+    diag
+}
+
+fn progress_bar(total: u64) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(total);
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "{bar:40} {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+    ) {
+        bar.set_style(style);
+    }
+    bar
+}
+
+/// The `N` of a `…-rank<N>….` file name.
+fn rank_from_name(path: &Path) -> Option<i64> {
+    let name = path.file_name()?.to_str()?;
+    let at = name.rfind("rank")?;
+    let digits: String = name[at + 4..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+fn read_file(path: &Path, raw: impl Read, sink: &mut dyn Sink, diag: &mut Diagnostics) {
+    let mut raw = BufReader::with_capacity(1 << 18, raw);
+    let gz = matches!(raw.fill_buf(), Ok(b) if b.starts_with(&[0x1f, 0x8b]));
+    if gz {
+        let dec = flate2::bufread::MultiGzDecoder::new(raw);
+        read_lines(path, BufReader::with_capacity(1 << 18, dec), sink, diag);
+    } else {
+        read_lines(path, raw, sink, diag);
+    }
+}
+
+fn read_lines(path: &Path, mut r: impl BufRead, sink: &mut dyn Sink, diag: &mut Diagnostics) {
+    let file_rank = rank_from_name(path);
+    let mut buf = Vec::with_capacity(1 << 16);
+    let mut lineno = 0u64;
+    loop {
+        buf.clear();
+        let read = (&mut r)
+            .take(MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut buf);
+        match read {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) => {
+                diag.problem(
+                    path,
+                    lineno + 1,
+                    &format!("read error, rest of file skipped: {e}"),
+                );
+                diag.broken_files += 1;
+                break;
+            }
+        }
+        lineno += 1;
+        diag.lines += 1;
+        if buf.len() > MAX_LINE && buf.last() != Some(&b'\n') {
+            diag.problem(path, lineno, "line longer than 256 MiB, skipped");
+            diag.skipped_lines += 1;
+            if skip_to_newline(&mut r).is_err() {
+                break;
+            }
+            continue;
+        }
+        let mut line = buf.trim_ascii();
+        if lineno == 1 {
+            // a UTF-8 byte order mark is allowed at the start of a file
+            line = line.strip_prefix(b"\xef\xbb\xbf").unwrap_or(line);
+        }
+        if line.is_empty() {
+            continue;
+        }
+        let text = match std::str::from_utf8(line) {
+            Ok(t) => t,
+            Err(e) => {
+                let hint = if line.contains(&0) {
+                    ", looks like UTF-16"
+                } else {
+                    ""
+                };
+                let msg = format!(
+                    "not UTF-8 (byte {}{hint}), line skipped",
+                    e.valid_up_to() + 1
+                );
+                diag.problem(path, lineno, &msg);
+                diag.skipped_lines += 1;
+                continue;
+            }
+        };
+        // from_str: the text is known to be UTF-8, so serde_json skips
+        // validating it again in every string
+        match serde_json::from_str::<Envelope<'_>>(text) {
+            Ok(env) => deliver(&env, file_rank, sink, diag),
+            Err(e) => {
+                let what = format!("{e}");
+                let what = what.split(" at line ").next().unwrap_or("");
+                let msg = format!(
+                    "not an OTLP/JSON line ({what} at column {}), skipped",
+                    e.column()
+                );
+                diag.problem(path, lineno, &msg);
+                diag.skipped_lines += 1;
+            }
+        }
+    }
+}
+
+fn skip_to_newline(r: &mut impl BufRead) -> std::io::Result<()> {
+    loop {
+        let (done, used) = {
+            let b = r.fill_buf()?;
+            if b.is_empty() {
+                return Ok(());
+            }
+            match memchr_nl(b) {
+                Some(i) => (true, i + 1),
+                None => (false, b.len()),
+            }
+        };
+        r.consume(used);
+        if done {
+            return Ok(());
+        }
+    }
+}
+
+fn memchr_nl(b: &[u8]) -> Option<usize> {
+    b.iter().position(|&c| c == b'\n')
+}
+
+fn deliver(
+    env: &Envelope<'_>,
+    file_rank: Option<i64>,
+    sink: &mut dyn Sink,
+    diag: &mut Diagnostics,
+) {
+    for rs in &env.resource_spans {
+        let origin = Origin::from_attrs(&rs.resource.attributes, file_rank);
+        for ss in &rs.scope_spans {
+            diag.spans += ss.spans.len() as u64;
+            sink.spans(&origin, &ss.spans);
+        }
+    }
+    for rm in &env.resource_metrics {
+        let origin = Origin::from_attrs(&rm.resource.attributes, file_rank);
+        for sm in &rm.scope_metrics {
+            for m in &sm.metrics {
+                let n = m.gauge.as_ref().map_or(0, |g| g.data_points.len())
+                    + m.sum.as_ref().map_or(0, |g| g.data_points.len())
+                    + m.histogram.as_ref().map_or(0, |g| g.data_points.len());
+                diag.metric_points += n as u64;
+            }
+            sink.metrics(&origin, &sm.metrics);
+        }
+    }
+    for rl in &env.resource_logs {
+        let origin = Origin::from_attrs(&rl.resource.attributes, file_rank);
+        let n: usize = rl.scope_logs.iter().map(|s| s.log_records.len()).sum();
+        diag.log_records += n as u64;
+        sink.logs(&origin, n);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Count(u64, Vec<i64>);
+
+    impl Sink for Count {
+        fn spans(&mut self, origin: &Origin, spans: &[otlp::Span<'_>]) {
+            self.0 += spans.len() as u64;
+            self.1.push(origin.rank);
+        }
+    }
+
+    #[test]
+    fn rank_comes_from_the_resource_else_the_file_name() {
+        assert_eq!(
+            rank_from_name(Path::new("/x/abc-rank12.otlp.jsonl.gz")),
+            Some(12)
+        );
+        assert_eq!(rank_from_name(Path::new("/x/abc.otlp.jsonl")), None);
+        let line = br#"{"resourceSpans":[{"resource":{"attributes":[]},"scopeSpans":[{"spans":[{"spanId":"01","name":"a","startTimeUnixNano":5,"endTimeUnixNano":"9"}]}]}]}"#;
+        let mut sink = Count(0, Vec::new());
+        let mut diag = Diagnostics::default();
+        read_lines(
+            Path::new("run-rank7.otlp.jsonl"),
+            &line[..],
+            &mut sink,
+            &mut diag,
+        );
+        assert_eq!((sink.0, sink.1.as_slice()), (1, &[7][..]));
+        assert_eq!(diag.skipped_lines, 0);
+    }
+
+    #[test]
+    fn int64_fields_accept_strings_and_numbers_but_not_garbage() {
+        let ok = r#"{"name":"a","startTimeUnixNano":"18446744073709551615","endTimeUnixNano":3,"attributes":[{"key":"k","value":{"intValue":"-4"}}]}"#;
+        let s: otlp::Span<'_> = serde_json::from_str(ok).expect("valid span");
+        assert_eq!(s.start_time_unix_nano, u64::MAX);
+        assert_eq!(s.attributes[0].value.as_i64(), Some(-4));
+        let bad = r#"{"name":"a","startTimeUnixNano":"12x"}"#;
+        assert!(serde_json::from_str::<otlp::Span<'_>>(bad).is_err());
+        let neg = r#"{"name":"a","startTimeUnixNano":"-1"}"#;
+        assert!(serde_json::from_str::<otlp::Span<'_>>(neg).is_err());
+    }
+
+    #[test]
+    fn escaped_strings_are_decoded() {
+        let line = r#"{"name":"a\"b\u00e9","spanId":"00000000000000aa"}"#;
+        let s: otlp::Span<'_> = serde_json::from_str(line).expect("valid span");
+        assert_eq!(s.name, "a\"bé");
+        assert_eq!(otlp::span_id_u64(&s.span_id), 0xaa);
+    }
+}

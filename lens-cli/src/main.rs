@@ -1,0 +1,112 @@
+//! `lens`: the command-line reader of Lens for Rust runs.
+//!
+//! Reads the OTLP/JSON-lines files Lens's file exporter writes (one per
+//! rank, optionally gzip-compressed) and prints a summary (`lens report`),
+//! writes a self-contained HTML timeline (`--html`) or a Perfetto trace
+//! (`lens perfetto`). `lens synth` writes synthetic runs for tests and
+//! benchmarks. Memory stays bounded whatever the input size.
+
+mod cli;
+mod html;
+mod input;
+mod perfetto;
+mod report;
+mod sketch;
+mod synth;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// Exit code for input that holds nothing to look at.
+const EXIT_EMPTY: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    let result = match cli.command {
+        cli::Command::Report(a) => run_report(&a),
+        cli::Command::Perfetto(a) => perfetto::run(&a),
+        cli::Command::Synth(a) => synth::run(&a).map_err(Failure::from),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Empty(msg)) => {
+            eprintln!("lens: {msg}");
+            ExitCode::from(EXIT_EMPTY)
+        }
+        Err(Failure::Other(msg)) => {
+            eprintln!("lens: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Why a command failed.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// Nothing usable in the input (exit code 2).
+    Empty(String),
+    /// Anything else (exit code 1).
+    Other(String),
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Self {
+        Failure::Other(e.to_string())
+    }
+}
+
+impl From<input::InputError> for Failure {
+    fn from(e: input::InputError) -> Self {
+        match e {
+            input::InputError::NoFiles(_) => Failure::Empty(e.to_string()),
+            input::InputError::Missing(..) => Failure::Other(e.to_string()),
+        }
+    }
+}
+
+/// Fails with exit code 2 when nothing was read.
+pub(crate) fn check_not_empty(diag: &input::Diagnostics) -> Result<(), Failure> {
+    if diag.is_empty() {
+        return Err(Failure::Empty(format!(
+            "no spans, metrics or logs found in {} file(s) ({} line(s), {} skipped)",
+            diag.files, diag.lines, diag.skipped_lines
+        )));
+    }
+    Ok(())
+}
+
+fn run_report(a: &cli::ReportArgs) -> Result<(), Failure> {
+    let files = input::discover(&a.paths)?;
+    let settings = report::Settings {
+        straggler_pct: a.straggler_pct,
+        straggler_share: a.straggler_share,
+    };
+    let (report, timeline) = if a.html.is_some() {
+        let mut sink = html::Collector::new(a.html_steps);
+        let diag = input::read_all(&files, &mut sink);
+        check_not_empty(&diag)?;
+        let (agg, tl) = sink.into_parts();
+        (agg.finish(diag, settings), Some(tl))
+    } else {
+        let mut agg = report::Aggregator::default();
+        let diag = input::read_all(&files, &mut agg);
+        check_not_empty(&diag)?;
+        (agg.finish(diag, settings), None)
+    };
+    if let (Some(path), Some(tl)) = (&a.html, timeline) {
+        let page = html::render(&report, &tl);
+        std::fs::write(path, page)
+            .map_err(|e| Failure::Other(format!("{}: {e}", path.display())))?;
+    }
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        serde_json::to_writer_pretty(&mut out, &report)
+            .map_err(|e| Failure::Other(e.to_string()))?;
+        writeln!(out)?;
+    } else {
+        out.write_all(report::render_text(&report, a.max_rows).as_bytes())?;
+    }
+    Ok(())
+}

@@ -1,0 +1,214 @@
+//! Chrome Trace Event JSON (`{"traceEvents":[…]}`), written as it streams:
+//! complete events (`ph:"X"`, µs), one `pid` per rank, `process_name` and
+//! `thread_name` metadata, metrics as counter events (`ph:"C"`), links and
+//! cross-rank parents as flow events (`ph:"s"` / `ph:"f"`, see [`super::flows`]).
+
+use std::collections::HashSet;
+use std::io::Write;
+
+use serde_json::{json, Value};
+
+use super::flows::Flows;
+use super::packing::Packing;
+use super::{each_point, process_name, thread_of, TwoPass, REMOTE_PARENT};
+use crate::input::otlp::{span_id_u64, Metric, Span};
+use crate::input::{Origin, Sink};
+
+/// Microseconds with 3 decimals, from nanoseconds, as a JSON number.
+fn us(ns: u64) -> Value {
+    Value::from(ns as f64 / 1000.0)
+}
+
+/// Writes nanoseconds as exact microseconds (`123.456`).
+fn write_us(o: &mut impl Write, ns: u64) -> std::io::Result<()> {
+    write!(o, "{}.{:03}", ns / 1000, ns % 1000)
+}
+
+pub(super) struct ChromeSink<W: Write> {
+    out: W,
+    first: bool,
+    processes: HashSet<i64>,
+    threads: HashSet<(i64, i64)>,
+    packing: Packing,
+    error: Option<std::io::Error>,
+    flows: Flows,
+    second_pass: bool,
+}
+
+impl<W: Write> ChromeSink<W> {
+    pub(super) fn new(out: W) -> Self {
+        ChromeSink {
+            out,
+            first: true,
+            processes: HashSet::new(),
+            threads: HashSet::new(),
+            packing: Packing::default(),
+            error: None,
+            flows: Flows::default(),
+            second_pass: false,
+        }
+    }
+
+    fn event(&mut self, v: &Value) {
+        if self.error.is_some() {
+            return;
+        }
+        let sep: &[u8] = if self.first {
+            b"{\"traceEvents\":[\n"
+        } else {
+            b",\n"
+        };
+        self.first = false;
+        let r = self
+            .out
+            .write_all(sep)
+            .and_then(|()| serde_json::to_writer(&mut self.out, v).map_err(std::io::Error::other));
+        if let Err(e) = r {
+            self.error = Some(e);
+        }
+    }
+
+    fn pid(&mut self, o: &Origin) -> i64 {
+        if self.processes.insert(o.rank) {
+            let name = process_name(o);
+            self.event(
+                &json!({"name": "process_name", "ph": "M", "pid": o.rank, "args": {"name": name}}),
+            );
+            self.event(&json!({"name": "process_sort_index", "ph": "M", "pid": o.rank, "args": {"sort_index": o.rank}}));
+        }
+        o.rank
+    }
+
+    /// A flow event: `s` starts flow `id` at the source span, `f` ends it
+    /// in the span that starts at `ts` (binding to the enclosing slice).
+    fn flow(&mut self, ph: &str, id: u64, pid: i64, tid: i64, ts: u64) {
+        let mut v = json!({"name": "flow", "cat": "lens.flow", "ph": ph, "id": format!("{id:#x}"), "pid": pid, "tid": tid, "ts": us(ts)});
+        if ph == "f" {
+            v["bp"] = json!("e");
+        }
+        self.event(&v);
+    }
+
+    /// One `ph:"X"` event, written directly (no intermediate JSON value).
+    fn complete(&mut self, pid: i64, tid: i64, s: &Span<'_>, dur: u64) -> std::io::Result<()> {
+        if self.error.is_some() {
+            return Ok(());
+        }
+        let o = &mut self.out;
+        o.write_all(if self.first {
+            b"{\"traceEvents\":[\n"
+        } else {
+            b",\n"
+        })?;
+        self.first = false;
+        o.write_all(b"{\"name\":")?;
+        serde_json::to_writer(&mut *o, s.name.as_ref())?;
+        write!(o, ",\"ph\":\"X\",\"pid\":{pid},\"tid\":{tid},\"ts\":")?;
+        write_us(o, s.start_time_unix_nano)?;
+        o.write_all(b",\"dur\":")?;
+        write_us(o, dur)?;
+        o.write_all(b",\"args\":{")?;
+        for kv in s.attributes.iter().filter(|kv| kv.key != "thread.id") {
+            serde_json::to_writer(&mut *o, kv.key.as_ref())?;
+            o.write_all(b":")?;
+            serde_json::to_writer(&mut *o, &kv.value.to_value().to_string())?;
+            o.write_all(b",")?;
+        }
+        if s.status.code == 2 {
+            o.write_all(b"\"status\":")?;
+            serde_json::to_writer(&mut *o, &format!("ERROR {}", s.status.message))?;
+            o.write_all(b",")?;
+        }
+        o.write_all(b"\"span_id\":")?;
+        serde_json::to_writer(&mut *o, s.span_id.as_ref())?;
+        o.write_all(b"}}")
+    }
+
+    pub(super) fn finish(mut self) -> std::io::Result<()> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        if self.first {
+            self.out.write_all(b"{\"traceEvents\":[")?;
+        }
+        self.out.write_all(b"\n],\"displayTimeUnit\":\"ms\"}\n")?;
+        self.out.flush()
+    }
+}
+
+impl<W: Write> Sink for ChromeSink<W> {
+    fn spans(&mut self, origin: &Origin, spans: &[Span<'_>]) {
+        let pid = self.pid(origin);
+        for s in spans {
+            let tid = thread_of(&s.attributes).unwrap_or(0);
+            let id = span_id_u64(&s.span_id);
+            if self.second_pass {
+                for e in self.flows.take(id).unwrap_or_default() {
+                    self.flow("s", e, pid, tid, s.start_time_unix_nano);
+                }
+                continue;
+            }
+            self.flows.saw(id);
+            let mut ends: Vec<u64> = Vec::new();
+            if s.flags & REMOTE_PARENT == REMOTE_PARENT {
+                ends.extend(self.flows.edge(span_id_u64(&s.parent_span_id), id));
+            }
+            for l in &s.links {
+                ends.extend(self.flows.edge(span_id_u64(&l.span_id), id));
+            }
+            // overlapping spans of one thread go to extra lanes (tids)
+            let end = s.end_time_unix_nano.max(s.start_time_unix_nano);
+            let lane = self.packing.lane(pid, tid, s.start_time_unix_nano, end);
+            let lane_tid = tid + ((lane as i64) << 40);
+            for e in ends {
+                self.flow("f", e, pid, lane_tid, s.start_time_unix_nano);
+            }
+            if self.threads.insert((pid, lane_tid)) {
+                let mut name = if tid == 0 {
+                    "spans".to_owned()
+                } else {
+                    format!("thread {tid}")
+                };
+                if lane > 0 {
+                    name.push_str(&format!(" #{}", lane + 1));
+                }
+                self.event(&json!({"name": "thread_name", "ph": "M", "pid": pid, "tid": lane_tid, "args": {"name": name}}));
+            }
+            let tid = lane_tid;
+            let dur = s.end_time_unix_nano.saturating_sub(s.start_time_unix_nano);
+            if let Err(e) = self.complete(pid, tid, s, dur) {
+                self.error.get_or_insert(e);
+            }
+        }
+    }
+
+    fn file(&mut self, index: usize, path: &std::path::Path) {
+        if !self.second_pass {
+            self.flows.file(index, path);
+        }
+    }
+
+    fn metrics(&mut self, origin: &Origin, metrics: &[Metric<'_>]) {
+        if self.second_pass {
+            return;
+        }
+        let pid = self.pid(origin);
+        let mut pts = Vec::new();
+        each_point(metrics, |n, t, v| pts.push((n.to_owned(), t, v)));
+        for (n, t, v) in pts {
+            self.event(
+                &json!({"name": n, "ph": "C", "pid": pid, "ts": us(t), "args": {"value": v}}),
+            );
+        }
+    }
+}
+
+impl<W: Write> TwoPass for ChromeSink<W> {
+    fn flows(&mut self) -> &mut Flows {
+        &mut self.flows
+    }
+
+    fn begin_second_pass(&mut self) {
+        self.second_pass = true;
+    }
+}

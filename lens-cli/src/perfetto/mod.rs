@@ -1,0 +1,130 @@
+//! `lens perfetto`: streams a run into a Perfetto protobuf trace (one
+//! process track per rank, one thread track per `thread.id`, spans as
+//! slices with attributes as debug annotations, links and cross-rank
+//! parents as flows, metrics as counter tracks) or Chrome Trace Event JSON.
+
+mod chrome;
+mod flows;
+mod packing;
+mod proto;
+mod writer;
+
+use std::fs::File;
+use std::io::BufWriter;
+
+use crate::cli::{PerfettoArgs, TraceFormat};
+use crate::input::otlp::{KeyValue, Metric};
+use crate::input::{Origin, Sink};
+use crate::Failure;
+use writer::ProtoSink;
+/// `Span.flags` bits: "has is-remote" and "parent is remote".
+pub(crate) const REMOTE_PARENT: u32 = 0x300;
+
+/// Runs `lens perfetto`.
+pub(crate) fn run(a: &PerfettoArgs) -> Result<(), Failure> {
+    let mut paths = a.paths.clone();
+    paths.extend(a.merge.iter().cloned());
+    if paths.is_empty() {
+        return Err(Failure::Empty("give input files or --merge DIR".to_owned()));
+    }
+    let files = crate::input::discover(&paths)?;
+    let out =
+        File::create(&a.out).map_err(|e| Failure::Other(format!("{}: {e}", a.out.display())))?;
+    let out = BufWriter::with_capacity(1 << 20, out);
+    let (diag, written) = match a.format {
+        TraceFormat::Proto => {
+            let mut sink = ProtoSink::new(out);
+            let diag = convert(&files, &mut sink);
+            (diag, sink.finish())
+        }
+        TraceFormat::ChromeJson => {
+            let mut sink = chrome::ChromeSink::new(out);
+            let diag = convert(&files, &mut sink);
+            (diag, sink.finish())
+        }
+    };
+    written.map_err(|e| Failure::Other(format!("{}: {e}", a.out.display())))?;
+    crate::check_not_empty(&diag)?;
+    eprintln!(
+        "lens perfetto: {} spans from {} file(s) written to {}",
+        diag.spans,
+        diag.files,
+        a.out.display()
+    );
+    Ok(())
+}
+
+/// A writer that starts flows in a second pass (see [`flows`]).
+trait TwoPass: Sink {
+    /// The flow edges.
+    fn flows(&mut self) -> &mut flows::Flows;
+    /// From now on only flow sources are written.
+    fn begin_second_pass(&mut self);
+}
+
+/// Reads the files into `sink`, then re-reads the files that may hold
+/// flow sources.
+fn convert(files: &[std::path::PathBuf], sink: &mut impl TwoPass) -> crate::input::Diagnostics {
+    let diag = crate::input::read_all(files, sink);
+    if sink.flows().pending() > 0 {
+        let again = sink.flows().files_to_reread(files);
+        sink.begin_second_pass();
+        crate::input::reread_quietly(&again, sink);
+    }
+    let (pending, dropped) = (sink.flows().pending(), sink.flows().dropped);
+    if pending > 0 || dropped > 0 {
+        eprintln!(
+            "lens perfetto: {pending} flow source(s) not found in the input, {dropped} edge(s) over the cap"
+        );
+    }
+    diag
+}
+
+/// Thread id of a span: its `thread.id` attribute, when present.
+pub(crate) fn thread_of(attrs: &[KeyValue<'_>]) -> Option<i64> {
+    attrs
+        .iter()
+        .find(|kv| kv.key == "thread.id")
+        .and_then(|kv| kv.value.as_i64())
+}
+
+/// Thread name of a span: its `thread.name` attribute, when present.
+pub(crate) fn thread_name_of<'a>(attrs: &'a [KeyValue<'_>]) -> Option<&'a str> {
+    attrs
+        .iter()
+        .find(|kv| kv.key == "thread.name")
+        .and_then(|kv| kv.value.as_str())
+}
+
+/// The process name of a rank's track.
+pub(crate) fn process_name(o: &Origin) -> String {
+    if o.host.is_empty() {
+        format!("rank {}", o.rank)
+    } else {
+        format!("rank {} @ {}", o.rank, o.host)
+    }
+}
+
+/// Calls `f(name, time, value)` for each gauge/sum point and histogram mean.
+pub(crate) fn each_point(metrics: &[Metric<'_>], mut f: impl FnMut(&str, u64, f64)) {
+    for m in metrics {
+        for pts in [&m.gauge, &m.sum].into_iter().flatten() {
+            for p in pts.data_points.iter().filter(|p| p.attributes.is_empty()) {
+                if let Some(v) = p.as_double.or(p.as_int.map(|i| i as f64)) {
+                    f(&m.name, p.time_unix_nano, v);
+                }
+            }
+        }
+        if let Some(h) = &m.histogram {
+            for p in h
+                .data_points
+                .iter()
+                .filter(|p| p.attributes.is_empty() && p.count > 0)
+            {
+                if let Some(sum) = p.sum {
+                    f(&m.name, p.time_unix_nano, sum / p.count as f64);
+                }
+            }
+        }
+    }
+}

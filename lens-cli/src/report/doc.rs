@@ -1,0 +1,182 @@
+//! The report document: what `lens report` knows about a run, shared by
+//! the text, JSON and HTML renderers (`--json` serializes it as is).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::metrics::Series;
+use super::steps::{Heat, StepRow, Straggler};
+use super::{Settings, MAX_LISTED};
+use crate::input::Diagnostics;
+
+/// A truncated or failed span.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Flagged {
+    /// Rank that exported it.
+    pub(crate) rank: i64,
+    /// Span name.
+    pub(crate) name: String,
+    /// Hex span id.
+    pub(crate) span_id: String,
+    /// Start (Unix ns).
+    pub(crate) start_ns: u64,
+    /// Duration (ns).
+    pub(crate) dur_ns: u64,
+    /// Truncation reason or status message.
+    pub(crate) detail: String,
+}
+
+/// A count plus the first [`MAX_LISTED`] items.
+#[derive(Debug, Clone, Default, Serialize)]
+pub(crate) struct Listed {
+    /// How many there were.
+    pub(crate) count: u64,
+    /// The first ones.
+    pub(crate) items: Vec<Flagged>,
+}
+
+impl Listed {
+    pub(super) fn push(&mut self, f: impl FnOnce() -> Flagged) {
+        self.count += 1;
+        if self.items.len() < MAX_LISTED {
+            self.items.push(f());
+        }
+    }
+}
+
+/// One rank's totals.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct RankRow {
+    /// `nv.dl.rank`.
+    pub(crate) rank: i64,
+    /// `host.name`.
+    pub(crate) host: String,
+    /// `process.pid`.
+    pub(crate) pid: Option<i64>,
+    /// Spans exported.
+    pub(crate) spans: u64,
+    /// Step spans exported.
+    pub(crate) steps: u64,
+    /// Earliest span start (Unix ns).
+    pub(crate) first_ns: u64,
+    /// Latest span end (Unix ns).
+    pub(crate) last_ns: u64,
+    /// `last_ns - first_ns`.
+    pub(crate) wall_ns: u64,
+    /// Metric export batches.
+    pub(crate) metric_batches: u64,
+    /// Log records.
+    pub(crate) log_records: u64,
+}
+
+/// Totals over all spans.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct SpanTotals {
+    /// Spans read.
+    pub(crate) count: u64,
+    /// Spans marked `nemo.span.truncated`.
+    pub(crate) truncated: u64,
+    /// Spans with ERROR status.
+    pub(crate) errors: u64,
+    /// Sum over ranks of their wall time (the denominator of `share`).
+    pub(crate) wall_ns: u64,
+    /// Names of spans carrying `nv.dl.iteration`.
+    pub(crate) step_span_names: Vec<String>,
+}
+
+/// Duration statistics of one span name (ns; quantiles within 1%).
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct NameRow {
+    /// Spans with this name.
+    pub(crate) count: u64,
+    /// Median duration.
+    pub(crate) p50: u64,
+    /// 95th percentile.
+    pub(crate) p95: u64,
+    /// 99th percentile.
+    pub(crate) p99: u64,
+    /// Longest.
+    pub(crate) max: u64,
+    /// Summed duration.
+    pub(crate) total_ns: u64,
+    /// `total_ns` over the summed wall time of all ranks.
+    pub(crate) share: f64,
+}
+
+/// The step section.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct StepsDoc {
+    /// Iterations seen.
+    pub(crate) count: usize,
+    /// Phase (direct child) names tracked.
+    pub(crate) phases: Vec<String>,
+    /// Step spans whose iteration was out of the tracked range.
+    pub(crate) untracked: u64,
+    /// Child spans whose parent never arrived in time.
+    pub(crate) unattributed_children: u64,
+    /// Iterations per row: 1, or a power of two when the run was too long
+    /// to keep every step (rows then hold means over that many steps, and
+    /// straggler step counts count rows).
+    pub(crate) iterations_per_row: i64,
+    /// Rank order of each row's `by_rank`.
+    pub(crate) ranks: Vec<i64>,
+    /// One row per iteration.
+    pub(crate) rows: Vec<StepRow>,
+}
+
+/// Last/min/max of one metric on one rank.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct MetricRow {
+    /// Metric name, with point attributes as `{k=v}` when present.
+    pub(crate) name: String,
+    /// Rank.
+    pub(crate) rank: i64,
+    /// Values.
+    #[serde(flatten)]
+    pub(crate) series: Series,
+}
+
+/// Everything `lens report` knows about a run.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Report {
+    /// Layout version of this document.
+    pub(crate) schema_version: u32,
+    /// Thresholds used.
+    pub(crate) settings: Settings,
+    /// What was read and skipped.
+    pub(crate) input: Diagnostics,
+    /// `nemo.run.id`s seen.
+    pub(crate) run_ids: Vec<String>,
+    /// Largest `nv.dl.world_size` seen.
+    pub(crate) world_size: Option<i64>,
+    /// Per-rank totals.
+    pub(crate) ranks: Vec<RankRow>,
+    /// Ranks below `world_size` that exported no span.
+    pub(crate) missing_ranks: Vec<i64>,
+    /// Totals.
+    pub(crate) spans: SpanTotals,
+    /// Per span name statistics.
+    pub(crate) by_name: BTreeMap<String, NameRow>,
+    /// Step matrix summary.
+    pub(crate) steps: StepsDoc,
+    /// Straggler ranks.
+    pub(crate) stragglers: Vec<Straggler>,
+    /// Truncated spans.
+    pub(crate) truncated: Listed,
+    /// ERROR-status spans.
+    pub(crate) errors: Listed,
+    /// Metric last/min/max per rank.
+    pub(crate) metrics: Vec<MetricRow>,
+    /// Metric points of labels past the first 1000 (not tracked).
+    pub(crate) metric_points_untracked: u64,
+    /// Metric time series (for HTML).
+    #[serde(skip)]
+    pub(crate) series: BTreeMap<String, BTreeMap<i64, Series>>,
+    /// Rank × step heat map (for HTML).
+    #[serde(skip)]
+    pub(crate) heat: Heat,
+    /// Straggler rank → iterations where it was slow.
+    #[serde(skip)]
+    pub(crate) slow: BTreeMap<i64, Vec<i64>>,
+}

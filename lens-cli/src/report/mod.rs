@@ -1,0 +1,297 @@
+//! `lens report`: streams the input through an [`Aggregator`] (bounded
+//! memory: sketches, a step matrix, capped lists) and turns it into a
+//! [`Report`] that the text, JSON and HTML renderers share.
+
+mod doc;
+mod metrics;
+mod steps;
+pub(crate) mod text;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use rustc_hash::FxHashMap as HashMap;
+use serde::Serialize;
+
+use crate::input::otlp::{span_id_u64, Metric, Span};
+use crate::input::{Diagnostics, Origin, Sink};
+use crate::sketch::Sketch;
+pub(crate) use doc::Report;
+use doc::{Flagged, Listed, MetricRow, NameRow, RankRow, SpanTotals, StepsDoc};
+pub(crate) use metrics::Series;
+pub(crate) use text::render_text;
+
+/// Version of the `--json` document layout.
+pub(crate) const SCHEMA_VERSION: u32 = 1;
+/// Truncated / error spans listed individually (the rest are counted).
+const MAX_LISTED: usize = 1000;
+/// Distinct span names tracked; later new names are counted together.
+const MAX_NAMES: usize = 10_000;
+/// Pending child durations kept per rank before giving up on old ones.
+const MAX_PENDING: usize = 200_000;
+
+/// Thresholds of the straggler analysis.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub(crate) struct Settings {
+    /// A rank is slow in a step when it exceeds the step median by this percent.
+    pub(crate) straggler_pct: f64,
+    /// …and a straggler when slow in at least this share of its steps.
+    pub(crate) straggler_share: f64,
+}
+
+#[derive(Debug, Default)]
+struct NameStats {
+    sketch: Sketch,
+}
+
+#[derive(Debug, Default)]
+struct RankState {
+    host: String,
+    pid: Option<i64>,
+    spans: u64,
+    first_ns: Option<u64>,
+    last_ns: u64,
+    metric_batches: u64,
+    log_records: u64,
+    /// Parent span id → (name, summed ns) of its children seen so far.
+    pending: HashMap<u64, Vec<(u32, u64)>>,
+}
+
+/// Streaming aggregation of one run.
+#[derive(Debug, Default)]
+pub(crate) struct Aggregator {
+    names: Vec<(String, NameStats)>,
+    name_ids: HashMap<String, u32>,
+    ranks: BTreeMap<i64, RankState>,
+    steps: steps::StepMatrix,
+    step_names: BTreeSet<u32>,
+    truncated: Listed,
+    errors: Listed,
+    metrics: metrics::MetricStore,
+    world_size: Option<i64>,
+    run_ids: BTreeSet<String>,
+    unattributed: u64,
+}
+
+impl Aggregator {
+    fn name_id(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.name_ids.get(name) {
+            return id;
+        }
+        if self.names.len() >= MAX_NAMES {
+            // names carrying ids would grow the table without bound
+            return self.name_id_capped();
+        }
+        let id = self.names.len() as u32;
+        self.names.push((name.to_owned(), NameStats::default()));
+        self.name_ids.insert(name.to_owned(), id);
+        id
+    }
+
+    #[cold]
+    fn name_id_capped(&mut self) -> u32 {
+        let other = format!("(other names past the first {MAX_NAMES})");
+        if let Some(&id) = self.name_ids.get(&other) {
+            return id;
+        }
+        let id = self.names.len() as u32;
+        self.names.push((other.clone(), NameStats::default()));
+        self.name_ids.insert(other, id);
+        id
+    }
+
+    fn origin(&mut self, o: &Origin) -> &mut RankState {
+        if let Some(ws) = o.world_size {
+            self.world_size = Some(self.world_size.map_or(ws, |w| w.max(ws)));
+        }
+        if !o.run_id.is_empty() && !self.run_ids.contains(&o.run_id) {
+            self.run_ids.insert(o.run_id.clone());
+        }
+        let r = self.ranks.entry(o.rank).or_default();
+        if r.host.is_empty() {
+            r.host.clone_from(&o.host);
+            r.pid = o.pid;
+        }
+        r
+    }
+
+    fn span(&mut self, rank: i64, s: &Span<'_>) {
+        let dur = s.end_time_unix_nano.saturating_sub(s.start_time_unix_nano);
+        let id = self.name_id(&s.name);
+        self.names[id as usize].1.sketch.add(dur);
+        let (mut iteration, mut truncated, mut reason) = (None, false, "");
+        for kv in &s.attributes {
+            match kv.key.as_ref() {
+                "nv.dl.iteration" => iteration = kv.value.as_i64(),
+                "nemo.span.truncated" => truncated = kv.value.is_true(),
+                "nemo.span.truncated.reason" => reason = kv.value.as_str().unwrap_or(""),
+                _ => {}
+            }
+        }
+        let flagged = |detail: &str| Flagged {
+            rank,
+            name: s.name.to_string(),
+            span_id: s.span_id.to_string(),
+            start_ns: s.start_time_unix_nano,
+            dur_ns: dur,
+            detail: detail.to_owned(),
+        };
+        if truncated {
+            self.truncated.push(|| flagged(reason));
+        }
+        if s.status.code == 2 {
+            self.errors.push(|| flagged(&s.status.message));
+        }
+        let Some(r) = self.ranks.get_mut(&rank) else {
+            return;
+        };
+        r.spans += 1;
+        r.first_ns = Some(
+            r.first_ns
+                .map_or(s.start_time_unix_nano, |f| f.min(s.start_time_unix_nano)),
+        );
+        r.last_ns = r.last_ns.max(s.end_time_unix_nano);
+        let children = r.pending.remove(&span_id_u64(&s.span_id));
+        let parent = span_id_u64(&s.parent_span_id);
+        if parent != 0 {
+            if r.pending.len() >= MAX_PENDING {
+                self.unattributed += r.pending.len() as u64;
+                r.pending.clear();
+            }
+            let e = r.pending.entry(parent).or_default();
+            match e.iter_mut().find(|(n, _)| *n == id) {
+                Some(slot) => slot.1 += dur,
+                None => e.push((id, dur)),
+            }
+        }
+        if let Some(it) = iteration {
+            self.step_names.insert(id);
+            let mut phases = Vec::new();
+            for (child, ns) in children.unwrap_or_default() {
+                let name = &self.names[child as usize].0;
+                if let Some(slot) = self.steps.phase_slot(name) {
+                    phases.push((slot, ns));
+                }
+            }
+            self.steps.record(rank, it, dur, &phases);
+        }
+    }
+
+    /// Finishes the aggregation.
+    pub(crate) fn finish(self, diag: Diagnostics, settings: Settings) -> Report {
+        let analysis = self
+            .steps
+            .analyze(settings.straggler_pct, settings.straggler_share);
+        let ranks: Vec<RankRow> = self
+            .ranks
+            .iter()
+            .map(|(&rank, r)| RankRow {
+                rank,
+                host: r.host.clone(),
+                pid: r.pid,
+                spans: r.spans,
+                steps: self.steps.steps_of(rank),
+                first_ns: r.first_ns.unwrap_or(0),
+                last_ns: r.last_ns,
+                wall_ns: r.last_ns.saturating_sub(r.first_ns.unwrap_or(r.last_ns)),
+                metric_batches: r.metric_batches,
+                log_records: r.log_records,
+            })
+            .collect();
+        let wall: u64 = ranks.iter().map(|r| r.wall_ns).sum();
+        let by_name = self
+            .names
+            .iter()
+            .map(|(name, st)| {
+                let k = &st.sketch;
+                let row = NameRow {
+                    count: k.count(),
+                    p50: k.quantile(0.5),
+                    p95: k.quantile(0.95),
+                    p99: k.quantile(0.99),
+                    max: k.max(),
+                    total_ns: k.sum() as u64,
+                    share: if wall > 0 {
+                        k.sum() as f64 / wall as f64
+                    } else {
+                        0.0
+                    },
+                };
+                (name.clone(), row)
+            })
+            .collect();
+        let missing_ranks = match self.world_size {
+            Some(ws) => (0..ws)
+                .filter(|r| self.ranks.get(r).is_none_or(|s| s.spans == 0))
+                .collect(),
+            None => Vec::new(),
+        };
+        let metric_points_untracked = self.metrics.dropped_points;
+        let metrics_series = self.metrics.into_sorted();
+        let metrics = metrics_series
+            .iter()
+            .flat_map(|(name, by_rank)| {
+                by_rank.iter().map(move |(&rank, s)| MetricRow {
+                    name: name.clone(),
+                    rank,
+                    series: s.clone(),
+                })
+            })
+            .collect();
+        Report {
+            schema_version: SCHEMA_VERSION,
+            settings,
+            input: diag.clone(),
+            run_ids: self.run_ids.into_iter().collect(),
+            world_size: self.world_size,
+            spans: SpanTotals {
+                count: diag.spans,
+                truncated: self.truncated.count,
+                errors: self.errors.count,
+                wall_ns: wall,
+                step_span_names: self
+                    .step_names
+                    .iter()
+                    .map(|&i| self.names[i as usize].0.clone())
+                    .collect(),
+            },
+            ranks,
+            missing_ranks,
+            by_name,
+            steps: StepsDoc {
+                count: analysis.rows.len(),
+                phases: analysis.phases,
+                untracked: self.steps.untracked,
+                unattributed_children: self.unattributed,
+                iterations_per_row: self.steps.stride(),
+                ranks: analysis.ranks,
+                rows: analysis.rows,
+            },
+            heat: analysis.heat,
+            stragglers: analysis.stragglers,
+            truncated: self.truncated,
+            errors: self.errors,
+            metrics,
+            metric_points_untracked,
+            series: metrics_series,
+            slow: analysis.slow,
+        }
+    }
+}
+
+impl Sink for Aggregator {
+    fn spans(&mut self, origin: &Origin, spans: &[Span<'_>]) {
+        self.origin(origin);
+        for s in spans {
+            self.span(origin.rank, s);
+        }
+    }
+
+    fn metrics(&mut self, origin: &Origin, metrics: &[Metric<'_>]) {
+        self.origin(origin).metric_batches += 1;
+        self.metrics.add(origin.rank, metrics);
+    }
+
+    fn logs(&mut self, origin: &Origin, count: usize) {
+        self.origin(origin).log_records += count as u64;
+    }
+}

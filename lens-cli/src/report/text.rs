@@ -1,0 +1,283 @@
+//! Plain-text rendering of a [`Report`] for the terminal.
+
+use std::fmt::Write;
+
+use super::Report;
+
+/// Ranks up to which the text step table shows one column per rank.
+const MATRIX_RANKS: usize = 8;
+
+/// Formats nanoseconds with a unit that keeps 3 significant digits.
+pub(crate) fn fmt_ns(ns: u64) -> String {
+    let v = ns as f64;
+    if v >= 1e9 {
+        format!("{:.3} s", v / 1e9)
+    } else if v >= 1e6 {
+        format!("{:.2} ms", v / 1e6)
+    } else if v >= 1e3 {
+        format!("{:.1} µs", v / 1e3)
+    } else {
+        format!("{ns} ns")
+    }
+}
+
+/// Formats a metric value compactly.
+pub(crate) fn fmt_num(v: f64) -> String {
+    let a = v.abs();
+    if a != 0.0 && !(1e-3..1e6).contains(&a) {
+        format!("{v:.3e}")
+    } else {
+        format!("{v:.4}")
+    }
+}
+
+/// Renders the report; at most `max_rows` rows per long table.
+pub(crate) fn render_text(r: &Report, max_rows: usize) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "Run {}: {} spans from {} rank(s) in {} file(s); world size {}",
+        if r.run_ids.is_empty() {
+            "?".to_owned()
+        } else {
+            r.run_ids.join(",")
+        },
+        r.spans.count,
+        r.ranks.len(),
+        r.input.files,
+        r.world_size.map_or("?".to_owned(), |w| w.to_string()),
+    );
+    if r.input.skipped_lines + r.input.broken_files > 0 {
+        let _ = writeln!(
+            o,
+            "Skipped {} bad line(s); {} file(s) ended early (see stderr)",
+            r.input.skipped_lines, r.input.broken_files
+        );
+    }
+    ranks(&mut o, r, max_rows);
+    let _ = writeln!(
+        o,
+        "\nSpans by name (share = summed time / summed rank wall time)"
+    );
+    let _ = writeln!(
+        o,
+        "  {:<32} {:>9} {:>10} {:>10} {:>10} {:>10} {:>7}",
+        "name", "count", "p50", "p95", "p99", "max", "share"
+    );
+    let mut names: Vec<_> = r.by_name.iter().collect();
+    names.sort_by_key(|n| std::cmp::Reverse(n.1.total_ns));
+    for (name, n) in names.iter().take(max_rows) {
+        let _ = writeln!(
+            o,
+            "  {:<32} {:>9} {:>10} {:>10} {:>10} {:>10} {:>6.1}%",
+            truncate(name, 32),
+            n.count,
+            fmt_ns(n.p50),
+            fmt_ns(n.p95),
+            fmt_ns(n.p99),
+            fmt_ns(n.max),
+            n.share * 100.0
+        );
+    }
+    more(&mut o, names.len(), max_rows);
+    steps(&mut o, r, max_rows);
+    problems(&mut o, r, max_rows);
+    metrics(&mut o, r, max_rows);
+    o
+}
+
+fn ranks(o: &mut String, r: &Report, max_rows: usize) {
+    let _ = writeln!(o, "\nRanks");
+    let _ = writeln!(
+        o,
+        "  {:>6} {:<20} {:>10} {:>8} {:>12} {:>8}",
+        "rank", "host", "spans", "steps", "wall", "logs"
+    );
+    for x in r.ranks.iter().take(max_rows) {
+        let _ = writeln!(
+            o,
+            "  {:>6} {:<20} {:>10} {:>8} {:>12} {:>8}",
+            x.rank,
+            truncate(&x.host, 20),
+            x.spans,
+            x.steps,
+            fmt_ns(x.wall_ns),
+            x.log_records
+        );
+    }
+    more(o, r.ranks.len(), max_rows);
+}
+
+fn more(o: &mut String, n: usize, shown: usize) {
+    if n > shown {
+        let _ = writeln!(o, "  … {} more (use --max-rows or --json)", n - shown);
+    }
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_owned()
+    } else {
+        let mut t: String = s.chars().take(n - 1).collect();
+        t.push('…');
+        t
+    }
+}
+
+fn steps(o: &mut String, r: &Report, max_rows: usize) {
+    let st = &r.steps;
+    if st.rows.is_empty() {
+        let _ = writeln!(o, "\nNo step spans (spans with nv.dl.iteration).");
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "\nSteps ({}): {}, phases: {}",
+        r.spans.step_span_names.join(", "),
+        if st.iterations_per_row > 1 {
+            format!(
+                "{} rows, each the mean of {} iterations (long run)",
+                st.count, st.iterations_per_row
+            )
+        } else {
+            format!("{} iterations", st.count)
+        },
+        if st.phases.is_empty() {
+            "-".to_owned()
+        } else {
+            st.phases.join(", ")
+        }
+    );
+    // the full rank x step matrix when it fits a terminal
+    let matrix = st.ranks.len() <= MATRIX_RANKS && st.rows.iter().all(|r| r.by_rank.is_some());
+    let _ = write!(
+        o,
+        "  {:>9} {:>6} {:>18} {:>18} {:>18}",
+        "iteration", "ranks", "min (rank)", "median (rank)", "max (rank)"
+    );
+    if matrix {
+        for rank in &st.ranks {
+            let _ = write!(o, " {:>10}", format!("rank {rank}"));
+        }
+    }
+    let _ = writeln!(o);
+    let rows = &st.rows;
+    let head = max_rows.div_ceil(2);
+    let tail = max_rows / 2;
+    for (i, s) in rows.iter().enumerate() {
+        if rows.len() > max_rows && i >= head && i < rows.len() - tail {
+            if i == head {
+                let _ = writeln!(o, "  … {} iterations not shown …", rows.len() - max_rows);
+            }
+            continue;
+        }
+        let _ = writeln!(
+            o,
+            "  {:>9} {:>6} {:>18} {:>18} {:>18}",
+            s.iteration,
+            s.ranks,
+            format!("{} ({})", fmt_ns(s.min_ns), s.min_rank),
+            format!("{} ({})", fmt_ns(s.median_ns), s.median_rank),
+            format!("{} ({})", fmt_ns(s.max_ns), s.max_rank),
+        );
+        if let (true, Some(by_rank)) = (matrix, &s.by_rank) {
+            // drop the newline, add the per-rank cells
+            o.pop();
+            for d in by_rank {
+                let cell = d.map_or("-".to_owned(), fmt_ns);
+                let _ = write!(o, " {cell:>10}");
+            }
+            let _ = writeln!(o);
+        }
+    }
+    let _ = writeln!(
+        o,
+        "\nStragglers (> {}% over the step median in ≥ {:.0}% of steps)",
+        r.settings.straggler_pct,
+        r.settings.straggler_share * 100.0
+    );
+    if r.stragglers.is_empty() {
+        let _ = writeln!(o, "  none");
+    }
+    for s in &r.stragglers {
+        let _ = writeln!(
+            o,
+            "  rank {:<5} slow in {}/{} steps, +{:.1}% on average; slowest phase: {}",
+            s.rank,
+            s.slow_steps,
+            s.steps,
+            s.mean_excess_pct,
+            s.phase.as_ref().map_or("-".to_owned(), |p| format!(
+                "{p} (+{})",
+                fmt_ns(s.phase_excess_ns)
+            )),
+        );
+    }
+}
+
+fn problems(o: &mut String, r: &Report, max_rows: usize) {
+    if !r.missing_ranks.is_empty() {
+        let shown: Vec<String> = r
+            .missing_ranks
+            .iter()
+            .take(64)
+            .map(|x| x.to_string())
+            .collect();
+        let _ = writeln!(
+            o,
+            "\nRanks that exported nothing ({} of world size {}): {}{}",
+            r.missing_ranks.len(),
+            r.world_size.unwrap_or(0),
+            shown.join(", "),
+            if r.missing_ranks.len() > 64 {
+                ", …"
+            } else {
+                ""
+            }
+        );
+    }
+    for (title, list) in [
+        ("Truncated spans", &r.truncated),
+        ("ERROR spans", &r.errors),
+    ] {
+        if list.count == 0 {
+            continue;
+        }
+        let _ = writeln!(o, "\n{title}: {}", list.count);
+        for f in list.items.iter().take(max_rows) {
+            let _ = writeln!(
+                o,
+                "  rank {:<5} {:<28} {:>10}  {}",
+                f.rank,
+                truncate(&f.name, 28),
+                fmt_ns(f.dur_ns),
+                f.detail
+            );
+        }
+        more(o, list.count as usize, max_rows.min(list.items.len()));
+    }
+}
+
+fn metrics(o: &mut String, r: &Report, max_rows: usize) {
+    if r.metrics.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "\nMetrics (per rank: last / min / max)");
+    for (name, by_rank) in &r.series {
+        let _ = writeln!(o, "  {name}");
+        for (i, (rank, s)) in by_rank.iter().enumerate() {
+            if i == max_rows {
+                more(o, by_rank.len(), max_rows);
+                break;
+            }
+            let _ = writeln!(
+                o,
+                "    rank {:<5} {:>12} {:>12} {:>12}",
+                rank,
+                fmt_num(s.last),
+                fmt_num(s.min),
+                fmt_num(s.max)
+            );
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! Bad input is reported with file:line, skipped and counted; it never
+//! panics. Empty input exits with code 2 and says why.
+
+mod support;
+
+use std::io::Write;
+
+use support::{fresh_dir, ok, report_json, run};
+
+fn synth_one(dir: &std::path::Path) -> String {
+    ok(&[
+        "synth",
+        "--ranks",
+        "1",
+        "--steps",
+        "5",
+        "--out",
+        dir.to_str().expect("path"),
+    ]);
+    std::fs::read_to_string(dir.join("synth-rank0.otlp.jsonl")).expect("synth file")
+}
+
+#[test]
+fn malformed_lines_truncated_files_and_bad_encodings_are_skipped_and_counted() {
+    let src = fresh_dir("bad-src");
+    let good = synth_one(&src);
+    let good_lines: Vec<&str> = good.lines().collect();
+    let dir = fresh_dir("bad");
+
+    // 1: garbage and wrong shapes between good lines
+    let mut a = Vec::new();
+    writeln!(a, "{}", good_lines[0]).ok();
+    writeln!(a, "this is not json").ok(); // line 2
+    writeln!(a, "{{\"resourceSpans\": 42}}").ok(); // line 3: wrong type
+    a.extend_from_slice(b"{\"resourceSpans\":[{\"x\":\"\xff\xfe\"}]}\n"); // line 4: not UTF-8
+    writeln!(a, "{}", good_lines[1]).ok();
+    writeln!(a).ok(); // blank lines are fine
+    std::fs::write(dir.join("a-rank0.otlp.jsonl"), &a).expect("write a");
+
+    // 2: file cut in the middle of its last line
+    let cut = &good_lines[2][..good_lines[2].len() / 2];
+    std::fs::write(
+        dir.join("b-rank1.otlp.jsonl"),
+        format!("{}\n{cut}", good_lines[3]),
+    )
+    .expect("write b");
+
+    // 3: gzip header followed by garbage
+    std::fs::write(
+        dir.join("c-rank2.otlp.jsonl.gz"),
+        b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03garbage!garbage!",
+    )
+    .expect("write c");
+
+    // 4: valid gzip cut short
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(good.as_bytes()).expect("gzip");
+    let gz = gz.finish().expect("gzip");
+    std::fs::write(dir.join("d-rank3.otlp.jsonl.gz"), &gz[..gz.len() / 2]).expect("write d");
+
+    let d = dir.to_str().expect("path");
+    let out = run(&["report", "--json", d]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "exit {}: {stderr}", out.status);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let a_path = dir.join("a-rank0.otlp.jsonl").display().to_string();
+    for line in [2, 3, 4] {
+        assert!(
+            stderr.contains(&format!("{a_path}:{line}: ")),
+            "no report for line {line}: {stderr}"
+        );
+    }
+    assert!(
+        stderr.contains(&format!("{a_path}:4: not UTF-8")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("{}:2: ", dir.join("b-rank1.otlp.jsonl").display())),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "{}:1: ",
+            dir.join("c-rank2.otlp.jsonl.gz").display()
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&dir.join("d-rank3.otlp.jsonl.gz").display().to_string()),
+        "{stderr}"
+    );
+
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(r["input"]["files"], 4);
+    assert_eq!(
+        r["input"]["skipped_lines"].as_u64(),
+        Some(4),
+        "{:#}",
+        r["input"]
+    );
+    assert!(
+        r["input"]["broken_files"].as_u64() >= Some(1),
+        "{:#}",
+        r["input"]
+    );
+    // a: 2 good lines, b: 1 good line, d: whatever decoded before the cut
+    assert!(r["spans"]["count"].as_u64() >= Some(3 * 5));
+}
+
+#[test]
+fn error_status_spans_are_listed() {
+    let dir = fresh_dir("errors");
+    let line = r#"{"resourceSpans":[{"resource":{"attributes":[{"key":"nv.dl.rank","value":{"intValue":"0"}}]},"scopeSpans":[{"spans":[{"traceId":"01","spanId":"00000000000000aa","name":"checkpoint.save","startTimeUnixNano":"100","endTimeUnixNano":"900","status":{"code":2,"message":"disk full"}}]}]}]}"#;
+    std::fs::write(dir.join("x.otlp.jsonl"), format!("{line}\n")).expect("write");
+    let r = report_json(&[&dir], &[]);
+    assert_eq!(r["errors"]["count"], 1);
+    assert_eq!(r["errors"]["items"][0]["detail"], "disk full");
+    assert_eq!(r["errors"]["items"][0]["dur_ns"], 800);
+}
+
+#[test]
+fn empty_input_exits_2_with_a_clear_message() {
+    let dir = fresh_dir("empty");
+    let out = run(&["report", dir.to_str().expect("path")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no OTLP/JSON-lines files"));
+
+    std::fs::write(dir.join("e.otlp.jsonl"), "").expect("write");
+    let out = run(&["report", dir.to_str().expect("path")]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no spans, metrics or logs found"),
+        "{stderr}"
+    );
+
+    let out = run(&[
+        "perfetto",
+        dir.to_str().expect("path"),
+        "-o",
+        dir.join("t.pftrace").to_str().expect("p"),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn bom_crlf_and_utf16_files() {
+    let src = fresh_dir("enc-src");
+    let good = synth_one(&src);
+    let dir = fresh_dir("enc");
+    // UTF-8 with a byte order mark and CRLF line ends: read as usual
+    let crlf = format!("\u{feff}{}", good.replace('\n', "\r\n"));
+    std::fs::write(dir.join("bom-rank0.otlp.jsonl"), crlf).expect("write");
+    // UTF-16LE: every line reported, nothing read
+    let mut utf16 = vec![0xff, 0xfe];
+    for u in good.encode_utf16() {
+        utf16.extend_from_slice(&u.to_le_bytes());
+    }
+    std::fs::write(dir.join("u16-rank1.otlp.jsonl"), utf16).expect("write");
+    let out = run(&["report", "--json", dir.to_str().expect("path")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("u16-rank1.otlp.jsonl:1: not UTF-8"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("looks like UTF-16"), "{stderr}");
+    assert!(!stderr.contains("bom-rank0"), "{stderr}");
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let want = support::count_spans(&src).values().sum::<u64>();
+    assert_eq!(r["spans"]["count"], want);
+    // each UTF-16 line (and the stray NUL after the last newline) is skipped
+    assert!(r["input"]["skipped_lines"].as_u64() >= Some(good.lines().count() as u64));
+}

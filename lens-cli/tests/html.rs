@@ -1,0 +1,246 @@
+//! The HTML page rendered by headless Chromium: lanes with `data-rank`,
+//! SVG metric panels, no external resources; a screenshot is written to
+//! the test output directory.
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+
+use support::{fresh_dir, ok};
+
+fn chromium() -> Option<String> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|c| {
+            Command::new(c)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .map(str::to_owned)
+}
+
+/// Runs headless Chromium; fails the test if it takes over two minutes.
+fn browser(bin: &str, profile: &Path, extra: &[&str], url: &str) -> std::process::Output {
+    let out_dir = profile.join("out");
+    std::fs::create_dir_all(&out_dir).expect("browser output dir");
+    let (stdout, stderr) = (out_dir.join("stdout"), out_dir.join("stderr"));
+    let mut child = Command::new(bin)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(extra)
+        .arg(url)
+        .stdout(std::fs::File::create(&stdout).expect("stdout file"))
+        .stderr(std::fs::File::create(&stderr).expect("stderr file"))
+        .spawn()
+        .expect("chromium starts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for chromium") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("chromium did not finish within 120 s ({url})");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    std::process::Output {
+        status,
+        stdout: std::fs::read(&stdout).unwrap_or_default(),
+        stderr: std::fs::read(&stderr).unwrap_or_default(),
+    }
+}
+
+#[test]
+fn html_report_renders_lanes_and_panels_in_headless_chromium() {
+    let dir = fresh_dir("html-in");
+    let d = dir.to_str().expect("path");
+    ok(&[
+        "synth",
+        "--ranks",
+        "6",
+        "--steps",
+        "40",
+        "--out",
+        d,
+        "--straggler",
+        "4:forward_backward:35",
+        "--truncate",
+        "2",
+    ]);
+    let out = fresh_dir("html-out");
+    let page = out.join("report.html");
+    ok(&[
+        "report",
+        "--html",
+        page.to_str().expect("path"),
+        "--html-steps",
+        "8",
+        d,
+    ]);
+    let html = std::fs::read_to_string(&page).expect("page");
+    // self-contained: nothing fetched from anywhere
+    for bad in [
+        "<script src",
+        "<link ",
+        "http://",
+        "https://",
+        "@import",
+        "url(",
+    ] {
+        let hits: Vec<_> = html
+            .match_indices(bad)
+            .filter(|(i, _)| !html[*i..].starts_with("http://www.w3.org/2000/svg"))
+            .collect();
+        assert!(
+            hits.is_empty(),
+            "page references an external resource: {bad}"
+        );
+    }
+    assert!(html.len() < 2 << 20, "page is {} bytes", html.len());
+
+    let Some(bin) = chromium() else {
+        if std::env::var_os("LENS_SKIP_BROWSER").is_some_and(|v| v == "1") {
+            eprintln!("LENS_SKIP_BROWSER=1: chromium not installed, browser checks skipped");
+            return;
+        }
+        panic!("chromium is not installed: run scripts/install-test-deps.sh (apt-get install chromium) or set LENS_SKIP_BROWSER=1");
+    };
+    let url = format!("file://{}", page.display());
+    let dom = browser(&bin, &fresh_dir("html-profile-dom"), &["--dump-dom"], &url);
+    let dom_text = String::from_utf8_lossy(&dom.stdout);
+    assert!(
+        dom.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&dom.stderr)
+    );
+    for rank in 0..6 {
+        let lanes = dom_text
+            .matches(&format!("data-rank=\"{rank}\" style=\"height:"))
+            .count();
+        assert_eq!(lanes, 2, "rank {rank}: one lane per timeline section");
+    }
+    assert!(
+        dom_text.contains("class=\"lane straggler\" data-rank=\"4\""),
+        "straggler lane not highlighted"
+    );
+    assert!(
+        dom_text.contains("<svg class=\"metric\""),
+        "no metric panel"
+    );
+    assert!(
+        dom_text.contains("data-metric=\"nv.dl.loss\""),
+        "no loss panel"
+    );
+    assert!(
+        dom_text.contains("polyline class=\"straggler\" data-rank=\"4\""),
+        "straggler line missing"
+    );
+    assert!(dom_text.contains("s trunc"), "truncated spans not marked");
+    assert!(dom_text.contains("id=\"tip\""));
+    // the rank x step heat map: rank 4's row is red (+20-35% over the median)
+    assert!(dom_text.contains("<svg class=\"heat\""), "no heat map");
+    assert!(
+        dom_text.contains("<rect data-rank=\"4\" x=\"64.00\"")
+            && dom_text.contains("fill=\"#e4572e\""),
+        "straggler row not red in the heat map"
+    );
+
+    // the inline script works: zoom twice, hover a slow step
+    let probe = r#"<script>try{const s=document.querySelector(".section");s.querySelector(".zin").click();s.querySelector(".zin").click();const el=document.querySelector(".s.slow");el.dispatchEvent(new MouseEvent("mouseover",{bubbles:true}));document.body.setAttribute("data-check","zoom="+s.querySelector(".inner").style.width+";tip="+document.getElementById("tip").style.display+";"+document.getElementById("tip").textContent.split("\n")[0]);}catch(e){document.body.setAttribute("data-check","ERR "+e)}</script></body>"#;
+    let probed = out.join("probe.html");
+    std::fs::write(&probed, html.replace("</body>", probe)).expect("write probe page");
+    let dom = browser(
+        &bin,
+        &fresh_dir("html-profile-probe"),
+        &["--dump-dom"],
+        &format!("file://{}", probed.display()),
+    );
+    let dom_text = String::from_utf8_lossy(&dom.stdout);
+    let check = dom_text
+        .split("data-check=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .unwrap_or("no data-check");
+    assert!(
+        check.starts_with("zoom=400%;tip=block;train.step") && check.ends_with("(rank 4)"),
+        "script probe: {check}"
+    );
+
+    let png = out.join("timeline.png");
+    let shot = browser(
+        &bin,
+        &fresh_dir("html-profile-shot"),
+        &[
+            &format!("--screenshot={}", png.display()),
+            "--window-size=1400,900",
+            "--hide-scrollbars",
+        ],
+        &url,
+    );
+    assert!(
+        shot.status.success(),
+        "screenshot failed: {}",
+        String::from_utf8_lossy(&shot.stderr)
+    );
+    let bytes = std::fs::read(&png).expect("screenshot written");
+    assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
+    assert!(
+        bytes.len() > 10_000,
+        "screenshot suspiciously small: {} bytes",
+        bytes.len()
+    );
+    eprintln!("screenshot: {}", png.display());
+}
+
+#[test]
+fn html_size_stays_bounded_on_a_long_run() {
+    let dir = fresh_dir("html-big-in");
+    let d = dir.to_str().expect("path");
+    ok(&["synth", "--ranks", "16", "--steps", "1500", "--out", d]);
+    let page = fresh_dir("html-big-out").join("big.html");
+    ok(&["report", "--html", page.to_str().expect("path"), d]);
+    let html = std::fs::read_to_string(&page).expect("page");
+    assert!(html.len() < 3 << 20, "page is {} bytes", html.len());
+    assert!(html.contains("Showing the first 8 and the last 8 of up to 1500 steps per rank"));
+}
+
+#[test]
+fn many_ranks_keep_fewer_steps_each() {
+    let dir = fresh_dir("html-wide-in");
+    let d = dir.to_str().expect("path");
+    ok(&[
+        "synth",
+        "--ranks",
+        "600",
+        "--steps",
+        "12",
+        "--out",
+        d,
+        "--straggler",
+        "599:forward_backward:50",
+    ]);
+    let page = fresh_dir("html-wide-out").join("wide.html");
+    ok(&["report", "--html", page.to_str().expect("path"), d]);
+    let html = std::fs::read_to_string(&page).expect("page");
+    // 4096 step groups over 600 ranks: 6 steps per rank (3 + 3)
+    assert!(
+        html.contains("Showing the first 3 and the last 3 of up to 12 steps per rank"),
+        "note missing"
+    );
+    assert!(html.contains("64 of 600 ranks drawn (stragglers first)"));
+    assert!(html.contains("class=\"lane straggler\" data-rank=\"599\""));
+    assert!(html.len() < 4 << 20, "page is {} bytes", html.len());
+}

@@ -1,0 +1,221 @@
+//! `lens report` on synthetic runs with known stragglers, truncations and
+//! missing ranks.
+
+mod support;
+
+use support::{count_spans, fresh_dir, ok, report_json};
+
+#[test]
+fn finds_exactly_the_planted_stragglers_and_their_phases() {
+    let dir = fresh_dir("stragglers");
+    let d = dir.to_str().expect("utf-8 path");
+    ok(&[
+        "synth",
+        "--ranks",
+        "8",
+        "--steps",
+        "60",
+        "--out",
+        d,
+        "--seed",
+        "7",
+        "--straggler",
+        "3:forward_backward:40",
+        "--straggler",
+        "5:data_loading:400",
+        "--truncate",
+        "6",
+    ]);
+    let r = report_json(&[&dir], &[]);
+    assert_eq!(r["schema_version"], 1);
+    let mut found: Vec<(i64, String)> = r["stragglers"]
+        .as_array()
+        .expect("stragglers array")
+        .iter()
+        .map(|s| {
+            (
+                s["rank"].as_i64().unwrap_or(-1),
+                s["phase"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    found.sort();
+    assert_eq!(
+        found,
+        vec![
+            (3, "forward_backward".to_owned()),
+            (5, "data_loading".to_owned())
+        ],
+        "{:#}",
+        r["stragglers"]
+    );
+    // rank 6 stops half-way: its open phase, step and job are truncated
+    let truncated = &r["truncated"];
+    assert_eq!(truncated["count"], 3, "{truncated:#}");
+    let items = truncated["items"].as_array().expect("items");
+    assert!(items
+        .iter()
+        .all(|t| t["rank"] == 6 && t["detail"] == "signal SIGTERM"));
+    let mut names: Vec<&str> = items.iter().filter_map(|t| t["name"].as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["forward_backward", "job", "train.step"]);
+    assert_eq!(r["errors"]["count"], 0);
+    assert_eq!(r["missing_ranks"].as_array().map(Vec::len), Some(0));
+    assert_eq!(r["steps"]["count"], 60);
+    assert_eq!(
+        r["steps"]["phases"],
+        serde_json::json!(["data_loading", "forward_backward", "optimizer_step"])
+    );
+
+    // the text report names them too
+    let text = ok(&["report", d]);
+    assert!(text.contains("rank 3     slow in"), "{text}");
+    assert!(text.contains("slowest phase: forward_backward"), "{text}");
+    assert!(text.contains("slowest phase: data_loading"), "{text}");
+}
+
+#[test]
+fn no_stragglers_in_an_even_run() {
+    let dir = fresh_dir("even");
+    ok(&[
+        "synth",
+        "--ranks",
+        "6",
+        "--steps",
+        "40",
+        "--out",
+        dir.to_str().expect("path"),
+    ]);
+    let r = report_json(&[&dir], &[]);
+    assert_eq!(r["stragglers"], serde_json::json!([]));
+    assert_eq!(r["truncated"]["count"], 0);
+}
+
+#[test]
+fn json_counts_equal_an_independent_count() {
+    let dir = fresh_dir("counts");
+    ok(&[
+        "synth",
+        "--ranks",
+        "5",
+        "--steps",
+        "33",
+        "--microbatches",
+        "3",
+        "--out",
+        dir.to_str().expect("path"),
+        "--truncate",
+        "1",
+    ]);
+    let want = count_spans(&dir);
+    let r = report_json(&[&dir], &[]);
+    let total: u64 = want.values().sum();
+    assert_eq!(r["spans"]["count"], total);
+    assert_eq!(r["input"]["skipped_lines"], 0);
+    let by_name = r["by_name"].as_object().expect("by_name");
+    assert_eq!(by_name.len(), want.len());
+    for (name, n) in &want {
+        let row = &by_name[name];
+        assert_eq!(row["count"], *n, "{name}");
+        for q in ["p50", "p95", "p99", "max"] {
+            assert!(row[q].as_u64().is_some(), "{name}.{q}");
+        }
+        assert!(row["p50"].as_u64() <= row["p99"].as_u64());
+        assert!(row["p99"].as_u64() <= row["max"].as_u64());
+    }
+    let ranks = r["ranks"].as_array().expect("ranks");
+    assert_eq!(ranks.len(), 5);
+    let per_rank: u64 = ranks.iter().filter_map(|x| x["spans"].as_u64()).sum();
+    assert_eq!(per_rank, total);
+    for key in [
+        "schema_version",
+        "ranks",
+        "spans",
+        "by_name",
+        "steps",
+        "stragglers",
+        "truncated",
+        "errors",
+        "metrics",
+    ] {
+        assert!(r.get(key).is_some(), "missing key {key}");
+    }
+    assert!(!r["metrics"].as_array().expect("metrics").is_empty());
+}
+
+#[test]
+fn ranks_that_exported_nothing_are_named() {
+    let dir = fresh_dir("missing");
+    ok(&[
+        "synth",
+        "--ranks",
+        "4",
+        "--steps",
+        "10",
+        "--out",
+        dir.to_str().expect("path"),
+    ]);
+    std::fs::remove_file(dir.join("synth-rank2.otlp.jsonl")).expect("remove");
+    let r = report_json(&[&dir], &[]);
+    assert_eq!(r["missing_ranks"], serde_json::json!([2]));
+    assert_eq!(r["world_size"], 4);
+}
+
+#[test]
+fn gzip_input_reads_like_plain() {
+    let plain = fresh_dir("plain");
+    let gz = fresh_dir("gz");
+    ok(&[
+        "synth",
+        "--ranks",
+        "3",
+        "--steps",
+        "12",
+        "--out",
+        plain.to_str().expect("p"),
+    ]);
+    ok(&[
+        "synth",
+        "--ranks",
+        "3",
+        "--steps",
+        "12",
+        "--gzip",
+        "--out",
+        gz.to_str().expect("p"),
+    ]);
+    let a = report_json(&[&plain], &[]);
+    let b = report_json(&[&gz], &[]);
+    assert_eq!(a["by_name"], b["by_name"]);
+    assert_eq!(a["stragglers"], b["stragglers"]);
+}
+
+#[test]
+fn straggler_thresholds_are_options() {
+    let dir = fresh_dir("thresholds");
+    let d = dir.to_str().expect("path");
+    ok(&[
+        "synth",
+        "--ranks",
+        "4",
+        "--steps",
+        "20",
+        "--out",
+        d,
+        "--straggler",
+        "1:optimizer_step:100",
+    ]);
+    // optimizer_step is ~14% of a step: +100% makes the step ~14% slower
+    let found = |extra: &[&str]| -> Vec<i64> {
+        report_json(&[&dir], extra)["stragglers"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|s| s["rank"].as_i64()).collect())
+            .unwrap_or_default()
+    };
+    assert_eq!(found(&[]), [1]);
+    assert_eq!(found(&["--straggler-pct", "25"]), Vec::<i64>::new());
+    assert_eq!(
+        found(&["--straggler-pct", "5", "--straggler-share", "1.0"]),
+        [1]
+    );
+}
