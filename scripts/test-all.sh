@@ -18,8 +18,9 @@ cargo fmt --all -- --check
 step "cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets -- -D warnings
 
-step "build the examples (integration tests run them as separate processes)"
+step "build the examples and the lens command (integration tests run them as separate processes)"
 cargo build -p examples --examples
+cargo build -p lens-cli
 
 step "cargo test --workspace (unit, behaviour, integration, UI; benches run once in test mode)"
 cargo test --workspace --all-targets

@@ -94,6 +94,11 @@ pub fn report(telemetry: &TelemetryHandle, config: &LensConfig) {
                 spans.len(),
                 spans.join(", ")
             );
+            // the last line: how to look at what was written
+            println!(
+                "look at it: cargo run --release -p lens-cli -- report {p}    (or: report --html run.html {p})",
+                p = path.display()
+            );
         }
         None => println!(
             "telemetry went to the {} exporter (exporting: {})",

@@ -77,30 +77,49 @@ pub fn run_ok(cmd: &mut Command) -> std::process::Output {
 /// An example binary built by `cargo test --workspace --all-targets` (or
 /// `cargo build -p examples --example NAME`), next to this test's profile.
 pub fn example_binary(name: &str) -> PathBuf {
+    built_binary(
+        "examples",
+        name,
+        &format!(
+            "`cargo test --workspace --all-targets` or `cargo build -p examples --example {name}`"
+        ),
+    )
+}
+
+/// The `lens` command (package `lens-cli`), built by `cargo test
+/// --workspace` or `cargo build -p lens-cli`.
+///
+/// ```no_run
+/// let lens = tests::lens_cli_binary();
+/// assert!(lens.is_file());
+/// ```
+pub fn lens_cli_binary() -> PathBuf {
+    built_binary("", "lens", "`cargo build -p lens-cli`")
+}
+
+/// `name` in `<target>/<profile>/<subdir>`: next to the running test's
+/// profile directory first, then under `CARGO_TARGET_DIR` (or the
+/// workspace's `target/`), debug before release.
+fn built_binary(subdir: &str, name: &str, how: &str) -> PathBuf {
     let file = format!("{name}{}", std::env::consts::EXE_SUFFIX);
     let mut candidates = Vec::new();
     if let Ok(exe) = std::env::current_exe() {
         // target/<profile>/deps/<test>-<hash>
         if let Some(profile_dir) = exe.parent().and_then(|deps| deps.parent()) {
-            candidates.push(profile_dir.join("examples").join(&file));
+            candidates.push(profile_dir.join(subdir).join(&file));
         }
     }
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
     for profile in ["debug", "release"] {
-        candidates.push(target.join(profile).join("examples").join(&file));
+        candidates.push(target.join(profile).join(subdir).join(&file));
     }
     candidates
         .iter()
         .find(|p| p.is_file())
         .cloned()
-        .unwrap_or_else(|| {
-            panic!(
-                "the {name} example is not built (looked at {candidates:?}); build it with \
-             `cargo test --workspace --all-targets` or `cargo build -p examples --example {name}`"
-            )
-        })
+        .unwrap_or_else(|| panic!("{name} is not built (looked at {candidates:?}); build it with {how}"))
 }
 
 /// A free TCP port on 127.0.0.1.

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
-use tests::{clean_command, example_binary, get, run_ok, Rotel};
+use tests::{clean_command, example_binary, get, lens_cli_binary, run_ok, Rotel};
 
 fn run_to_file(name: &str, file: &Path) -> String {
     let mut cmd = clean_command(example_binary(name));
@@ -79,6 +79,39 @@ fn quickstart_writes_the_file() {
             "eval.pass",
         ],
     );
+}
+
+/// The quickstart's last line is the `lens report` command for its own
+/// output; that command, and its `--html` form, work as printed.
+#[test]
+fn quickstart_prints_a_report_command_that_works() {
+    let file = tmp("quickstart-report");
+    let mut cmd = clean_command(example_binary("quickstart"));
+    cmd.env("NEMO_LENS_FILE_PATH", &file);
+    let stdout = String::from_utf8_lossy(&run_ok(&mut cmd).stdout).into_owned();
+    let last = stdout.lines().last().unwrap_or("");
+    let printed = last
+        .strip_prefix("look at it: cargo run --release -p lens-cli -- ")
+        .and_then(|rest| rest.split("    (").next())
+        .unwrap_or_else(|| panic!("the last line names the report command: {last:?}"));
+    let args: Vec<&str> = printed.split_whitespace().collect();
+    assert_eq!(args, ["report", &*file.display().to_string()]);
+
+    let report = run_ok(std::process::Command::new(lens_cli_binary()).args(&args));
+    let text = String::from_utf8_lossy(&report.stdout);
+    for name in ["train.step", "forward_backward", "checkpoint.save"] {
+        assert!(text.contains(name), "report names {name}:\n{text}");
+    }
+
+    let html = file.with_extension("html");
+    run_ok(
+        std::process::Command::new(lens_cli_binary())
+            .args(["report", "--html"])
+            .arg(&html)
+            .arg(&file),
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("data-rank=\"0\""), "one lane for rank 0");
 }
 
 #[test]
