@@ -119,7 +119,9 @@ fn built_binary(subdir: &str, name: &str, how: &str) -> PathBuf {
         .iter()
         .find(|p| p.is_file())
         .cloned()
-        .unwrap_or_else(|| panic!("{name} is not built (looked at {candidates:?}); build it with {how}"))
+        .unwrap_or_else(|| {
+            panic!("{name} is not built (looked at {candidates:?}); build it with {how}")
+        })
 }
 
 /// A free TCP port on 127.0.0.1.
