@@ -9,10 +9,10 @@ use std::io::Write;
 use serde_json::{json, Value};
 
 use super::flows::Flows;
-use super::packing::Packing;
 use super::{each_point, process_name, thread_of, TwoPass, REMOTE_PARENT};
 use crate::input::otlp::{span_id_u64, Metric, Span};
 use crate::input::{Origin, Sink};
+use lens_perfetto::packing::Packing;
 
 /// Microseconds with 3 decimals, from nanoseconds, as a JSON number.
 fn us(ns: u64) -> Value {

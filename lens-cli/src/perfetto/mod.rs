@@ -5,8 +5,7 @@
 
 mod chrome;
 mod flows;
-mod packing;
-mod proto;
+mod merge;
 mod writer;
 
 use std::fs::File;
@@ -27,10 +26,36 @@ pub(crate) fn run(a: &PerfettoArgs) -> Result<(), Failure> {
     if paths.is_empty() {
         return Err(Failure::Empty("give input files or --merge DIR".to_owned()));
     }
-    let files = crate::input::discover(&paths)?;
+    // `.pftrace` files (the runtime's `perfetto` exporter) are merged as
+    // they are; JSON-lines files are converted
+    let (traces, rest) = merge::split(&paths).map_err(|e| Failure::Other(e.to_string()))?;
+    if !traces.is_empty() && a.format != TraceFormat::Proto {
+        return Err(Failure::Other(format!(
+            "{} is a Perfetto trace; it can only be merged into a proto trace (drop --format)",
+            traces[0].display()
+        )));
+    }
+    let files = match crate::input::discover(&rest) {
+        Ok(files) => files,
+        Err(_) if !traces.is_empty() => Vec::new(),
+        Err(e) => return Err(e.into()),
+    };
     let out =
         File::create(&a.out).map_err(|e| Failure::Other(format!("{}: {e}", a.out.display())))?;
-    let out = BufWriter::with_capacity(1 << 20, out);
+    let mut out = BufWriter::with_capacity(1 << 20, out);
+    let copied = merge::append(&traces, &mut out)
+        .map_err(|e| Failure::Other(format!("{}: {e}", a.out.display())))?;
+    if files.is_empty() {
+        use std::io::Write as _;
+        out.flush()
+            .map_err(|e| Failure::Other(format!("{}: {e}", a.out.display())))?;
+        eprintln!(
+            "lens perfetto: {} trace file(s), {copied} bytes, merged into {}",
+            traces.len(),
+            a.out.display()
+        );
+        return Ok(());
+    }
     let (diag, written) = match a.format {
         TraceFormat::Proto => {
             let mut sink = ProtoSink::new(out);

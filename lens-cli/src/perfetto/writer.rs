@@ -7,11 +7,11 @@ use std::io::Write;
 use prost::Message;
 use rustc_hash::FxHashMap as HashMap;
 
-use super::packing::Packing;
-use super::proto::{self, DebugAnnotation, TracePacket, TrackDescriptor, TrackEvent};
 use super::{each_point, flows, process_name, thread_name_of, thread_of, TwoPass, REMOTE_PARENT};
 use crate::input::otlp::{span_id_u64, KeyValue, Metric, Span};
 use crate::input::{Origin, Sink};
+use lens_perfetto::packing::Packing;
+use lens_perfetto::proto::{self, DebugAnnotation, TracePacket, TrackDescriptor, TrackEvent};
 
 /// The one packet sequence this writer uses.
 const SEQUENCE: u32 = 1;

@@ -3,7 +3,9 @@
 
 use super::error::{invalid, ConfigError};
 use super::lens::{parse_bool, ExporterKind, LensConfig, ENV_PREFIX};
-use super::validate::{check_rank, check_rate, check_redact_keys, check_spec, check_strategy};
+use super::validate::{
+    check_perfetto_max_bytes, check_rank, check_rate, check_redact_keys, check_spec, check_strategy,
+};
 use crate::api::groups::SpanGroupFamily;
 
 /// Reads variables for [`LensConfig::from_lookup`]: tries each prefix in
@@ -137,6 +139,13 @@ impl LensConfig {
         env.opt("RUN_ID", &mut c.run_id);
         env.opt("USER_ID", &mut c.user);
         env.opt("FILE_PATH", &mut c.file_path);
+        if let Some((var, v)) = env.get("PERFETTO_MAX_BYTES") {
+            c.perfetto_max_bytes = v
+                .trim()
+                .parse()
+                .map_err(|_| invalid(&var, &v, "a whole number of bytes >= 65536"))?;
+            check_perfetto_max_bytes(&var, c.perfetto_max_bytes)?;
+        }
         env.bool("FLUSH_ON_SIGNAL", &mut c.flush_on_signal)?;
         env.bool("GPU_METRICS", &mut c.gpu_metrics)?;
         c.wandb_entity = env.plain("WANDB_ENTITY").map(|v| v.trim().to_owned());

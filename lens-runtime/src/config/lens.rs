@@ -27,11 +27,15 @@ pub enum ExporterKind {
     Console,
     /// OTLP JSON lines appended to a file (`NEMO_LENS_FILE_PATH`).
     File,
+    /// Spans as a native Perfetto trace, `<run>-rank<N>.pftrace`, rotated
+    /// by size (`NEMO_LENS_PERFETTO_MAX_BYTES`); metrics and log records go
+    /// to the OTLP JSON lines file beside it.
+    Perfetto,
 }
 
 impl ExporterKind {
     /// Every accepted name.
-    pub const CHOICES: &'static str = "otlp, console, file";
+    pub const CHOICES: &'static str = "otlp, console, file, perfetto";
 
     /// The name as written in configuration.
     ///
@@ -43,6 +47,7 @@ impl ExporterKind {
             ExporterKind::Otlp => "otlp",
             ExporterKind::Console => "console",
             ExporterKind::File => "file",
+            ExporterKind::Perfetto => "perfetto",
         }
     }
 }
@@ -54,6 +59,7 @@ impl FromStr for ExporterKind {
             "otlp" => Ok(ExporterKind::Otlp),
             "console" => Ok(ExporterKind::Console),
             "file" => Ok(ExporterKind::File),
+            "perfetto" => Ok(ExporterKind::Perfetto),
             _ => Err(()),
         }
     }
@@ -64,6 +70,11 @@ impl fmt::Display for ExporterKind {
         f.write_str(self.as_str())
     }
 }
+
+/// The default of [`LensConfig::perfetto_max_bytes`]: 256 MiB.
+pub(crate) const PERFETTO_DEFAULT_MAX_BYTES: u64 = 256 * 1024 * 1024;
+/// The smallest accepted [`LensConfig::perfetto_max_bytes`]: 64 KiB.
+pub(crate) const PERFETTO_MIN_MAX_BYTES: u64 = 64 * 1024;
 
 /// Parses a boolean the way every `NEMO_LENS_*` switch is parsed.
 pub(crate) fn parse_bool(variable: &str, value: &str) -> Result<bool, ConfigError> {
@@ -124,6 +135,12 @@ pub struct LensConfig {
     /// `{rank}` is replaced by the rank). Default:
     /// `lens-telemetry/<run_id>-rank<rank>.otlp.jsonl` under the working directory.
     pub file_path: Option<String>,
+    /// With the `perfetto` exporter, the size after which a trace file is
+    /// closed and the next one started (`NEMO_LENS_PERFETTO_MAX_BYTES`;
+    /// default 256 MiB, at least 64 KiB). The trace files sit beside the
+    /// JSON lines file: `lens-telemetry/<run_id>-rank<rank>.pftrace`, then
+    /// `.1.pftrace`, `.2.pftrace`, …
+    pub perfetto_max_bytes: u64,
     /// Flush telemetry on SIGTERM / SIGINT before the process dies
     /// (`NEMO_LENS_FLUSH_ON_SIGNAL`, default false).
     pub flush_on_signal: bool,
@@ -174,6 +191,7 @@ impl Default for LensConfig {
             wandb_entity: None,
             wandb_project: None,
             file_path: None,
+            perfetto_max_bytes: PERFETTO_DEFAULT_MAX_BYTES,
             flush_on_signal: false,
             gpu_metrics: false,
             span_group_families: Vec::new(),

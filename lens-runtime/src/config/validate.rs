@@ -39,6 +39,7 @@ impl LensConfig {
             check_strategy("export_strategy", &self.export_strategy)?;
         }
         check_redact_keys("redact_keys", &self.redact_keys)?;
+        check_perfetto_max_bytes("perfetto_max_bytes", self.perfetto_max_bytes)?;
         if self.service_name.trim().is_empty() {
             return Err(invalid(
                 "service_name",
@@ -192,4 +193,15 @@ pub(super) fn check_strategy(variable: &str, name: &str) -> Result<(), ConfigErr
             ),
         ))
     }
+}
+
+pub(super) fn check_perfetto_max_bytes(variable: &str, bytes: u64) -> Result<(), ConfigError> {
+    if bytes < super::lens::PERFETTO_MIN_MAX_BYTES {
+        return Err(invalid(
+            variable,
+            &bytes.to_string(),
+            "a whole number of bytes >= 65536",
+        ));
+    }
+    Ok(())
 }

@@ -8,6 +8,7 @@ use crate::config::{ExporterKind, LensConfig};
 use crate::sdk::deadline::{spawn_all, timed_out_or, wait_all, Task};
 use crate::sdk::export::batch::BatchProcessor;
 use crate::sdk::export::log_count::{CountEmitted, CountExported, LogCounters};
+use crate::sdk::export::perfetto::{PerfettoExporter, PerfettoFiles};
 use crate::sdk::export::{self, console, file, Counting, ExportRuntime, SpanCounters};
 use crate::sdk::ids::ForkSafeIdGenerator;
 use crate::sdk::redact::{RedactLogs, RedactSpans, Redactor};
@@ -64,8 +65,11 @@ pub(crate) struct Pipeline {
     pub(crate) meter_provider: Option<SdkMeterProvider>,
     pub(crate) logger_provider: Option<SdkLoggerProvider>,
     pub(crate) counters: Arc<SpanCounters>,
-    /// The telemetry file, with the `file` exporter.
+    /// The telemetry file, with the `file` exporter (and, with `perfetto`,
+    /// the file of metrics and log records).
     pub(crate) sink: Option<Arc<file::Sink>>,
+    /// The trace files, with the `perfetto` exporter.
+    pub(crate) perfetto: Option<Arc<PerfettoFiles>>,
     pub(crate) file_path: Option<PathBuf>,
     /// A handle to the span processor: flushed with the caller's deadline,
     /// on the caller's thread.
@@ -77,6 +81,17 @@ pub(crate) struct Pipeline {
     /// threads).
     busy: [Arc<AtomicBool>; 2],
     _runtime: Option<ExportRuntime>,
+}
+
+/// `file_path` without its `.otlp.jsonl` / `.jsonl` ending: where the
+/// `perfetto` exporter's `.pftrace` files go.
+fn perfetto_stem(json_path: &Path) -> PathBuf {
+    let s = json_path.to_string_lossy();
+    let stem = s
+        .strip_suffix(".otlp.jsonl")
+        .or_else(|| s.strip_suffix(".jsonl"))
+        .unwrap_or(&s);
+    PathBuf::from(stem)
 }
 
 fn file_path(cfg: &LensConfig, run_id: &str, rank: u32) -> PathBuf {
@@ -166,18 +181,38 @@ impl Pipeline {
         } else {
             None
         };
-        let file_path =
-            (cfg.exporter == ExporterKind::File).then(|| file_path(cfg, inp.run_id, inp.rank));
+        let cannot_open = |p: &Path, e: std::io::Error| {
+            let from = if cfg.file_path.is_some() {
+                "NEMO_LENS_FILE_PATH"
+            } else {
+                "the default path, named after the run id (NEMO_LENS_RUN_ID, else SLURM_JOB_ID)"
+            };
+            let shown: String = p.display().to_string().chars().take(120).collect();
+            BuildError::Exporter(format!("cannot open {shown} (from {from}): {e}"))
+        };
+        // `perfetto`: spans into the trace files, metrics and log records
+        // into the JSON lines file beside them (opened only when needed)
+        let perfetto_spans = cfg.exporter == ExporterKind::Perfetto
+            && cfg.traces_enabled
+            && inp.span_processor.is_none();
+        let perfetto = if perfetto_spans {
+            let stem = perfetto_stem(&file_path(cfg, inp.run_id, inp.rank));
+            let first = crate::sdk::export::perfetto::rotated(&stem, 0);
+            Some(
+                PerfettoFiles::open(stem, cfg.perfetto_max_bytes)
+                    .map_err(|e| cannot_open(&first, e))?,
+            )
+        } else {
+            None
+        };
+        let wants_file = match cfg.exporter {
+            ExporterKind::File => true,
+            ExporterKind::Perfetto => cfg.metrics_enabled || cfg.logs_enabled,
+            _ => false,
+        };
+        let file_path = wants_file.then(|| file_path(cfg, inp.run_id, inp.rank));
         let backend = match (&file_path, &runtime) {
-            (Some(p), _) => Backend::File(file::Sink::file(p).map_err(|e| {
-                let from = if cfg.file_path.is_some() {
-                    "NEMO_LENS_FILE_PATH"
-                } else {
-                    "the default path, named after the run id (NEMO_LENS_RUN_ID, else SLURM_JOB_ID)"
-                };
-                let shown: String = p.display().to_string().chars().take(120).collect();
-                BuildError::Exporter(format!("cannot open {shown} (from {from}): {e}"))
-            })?),
+            (Some(p), _) => Backend::File(file::Sink::file(p).map_err(|e| cannot_open(p, e))?),
             (None, Some(rt)) => Backend::Otlp(rt.handle()),
             (None, None) => Backend::Console,
         };
@@ -193,12 +228,23 @@ impl Pipeline {
                 Some(f) => f(counters.clone(), batch, redactor.clone()),
                 None => {
                     let (c, r) = (counters.clone(), redactor.clone());
-                    match &backend {
-                        Backend::File(sink) => {
+                    match (&perfetto, &backend) {
+                        (Some(files), _) => {
+                            let host = res
+                                .get(&opentelemetry::Key::from_static_str("host.name"))
+                                .map(|v| v.to_string())
+                                .unwrap_or_else(|| "?".to_owned());
+                            let e =
+                                PerfettoExporter::new(files.clone(), inp.run_id, inp.rank, &host);
+                            batch_processor(e, c, batch, r)
+                        }
+                        (None, Backend::File(sink)) => {
                             batch_processor(file::JsonLines::new(sink.clone(), false), c, batch, r)
                         }
-                        Backend::Console => batch_processor(console::console(), c, batch, r),
-                        Backend::Otlp(h) => {
+                        (None, Backend::Console) => {
+                            batch_processor(console::console(), c, batch, r)
+                        }
+                        (None, Backend::Otlp(h)) => {
                             let e = export::otlp_spans(otel.protocols[0], h)
                                 .map_err(exporter_err)?
                                 .with_timeout(otel.export_timeout);
@@ -290,7 +336,8 @@ impl Pipeline {
                 Backend::File(sink) => Some(sink),
                 _ => None,
             },
-            file_path,
+            file_path: perfetto.as_ref().map(|p| p.path()).or(file_path),
+            perfetto,
             spans,
             log_counters,
             busy: Default::default(),

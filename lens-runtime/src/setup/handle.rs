@@ -315,7 +315,11 @@ impl TelemetryHandle {
         let c = &pipeline.counters;
         let lost = c.dropped.load(Ordering::Relaxed) + c.failed.load(Ordering::Relaxed);
         let ended = c.ended.load(Ordering::Relaxed);
-        let unwritten = pipeline.sink.as_ref().map_or(0, |s| s.dropped_records());
+        let unwritten = pipeline.sink.as_ref().map_or(0, |s| s.dropped_records())
+            + pipeline
+                .perfetto
+                .as_ref()
+                .map_or(0, |p| p.dropped_records());
         if unwritten > 0 {
             errors.push(format!(
                 "{unwritten} records could not be written to the telemetry file (disk full or file-size limit?)"

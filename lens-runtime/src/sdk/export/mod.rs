@@ -14,6 +14,7 @@ pub(crate) mod batch;
 pub(crate) mod console;
 pub(crate) mod file;
 pub(crate) mod log_count;
+pub(crate) mod perfetto;
 mod proto3;
 pub(crate) mod sink;
 

@@ -1,4 +1,4 @@
-//! The subset of Perfetto's trace protos that `lens perfetto` writes
+//! The subset of Perfetto's trace protos that lens writes
 //! (field numbers from `protos/perfetto/trace/perfetto_trace.proto`, checked
 //! against the `perfetto` PyPI package's `perfetto_trace_pb2` descriptor).
 
@@ -7,151 +7,151 @@
 use prost::encoding::{encode_key, encode_varint, encoded_len_varint, WireType};
 
 /// `TracePacket.sequence_flags`: incremental state was cleared.
-pub(crate) const SEQ_INCREMENTAL_STATE_CLEARED: u32 = 1;
+pub const SEQ_INCREMENTAL_STATE_CLEARED: u32 = 1;
 /// `TracePacket.sequence_flags`: the packet uses interned data.
-pub(crate) const SEQ_NEEDS_INCREMENTAL_STATE: u32 = 2;
+pub const SEQ_NEEDS_INCREMENTAL_STATE: u32 = 2;
 /// `TrackEvent.Type.TYPE_SLICE_BEGIN`.
-pub(crate) const TYPE_SLICE_BEGIN: i32 = 1;
+pub const TYPE_SLICE_BEGIN: i32 = 1;
 /// `TrackEvent.Type.TYPE_SLICE_END`.
-pub(crate) const TYPE_SLICE_END: i32 = 2;
+pub const TYPE_SLICE_END: i32 = 2;
 /// `TrackEvent.Type.TYPE_INSTANT`.
-pub(crate) const TYPE_INSTANT: i32 = 3;
+pub const TYPE_INSTANT: i32 = 3;
 /// `TrackEvent.Type.TYPE_COUNTER`.
-pub(crate) const TYPE_COUNTER: i32 = 4;
+pub const TYPE_COUNTER: i32 = 4;
 
 /// `perfetto.protos.TracePacket` (the fields used here).
 #[derive(Clone, PartialEq, prost::Message)]
-pub(crate) struct TracePacket {
+pub struct TracePacket {
     #[prost(uint64, optional, tag = "8")]
-    pub(crate) timestamp: Option<u64>,
+    pub timestamp: Option<u64>,
     #[prost(uint32, optional, tag = "10")]
-    pub(crate) trusted_packet_sequence_id: Option<u32>,
+    pub trusted_packet_sequence_id: Option<u32>,
     #[prost(message, optional, tag = "11")]
-    pub(crate) track_event: Option<TrackEvent>,
+    pub track_event: Option<TrackEvent>,
     #[prost(message, optional, tag = "12")]
-    pub(crate) interned_data: Option<InternedData>,
+    pub interned_data: Option<InternedData>,
     #[prost(uint32, optional, tag = "13")]
-    pub(crate) sequence_flags: Option<u32>,
+    pub sequence_flags: Option<u32>,
     #[prost(message, optional, tag = "60")]
-    pub(crate) track_descriptor: Option<TrackDescriptor>,
+    pub track_descriptor: Option<TrackDescriptor>,
     #[prost(bool, optional, tag = "87")]
-    pub(crate) first_packet_on_sequence: Option<bool>,
+    pub first_packet_on_sequence: Option<bool>,
 }
 
 /// `perfetto.protos.TrackEvent`.
 #[derive(Clone, PartialEq, prost::Message)]
-pub(crate) struct TrackEvent {
+pub struct TrackEvent {
     #[prost(message, repeated, tag = "4")]
-    pub(crate) debug_annotations: Vec<DebugAnnotation>,
+    pub debug_annotations: Vec<DebugAnnotation>,
     #[prost(int32, optional, tag = "9")]
-    pub(crate) r#type: Option<i32>,
+    pub r#type: Option<i32>,
     #[prost(uint64, optional, tag = "10")]
-    pub(crate) name_iid: Option<u64>,
+    pub name_iid: Option<u64>,
     #[prost(uint64, optional, tag = "11")]
-    pub(crate) track_uuid: Option<u64>,
+    pub track_uuid: Option<u64>,
     #[prost(string, optional, tag = "23")]
-    pub(crate) name: Option<String>,
+    pub name: Option<String>,
     #[prost(double, optional, tag = "44")]
-    pub(crate) double_counter_value: Option<f64>,
+    pub double_counter_value: Option<f64>,
     #[prost(fixed64, repeated, packed = "false", tag = "47")]
-    pub(crate) flow_ids: Vec<u64>,
+    pub flow_ids: Vec<u64>,
     #[prost(fixed64, repeated, packed = "false", tag = "48")]
-    pub(crate) terminating_flow_ids: Vec<u64>,
+    pub terminating_flow_ids: Vec<u64>,
 }
 
 /// `perfetto.protos.DebugAnnotation`.
 #[derive(Clone, PartialEq, prost::Message)]
-pub(crate) struct DebugAnnotation {
+pub struct DebugAnnotation {
     #[prost(uint64, optional, tag = "1")]
-    pub(crate) name_iid: Option<u64>,
+    pub name_iid: Option<u64>,
     #[prost(bool, optional, tag = "2")]
-    pub(crate) bool_value: Option<bool>,
+    pub bool_value: Option<bool>,
     #[prost(int64, optional, tag = "4")]
-    pub(crate) int_value: Option<i64>,
+    pub int_value: Option<i64>,
     #[prost(double, optional, tag = "5")]
-    pub(crate) double_value: Option<f64>,
+    pub double_value: Option<f64>,
     #[prost(string, optional, tag = "6")]
-    pub(crate) string_value: Option<String>,
+    pub string_value: Option<String>,
     #[prost(uint64, optional, tag = "7")]
-    pub(crate) pointer_value: Option<u64>,
+    pub pointer_value: Option<u64>,
     #[prost(string, optional, tag = "10")]
-    pub(crate) name: Option<String>,
+    pub name: Option<String>,
 }
 
 /// `perfetto.protos.TrackDescriptor`.
 #[derive(Clone, PartialEq, prost::Message)]
-pub(crate) struct TrackDescriptor {
+pub struct TrackDescriptor {
     #[prost(uint64, optional, tag = "1")]
-    pub(crate) uuid: Option<u64>,
+    pub uuid: Option<u64>,
     #[prost(string, optional, tag = "2")]
-    pub(crate) name: Option<String>,
+    pub name: Option<String>,
     #[prost(message, optional, tag = "3")]
-    pub(crate) process: Option<ProcessDescriptor>,
+    pub process: Option<ProcessDescriptor>,
     #[prost(message, optional, tag = "4")]
-    pub(crate) thread: Option<ThreadDescriptor>,
+    pub thread: Option<ThreadDescriptor>,
     #[prost(uint64, optional, tag = "5")]
-    pub(crate) parent_uuid: Option<u64>,
+    pub parent_uuid: Option<u64>,
     #[prost(message, optional, tag = "8")]
-    pub(crate) counter: Option<CounterDescriptor>,
+    pub counter: Option<CounterDescriptor>,
 }
 
 /// `perfetto.protos.ProcessDescriptor`.
 #[derive(Clone, PartialEq, prost::Message)]
-pub(crate) struct ProcessDescriptor {
+pub struct ProcessDescriptor {
     #[prost(int32, optional, tag = "1")]
-    pub(crate) pid: Option<i32>,
+    pub pid: Option<i32>,
     #[prost(string, repeated, tag = "2")]
-    pub(crate) cmdline: Vec<String>,
+    pub cmdline: Vec<String>,
     #[prost(string, optional, tag = "6")]
-    pub(crate) process_name: Option<String>,
+    pub process_name: Option<String>,
 }
 
 /// `perfetto.protos.ThreadDescriptor`.
 #[derive(Clone, PartialEq, prost::Message)]
-pub(crate) struct ThreadDescriptor {
+pub struct ThreadDescriptor {
     #[prost(int32, optional, tag = "1")]
-    pub(crate) pid: Option<i32>,
+    pub pid: Option<i32>,
     #[prost(int32, optional, tag = "2")]
-    pub(crate) tid: Option<i32>,
+    pub tid: Option<i32>,
     #[prost(string, optional, tag = "5")]
-    pub(crate) thread_name: Option<String>,
+    pub thread_name: Option<String>,
 }
 
 /// `perfetto.protos.CounterDescriptor` (no fields needed: a plain counter).
 #[derive(Clone, PartialEq, prost::Message)]
-pub(crate) struct CounterDescriptor {}
+pub struct CounterDescriptor {}
 
 /// `perfetto.protos.InternedData`.
 #[derive(Clone, PartialEq, prost::Message)]
-pub(crate) struct InternedData {
+pub struct InternedData {
     #[prost(message, repeated, tag = "2")]
-    pub(crate) event_names: Vec<EventName>,
+    pub event_names: Vec<EventName>,
     #[prost(message, repeated, tag = "3")]
-    pub(crate) debug_annotation_names: Vec<DebugAnnotationName>,
+    pub debug_annotation_names: Vec<DebugAnnotationName>,
 }
 
 /// `perfetto.protos.EventName`.
 #[derive(Clone, PartialEq, prost::Message)]
-pub(crate) struct EventName {
+pub struct EventName {
     #[prost(uint64, optional, tag = "1")]
-    pub(crate) iid: Option<u64>,
+    pub iid: Option<u64>,
     #[prost(string, optional, tag = "2")]
-    pub(crate) name: Option<String>,
+    pub name: Option<String>,
 }
 
 /// `perfetto.protos.DebugAnnotationName`.
 #[derive(Clone, PartialEq, prost::Message)]
-pub(crate) struct DebugAnnotationName {
+pub struct DebugAnnotationName {
     #[prost(uint64, optional, tag = "1")]
-    pub(crate) iid: Option<u64>,
+    pub iid: Option<u64>,
     #[prost(string, optional, tag = "2")]
-    pub(crate) name: Option<String>,
+    pub name: Option<String>,
 }
 
 /// Appends `Trace.packet` (field 1) holding a slice END on `track` at `ts`,
 /// the same bytes prost writes for the equivalent [`TracePacket`] but
 /// without building one: half of all packets are these.
-pub(crate) fn encode_slice_end(buf: &mut Vec<u8>, sequence: u32, ts: u64, track: u64) {
+pub fn encode_slice_end(buf: &mut Vec<u8>, sequence: u32, ts: u64, track: u64) {
     // TrackEvent { type = 9: END, track_uuid = 11 }
     let event_len = 2 + 1 + encoded_len_varint(track);
     let packet_len = 1

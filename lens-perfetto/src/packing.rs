@@ -15,13 +15,13 @@ type Lane = Vec<(u64, u64)>;
 
 /// Lanes per (rank, thread).
 #[derive(Debug, Default)]
-pub(crate) struct Packing {
+pub struct Packing {
     lanes: HashMap<(i64, i64), Vec<Lane>>,
 }
 
 impl Packing {
     /// The lane (0, 1, …) of a span `[start, end]` of `thread` on `rank`.
-    pub(crate) fn lane(&mut self, rank: i64, thread: i64, start: u64, end: u64) -> usize {
+    pub fn lane(&mut self, rank: i64, thread: i64, start: u64, end: u64) -> usize {
         let lanes = self.lanes.entry((rank, thread)).or_default();
         for (i, lane) in lanes.iter_mut().enumerate() {
             if fits(lane, start) {
