@@ -78,8 +78,8 @@ pub use sdk::logs::{
 pub use sdk::sampler::RankAwareSampler;
 #[cfg(feature = "sdk")]
 pub use setup::{
-    setup_logging_bridge, setup_telemetry, SetupError, ShutdownError, TelemetryBuilder,
-    TelemetryHandle,
+    setup_logging_bridge, setup_telemetry, setup_telemetry_from_env, SetupError, ShutdownError,
+    TelemetryBuilder, TelemetryHandle,
 };
 
 #[cfg(all(test, feature = "sdk"))]

@@ -235,3 +235,82 @@ fn sigterm_to_the_job_flushes_every_rank() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `mpirun -np 4` with no rank, world or run id configured: every rank
+/// finds its own rank, the world of 4 and one run id (Open MPI's job id), and
+/// names its file after them.
+#[test]
+fn mpirun_with_no_configuration_gives_one_run_id_and_four_ranks() {
+    let dir = std::env::temp_dir().join(format!("lens-mpi-from-env-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut cmd = Command::new("mpirun");
+    cmd.args(["--allow-run-as-root", "--oversubscribe", "-np", "4"])
+        .current_dir(&dir);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("NEMO_LENS_")
+            || k.starts_with("OTEL_")
+            || k.starts_with("SLURM_")
+            || ["LOCAL_RANK", "RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID"].contains(&k.as_str())
+        {
+            cmd.env_remove(k);
+        }
+    }
+    // telemetry on, to files under the working directory: nothing about
+    // ranks or the run
+    for (k, v) in [
+        ("NEMO_LENS_ENABLED", "1"),
+        ("NEMO_LENS_EXPORT_STRATEGY", "all_ranks"),
+        ("NEMO_LENS_EXPORTER", "file"),
+        ("NEMO_LENS_METRICS_ENABLED", "0"),
+        ("OMPI_ALLOW_RUN_AS_ROOT", "1"),
+        ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"),
+    ] {
+        cmd.env(k, v);
+        cmd.args(["-x", k]);
+    }
+    cmd.args([env!("CARGO_BIN_EXE_lens-fault"), "from-env"]);
+    let f = tests::run_with_timeout(&mut cmd, Duration::from_secs(60));
+    assert!(!f.timed_out && f.status.success(), "{f:?}");
+    let ids: BTreeSet<&str> = f
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("run_id="))
+        .collect();
+    assert_eq!(ids.len(), 1, "one run id for the job: {f:?}");
+    let id = ids.into_iter().next().unwrap();
+    let mut files: Vec<String> = std::fs::read_dir(dir.join("lens-telemetry"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    let want: Vec<String> = (0..4).map(|r| format!("{id}-rank{r}.otlp.jsonl")).collect();
+    assert_eq!(files, want);
+    for (r, file) in want.iter().enumerate() {
+        let text = std::fs::read_to_string(dir.join("lens-telemetry").join(file)).unwrap();
+        let line: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        let rs = &line["resourceSpans"][0];
+        let attr = |k: &str| {
+            rs["resource"]["attributes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|a| a["key"] == k)
+                .map(|a| a["value"].clone())
+        };
+        assert_eq!(
+            attr("nv.dl.rank"),
+            Some(serde_json::json!({"intValue": r.to_string()}))
+        );
+        assert_eq!(
+            attr("nv.dl.world_size"),
+            Some(serde_json::json!({"intValue": "4"}))
+        );
+        assert_eq!(
+            attr("nemo.run.id"),
+            Some(serde_json::json!({"stringValue": id}))
+        );
+        assert_eq!(rs["scopeSpans"][0]["spans"][0]["name"], "from_env.job");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -57,7 +57,7 @@ impl std::error::Error for ConfigError {
     }
 }
 
-pub(super) fn invalid(variable: &str, value: &str, expected: &str) -> ConfigError {
+pub(crate) fn invalid(variable: &str, value: &str, expected: &str) -> ConfigError {
     ConfigError::InvalidValue {
         variable: variable.to_owned(),
         value: value.to_owned(),

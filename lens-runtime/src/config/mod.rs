@@ -3,7 +3,7 @@
 //! `OTEL_*` settings lens applies itself; export strategies.
 
 mod env;
-mod error;
+pub(crate) mod error;
 mod lens;
 #[cfg(feature = "sdk")]
 pub(crate) mod otel;

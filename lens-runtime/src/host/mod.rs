@@ -2,4 +2,5 @@
 //! Kubernetes, GPUs) turned into resource attributes.
 
 pub(crate) mod gpus;
+pub(crate) mod launcher;
 pub(crate) mod resource;

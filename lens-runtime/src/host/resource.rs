@@ -46,17 +46,20 @@ impl Detect<'_> {
     }
 }
 
-/// `run_id` from the config, else `SLURM_JOB_ID`, else 12 random hex digits.
+/// The job's run id ([`crate::host::launcher::job_run_id`]: the config's,
+/// else the launcher's), else 12 random hex digits.
 pub(crate) fn resolve_run_id(
     config: &LensConfig,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> String {
-    if let Some(id) = config.run_id.as_ref().filter(|s| !s.trim().is_empty()) {
-        return id.trim().to_owned();
+    if let Some(id) = crate::host::launcher::job_run_id(config.run_id.as_deref(), lookup) {
+        return id;
     }
-    if let Some(id) = lookup("SLURM_JOB_ID").filter(|s| !s.trim().is_empty()) {
-        return id.trim().to_owned();
-    }
+    random_run_id()
+}
+
+/// 12 random hex digits.
+pub(crate) fn random_run_id() -> String {
     use rand::TryRngCore;
     let mut bytes = [0u8; 6];
     rand::rngs::OsRng

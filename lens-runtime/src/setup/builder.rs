@@ -273,12 +273,13 @@ impl TelemetryBuilder {
         }
         crate::api::propagation::install_global();
         crate::api::span::install_panic_hook();
+        let run_id = resource::resolve_run_id(&plan.config, &env);
         if !plan.config.enabled {
             // a disabled setup leaves a live pipeline alone
             if LIVE_HANDLES.load(Ordering::Acquire) == 0 {
                 set_enabled_span_groups(&SpanGroupSet::none());
             }
-            return Ok(TelemetryHandle::inactive(false, 0));
+            return Ok(TelemetryHandle::inactive(false, 0, run_id));
         }
         // 2. the double-init guard: holds while any enabled handle is live
         let allow = self.allow_reinit;
@@ -304,11 +305,21 @@ impl TelemetryBuilder {
                 teardown_globals(false);
             }
             set_enabled_span_groups(&SpanGroupSet::none());
-            let h = TelemetryHandle::inactive(true, generation);
+            let h = TelemetryHandle::inactive(true, generation, run_id);
             h.holds_install.store(true, Ordering::Relaxed);
             return Ok(h);
         }
-        match self.install_exporting(plan, generation) {
+        if self.world_size > 1
+            && crate::host::launcher::job_run_id(plan.config.run_id.as_deref(), &env).is_none()
+        {
+            crate::diag::warn(format_args!(
+                "no run id shared by the job's ranks (NEMO_LENS_RUN_ID, SLURM_JOB_ID, \
+                 TORCHELASTIC_RUN_ID, OMPI_MCA_ess_base_jobid, PMIX_NAMESPACE): rank {} uses \
+                 its own random id {run_id}",
+                self.rank
+            ));
+        }
+        match self.install_exporting(plan, generation, run_id) {
             Ok(h) => Ok(h),
             Err(e) => {
                 LIVE_HANDLES.fetch_sub(1, Ordering::AcqRel);
@@ -317,7 +328,12 @@ impl TelemetryBuilder {
         }
     }
 
-    fn install_exporting(self, plan: Plan, generation: u64) -> Result<TelemetryHandle, SetupError> {
+    fn install_exporting(
+        self,
+        plan: Plan,
+        generation: u64,
+        run_id: String,
+    ) -> Result<TelemetryHandle, SetupError> {
         let Plan {
             config: cfg,
             groups,
@@ -333,7 +349,6 @@ impl TelemetryBuilder {
                 .unwrap_or_else(|| resource::K8S_SERVICE_ACCOUNT_DIR.into()),
             use_nvml: true,
         };
-        let run_id = resource::resolve_run_id(cfg, &env);
         let mut attrs = resource::resource_attributes(
             cfg,
             &run_id,
@@ -399,6 +414,6 @@ impl TelemetryBuilder {
                 }),
             );
         }
-        Ok(TelemetryHandle::exporting(pipeline, generation))
+        Ok(TelemetryHandle::exporting(pipeline, generation, run_id))
     }
 }

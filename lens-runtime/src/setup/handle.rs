@@ -94,6 +94,7 @@ pub struct TelemetryHandle {
     enabled: bool,
     exporting: bool,
     file_path: Option<PathBuf>,
+    run_id: String,
     pub(super) holds_install: AtomicBool,
 }
 
@@ -103,13 +104,15 @@ impl fmt::Debug for TelemetryHandle {
             .field("enabled", &self.enabled)
             .field("exporting", &self.exporting)
             .field("file_path", &self.file_path)
+            .field("run_id", &self.run_id)
             .finish()
     }
 }
 
 impl TelemetryHandle {
-    pub(super) fn exporting(pipeline: Arc<Pipeline>, generation: u64) -> Self {
+    pub(super) fn exporting(pipeline: Arc<Pipeline>, generation: u64, run_id: String) -> Self {
         TelemetryHandle {
+            run_id,
             counters: Some(pipeline.counters.clone()),
             file_path: pipeline.file_path.clone(),
             pipeline: Mutex::new(Some(pipeline)),
@@ -121,8 +124,9 @@ impl TelemetryHandle {
         }
     }
 
-    pub(super) fn inactive(enabled: bool, generation: u64) -> Self {
+    pub(super) fn inactive(enabled: bool, generation: u64, run_id: String) -> Self {
         TelemetryHandle {
+            run_id,
             pipeline: Mutex::new(None),
             counters: None,
             generation,
@@ -132,6 +136,21 @@ impl TelemetryHandle {
             file_path: None,
             holds_install: AtomicBool::new(false),
         }
+    }
+
+    /// The run id every rank of this job shares: `NEMO_LENS_RUN_ID`, else
+    /// the launcher's job id (SLURM job and step, `TORCHELASTIC_RUN_ID`, the
+    /// Open MPI job id, the PMIx namespace), else a random id. It names the
+    /// files and is the `nemo.run.id` resource attribute.
+    ///
+    /// ```
+    /// let mut cfg = lens::LensConfig::default();
+    /// cfg.run_id = Some("exp-42".into());
+    /// let handle = lens::setup_telemetry(cfg, 0, 1).unwrap();
+    /// assert_eq!(handle.run_id(), "exp-42");
+    /// ```
+    pub fn run_id(&self) -> &str {
+        &self.run_id
     }
 
     /// Whether this rank exports telemetry.

@@ -3,11 +3,13 @@
 
 mod builder;
 mod error;
+mod from_env;
 mod handle;
 mod logs;
 mod signal;
 
 pub use builder::{setup_telemetry, TelemetryBuilder};
 pub use error::SetupError;
+pub use from_env::setup_telemetry_from_env;
 pub use handle::{ShutdownError, TelemetryHandle};
 pub use logs::setup_logging_bridge;
