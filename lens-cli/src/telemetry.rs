@@ -92,11 +92,9 @@ pub(crate) fn install(mut cfg: LensConfig, tag: &str) -> Result<(TelemetryHandle
 }
 
 /// Shuts telemetry down, exporting what is left; the error says what was
-/// lost.
+/// lost (the library also reports lost spans on stderr itself).
 pub(crate) fn shutdown(handle: &TelemetryHandle) -> Result<(), String> {
-    handle
-        .shutdown(SHUTDOWN_TIMEOUT)
-        .map_err(|e| format!("telemetry shutdown: {e}"))
+    handle.shutdown(SHUTDOWN_TIMEOUT).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

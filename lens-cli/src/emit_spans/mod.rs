@@ -36,12 +36,14 @@ pub(crate) fn run(args: &EmitSpansArgs) -> Result<(), Failure> {
     cfg.service_name = args.service.clone();
     let (handle, _) = telemetry::install(cfg, "emit-spans").map_err(fail)?;
     emit(&plan, &args.service, &handle.tracer());
-    telemetry::shutdown(&handle).map_err(fail)?;
+    let flushed = telemetry::shutdown(&handle);
     let lost = handle.dropped_spans();
-    if lost > 0 {
-        return Err(fail(format!("{lost} span(s) could not be exported")));
+    match flushed {
+        Err(_) if lost == 0 => Err(fail("not every span may have been exported".into())),
+        Err(_) => Err(fail(format!("{lost} span(s) could not be exported"))),
+        Ok(()) if lost > 0 => Err(fail(format!("{lost} span(s) could not be exported"))),
+        Ok(()) => Ok(()),
     }
-    Ok(())
 }
 
 /// A time `ns` nanoseconds after the epoch.
