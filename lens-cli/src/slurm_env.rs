@@ -51,7 +51,10 @@ const JOB: &[Source] = &[
         semconv::SLURM_NODELIST,
         &["SLURM_JOB_NODELIST", "SLURM_NODELIST"],
     ),
-    (semconv::SLURM_NNODES, &["SLURM_JOB_NUM_NODES", "SLURM_NNODES"]),
+    (
+        semconv::SLURM_NNODES,
+        &["SLURM_JOB_NUM_NODES", "SLURM_NNODES"],
+    ),
     (semconv::SLURM_NTASKS, &["SLURM_NTASKS"]),
     (semconv::SLURM_PARTITION, &["SLURM_JOB_PARTITION"]),
     (semconv::SLURM_CLUSTER_NAME, &["SLURM_CLUSTER_NAME"]),
@@ -99,7 +102,11 @@ pub(crate) fn run(args: &SlurmEnvArgs) -> Result<(), Failure> {
 
 /// `existing` with the stage's attributes appended (those found in the
 /// environment and not already in `existing`).
-fn extend(existing: &[u8], stage: SlurmStage, lookup: impl Fn(&str) -> Option<OsString>) -> Vec<u8> {
+fn extend(
+    existing: &[u8],
+    stage: SlurmStage,
+    lookup: impl Fn(&str) -> Option<OsString>,
+) -> Vec<u8> {
     let present = keys(existing);
     let per_task: &[Source] = match stage {
         SlurmStage::Sbatch => &[],
@@ -110,7 +117,10 @@ fn extend(existing: &[u8], stage: SlurmStage, lookup: impl Fn(&str) -> Option<Os
         if present.contains(*key) {
             continue;
         }
-        let Some(raw) = vars.iter().find_map(|v| lookup(v).filter(|s| !trim(s.as_bytes()).is_empty())) else {
+        let Some(raw) = vars
+            .iter()
+            .find_map(|v| lookup(v).filter(|s| !trim(s.as_bytes()).is_empty()))
+        else {
             continue;
         };
         if !out.is_empty() && !out.ends_with(b",") {
@@ -128,7 +138,11 @@ fn keys(value: &[u8]) -> HashSet<String> {
     String::from_utf8_lossy(value)
         .split(',')
         .filter_map(|member| member.split_once('='))
-        .map(|(k, _)| percent_decode_str(k.trim()).decode_utf8_lossy().into_owned())
+        .map(|(k, _)| {
+            percent_decode_str(k.trim())
+                .decode_utf8_lossy()
+                .into_owned()
+        })
         .collect()
 }
 
@@ -186,6 +200,9 @@ mod tests {
             export_line(b"a='b'"),
             b"export OTEL_RESOURCE_ATTRIBUTES='a='\\''b'\\'''\n"
         );
-        assert_eq!(keys(b" a%2Eb =1,,c=2,bad"), HashSet::from(["a.b".into(), "c".into()]));
+        assert_eq!(
+            keys(b" a%2Eb =1,,c=2,bad"),
+            HashSet::from(["a.b".into(), "c".into()])
+        );
     }
 }

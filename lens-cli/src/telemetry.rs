@@ -32,7 +32,11 @@ pub(crate) struct RunId {
 /// The run id by the library's rule: the configured one, else
 /// `SLURM_JOB_ID`, else 12 random hex digits.
 pub(crate) fn resolve_run_id(cfg: &LensConfig, lookup: impl Fn(&str) -> Option<String>) -> RunId {
-    let configured = cfg.run_id.as_deref().map(str::trim).filter(|s| !s.is_empty());
+    let configured = cfg
+        .run_id
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty());
     if let Some(id) = configured {
         return RunId {
             id: id.to_owned(),
@@ -110,10 +114,16 @@ mod tests {
         assert_eq!(resolve_run_id(&cfg, slurm).id, "mine");
         cfg.run_id = Some("  ".into());
         let from_slurm = resolve_run_id(&cfg, slurm);
-        assert_eq!((from_slurm.id.as_str(), from_slurm.generated), ("4242", false));
+        assert_eq!(
+            (from_slurm.id.as_str(), from_slurm.generated),
+            ("4242", false)
+        );
         let a = resolve_run_id(&cfg, none);
         let b = resolve_run_id(&cfg, none);
-        assert!(a.generated && a.id.len() == 12 && a.id != b.id, "{a:?} {b:?}");
+        assert!(
+            a.generated && a.id.len() == 12 && a.id != b.id,
+            "{a:?} {b:?}"
+        );
         assert!(a.id.bytes().all(|c| c.is_ascii_hexdigit()));
     }
 

@@ -136,7 +136,10 @@ fn the_child_gets_the_span_as_traceparent_and_an_incoming_one_is_joined() {
     let incoming_span = "00f067aa0ba902b7";
     let out = output_within(
         exec_on(&dir)
-            .env("TRACEPARENT", format!("00-{incoming_trace}-{incoming_span}-01"))
+            .env(
+                "TRACEPARENT",
+                format!("00-{incoming_trace}-{incoming_span}-01"),
+            )
             .args(["--", "sh", "-c", "echo \"$TRACEPARENT\""]),
     );
     assert!(out.status.success());
@@ -153,11 +156,13 @@ fn the_child_gets_the_span_as_traceparent_and_an_incoming_one_is_joined() {
 #[test]
 fn with_telemetry_off_the_child_runs_and_nothing_is_written() {
     let dir = fresh_dir("exec-off");
-    let out = output_within(
-        lens_clean()
-            .current_dir(&dir)
-            .args(["exec", "--", "sh", "-c", "echo \"[$TRACEPARENT]\"; exit 5"]),
-    );
+    let out = output_within(lens_clean().current_dir(&dir).args([
+        "exec",
+        "--",
+        "sh",
+        "-c",
+        "echo \"[$TRACEPARENT]\"; exit 5",
+    ]));
     assert_eq!(out.status.code(), Some(5));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "[]");
     assert_eq!(std::fs::read_dir(&dir).expect("dir").count(), 0);

@@ -103,13 +103,11 @@ fn parse_span(value: &str) -> Result<SpanSpec, String> {
     let start_ns = time("START", start)?;
     let end_ns = time("END", end)?;
     if end_ns < start_ns {
-        return Err(format!(
-            "span {name:?}: END {end} is before START {start}"
-        ));
+        return Err(format!("span {name:?}: END {end} is before START {start}"));
     }
     let parent = match parent.first() {
         None => None,
-        Some(p) if p.is_empty() => {
+        Some(&"") => {
             return Err(format!("span {name:?}: the PARENT field is empty"));
         }
         Some(p) => Some((*p).to_owned()),
@@ -210,12 +208,25 @@ mod tests {
             parse_seconds("1718000000.123456789"),
             Some(1_718_000_000_123_456_789)
         );
-        assert_eq!(parse_seconds("1718000000.5"), Some(1_718_000_000_500_000_000));
+        assert_eq!(
+            parse_seconds("1718000000.5"),
+            Some(1_718_000_000_500_000_000)
+        );
         assert_eq!(parse_seconds(".25"), Some(250_000_000));
         assert_eq!(parse_seconds("3."), Some(3_000_000_000));
         assert_eq!(parse_seconds("1.0000000015"), Some(1_000_000_002));
         assert_eq!(parse_seconds("1.0000000014"), Some(1_000_000_001));
-        for bad in ["", ".", "-1", "1e9", "abc", "1.2.3", " 1", "+1", "99999999999999999999"] {
+        for bad in [
+            "",
+            ".",
+            "-1",
+            "1e9",
+            "abc",
+            "1.2.3",
+            " 1",
+            "+1",
+            "99999999999999999999",
+        ] {
             assert_eq!(parse_seconds(bad), None, "{bad:?}");
         }
     }

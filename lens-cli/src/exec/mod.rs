@@ -187,14 +187,8 @@ fn wait(mut child: Child) -> Outcome {
         // SAFETY: a zeroed siginfo is a valid out-parameter; WNOWAIT leaves
         // the child to be reaped by `Child::wait` below.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        let rc = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
-        };
+        let rc =
+            unsafe { libc::waitid(libc::P_PID, pid, &mut info, libc::WEXITED | libc::WNOWAIT) };
         if rc == 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
             break;
         }

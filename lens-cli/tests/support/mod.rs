@@ -101,10 +101,7 @@ pub(crate) fn output_within(cmd: &mut Command) -> Output {
 }
 
 /// Waits for `child` at most [`DEADLINE`]; kills it and fails after that.
-pub(crate) fn wait_within(
-    child: &mut std::process::Child,
-    what: &str,
-) -> std::process::ExitStatus {
+pub(crate) fn wait_within(child: &mut std::process::Child, what: &str) -> std::process::ExitStatus {
     let start = std::time::Instant::now();
     loop {
         if let Some(status) = child.try_wait().expect("try_wait") {
@@ -157,7 +154,10 @@ pub(crate) fn resource_attr(path: &Path, key: &str) -> Option<serde_json::Value>
     let text = std::fs::read_to_string(path).ok()?;
     let line: serde_json::Value = serde_json::from_str(text.lines().next()?).ok()?;
     let attrs = line["resourceSpans"][0]["resource"]["attributes"].as_array()?;
-    attrs.iter().find(|a| a["key"] == key).map(|a| a["value"].clone())
+    attrs
+        .iter()
+        .find(|a| a["key"] == key)
+        .map(|a| a["value"].clone())
 }
 
 /// The value of span attribute `key` (as OTLP JSON, e.g. `{"intValue":"3"}`).
