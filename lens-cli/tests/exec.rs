@@ -154,6 +154,21 @@ fn the_child_gets_the_span_as_traceparent_and_an_incoming_one_is_joined() {
 }
 
 #[test]
+fn a_stale_tracestate_is_not_handed_on_baggage_is() {
+    let dir = fresh_dir("exec-stale");
+    let out = output_within(
+        exec_on(&dir)
+            .env("TRACESTATE", "vendor=stale")
+            .env("BAGGAGE", "k=stale")
+            .args(["--", "sh", "-c", "echo \"[$TRACESTATE][$BAGGAGE]\""]),
+    );
+    assert!(out.status.success());
+    // baggage is not tied to a trace: it travels on through the context
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "[][k=stale]");
+    assert_eq!(exec_span(&dir)["parentSpanId"], "", "a new trace");
+}
+
+#[test]
 fn with_telemetry_off_the_child_runs_and_nothing_is_written() {
     let dir = fresh_dir("exec-off");
     let out = output_within(lens_clean().current_dir(&dir).args([

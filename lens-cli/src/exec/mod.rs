@@ -125,7 +125,13 @@ fn traced(args: &ExecArgs, program: &OsStr, rest: &[OsString], run_id: &RunId) -
         i64::try_from(args.command.len()).unwrap_or(i64::MAX),
     );
     let mut cmd = Command::new(program);
-    cmd.args(rest).envs(lens::propagation::env_for_child());
+    cmd.args(rest);
+    // what this process was handed is replaced by the new context, not
+    // mixed with it (a TRACESTATE without a valid TRACEPARENT is stale)
+    for (_, var) in lens::propagation::ENV_CARRIER_VARS {
+        cmd.env_remove(var);
+    }
+    cmd.envs(lens::propagation::env_for_child());
     if run_id.generated && std::env::var_os(RUN_ID_VAR).is_none() {
         cmd.env(RUN_ID_VAR, &run_id.id);
     }
