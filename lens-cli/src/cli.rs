@@ -26,11 +26,29 @@ pub(crate) enum Command {
     Synth(SynthArgs),
     /// Run a command under a root span and hand its trace to the command
     /// (TRACEPARENT), e.g. `lens exec -- srun python train.py`.
+    ///
+    /// Configured by the `NEMO_LENS_*` / `OTEL_*` variables (telemetry off:
+    /// the command just runs). The span joins an incoming TRACEPARENT and
+    /// records the exit code or signal. SIGTERM, SIGINT, SIGHUP, SIGQUIT,
+    /// SIGUSR1 and SIGUSR2 are forwarded to the command. Exits with the
+    /// command's code, 128+N when signal N killed it, 127 when it cannot
+    /// start. With the file exporter `{rank}` in NEMO_LENS_FILE_PATH
+    /// becomes `exec`.
     Exec(ExecArgs),
     /// Emit spans with given start and end times (shell steps of a job).
+    ///
+    /// Always enabled (whatever NEMO_LENS_ENABLED says); exporter settings
+    /// from the environment. The spans form one trace: TRACEPARENT's when
+    /// set, else under a root named after --service when several have no
+    /// parent. Any bad --span (syntax, END before START, duplicate name,
+    /// unknown parent, cycle) is an error and nothing is emitted.
     EmitSpans(EmitSpansArgs),
     /// Print `export OTEL_RESOURCE_ATTRIBUTES=…` with the SLURM job's
     /// attributes added, for `eval` in a job script.
+    ///
+    /// Usage: `eval "$(lens slurm-env --stage task)"`. Attributes already
+    /// set are kept; values are percent-encoded and the line single-quoted.
+    /// Outside a SLURM job the value is printed unchanged.
     SlurmEnv(SlurmEnvArgs),
 }
 
