@@ -171,6 +171,7 @@ fn export_line(value: &[u8]) -> Vec<u8> {
 mod tests {
     use super::*;
 
+    /// A lookup over fixed pairs.
     fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
         move |v| pairs.iter().find(|(k, _)| *k == v).map(|(_, x)| x.into())
     }

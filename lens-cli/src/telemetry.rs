@@ -77,7 +77,8 @@ pub(crate) fn own_file(configured: Option<&str>, run_id: &str, tag: &str) -> Str
 
 /// Settles `cfg` for a non-rank process named `tag` and sets telemetry up:
 /// the run id is fixed (returned, to hand on), the file is [`own_file`],
-/// metrics, logs and the signal flush are off, and this process exports.
+/// `service.instance.id` is `<run_id>-<tag>` (not a rank's), metrics, logs
+/// and the signal flush are off, and this process exports.
 pub(crate) fn install(mut cfg: LensConfig, tag: &str) -> Result<(TelemetryHandle, RunId), String> {
     let run_id = resolve_run_id(&cfg, |v| std::env::var(v).ok());
     cfg.run_id = Some(run_id.id.clone());
@@ -86,7 +87,9 @@ pub(crate) fn install(mut cfg: LensConfig, tag: &str) -> Result<(TelemetryHandle
     }
     cfg.metrics_enabled = false;
     cfg.logs_enabled = false;
+    let instance = format!("{}-{tag}", run_id.id);
     let handle = TelemetryBuilder::new(cfg, 0, 1)
+        .with_resource_attribute(lens::semconv::SERVICE_INSTANCE_ID, instance)
         .flush_on_signal(false)
         .gpu_metrics(false)
         .with_export_strategy(|_, _, _| true)

@@ -26,6 +26,7 @@ fn emit(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> (Output, PathBuf) {
     )
 }
 
+/// The span called `name`.
 fn by_name<'a>(spans: &'a [serde_json::Value], name: &str) -> &'a serde_json::Value {
     spans
         .iter()
@@ -39,7 +40,10 @@ fn parents_are_emitted_first_linked_with_exact_times() {
     // children before their parents on the command line; telemetry "off"
     let (out, file) = emit(
         &dir,
-        &[("NEMO_LENS_ENABLED", "0")],
+        &[
+            ("NEMO_LENS_ENABLED", "0"),
+            ("NEMO_LENS_TRACES_ENABLED", "0"),
+        ],
         &[
             "load,1718000001.5,1718000002.000000001,train",
             "train,1718000000.123456789,1718000010,job",

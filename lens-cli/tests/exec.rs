@@ -9,7 +9,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use support::{
-    example_binary, fresh_dir, lens_clean, output_within, span_attr, spans_in, wait_within,
+    example_binary, fresh_dir, lens_clean, output_within, resource_attr, span_attr, spans_in,
+    wait_within,
 };
 
 /// `lens exec` with telemetry off.
@@ -103,6 +104,12 @@ fn the_span_records_exit_code_signal_and_error_status() {
     assert_eq!(out.status.code(), Some(3));
     let span = exec_span(&dir);
     assert_eq!(span["name"], "step 1");
+    let instance = resource_attr(&dir.join("run-rankexec.otlp.jsonl"), "service.instance.id");
+    let instance = instance.and_then(|v| v["stringValue"].as_str().map(str::to_owned));
+    assert!(
+        instance.is_some_and(|i| i.ends_with("-exec")),
+        "not a rank's instance id"
+    );
     assert_eq!(span["status"]["code"], 2, "ERROR: {span:#}");
     assert_eq!(
         span_attr(&span, "process.exit.code"),

@@ -3,10 +3,10 @@
 //! Python library's `nemo-lens emit-spans`.
 //!
 //! Every `--span` is checked before anything is set up ([`plan`]): one bad
-//! value and nothing is emitted. Telemetry is on whatever
-//! `NEMO_LENS_ENABLED` says (this command exists to emit); exporter, file
-//! and collector settings come from the environment, `service.name` from
-//! `--service`. The spans form one trace: the one in `TRACEPARENT` when
+//! value and nothing is emitted. Telemetry and traces are on whatever
+//! `NEMO_LENS_ENABLED` / `NEMO_LENS_TRACES_ENABLED` say (this command exists
+//! to emit); exporter, file and collector settings come from the
+//! environment, `service.name` from `--service`. The spans form one trace: the one in `TRACEPARENT` when
 //! set; otherwise the trace of the single top-level span or, when several
 //! spans have no parent, of a root span named after the service that
 //! covers them all.
@@ -32,7 +32,9 @@ pub(crate) fn run(args: &EmitSpansArgs) -> Result<(), Failure> {
     }
     let plan = plan::plan(&args.spans).map_err(fail)?;
     let mut cfg = LensConfig::from_env().map_err(|e| fail(e.to_string()))?;
+    // this command exists to emit spans: on whatever the switches say
     cfg.enabled = true;
+    cfg.traces_enabled = true;
     cfg.service_name = args.service.clone();
     let (handle, _) = telemetry::install(cfg, "emit-spans").map_err(fail)?;
     emit(&plan, &args.service, &handle.tracer());

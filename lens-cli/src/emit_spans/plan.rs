@@ -120,6 +120,7 @@ fn parse_span(value: &str) -> Result<SpanSpec, String> {
     })
 }
 
+/// The error for a `--span` value with `n` fields.
 fn field_count(value: &str, n: usize) -> String {
     format!("--span {value:?}: expected NAME,START,END[,PARENT], got {n} field(s)")
 }
@@ -147,6 +148,7 @@ pub(crate) fn parse_seconds(text: &str) -> Option<u64> {
 /// Indices in an order where each parent precedes its children, keeping the
 /// given order otherwise; a cycle is an error that names it.
 fn parents_first(specs: &[SpanSpec], parent_of: &[Option<usize>]) -> Result<Vec<usize>, String> {
+    /// Where a span is in the walk.
     #[derive(Clone, Copy, PartialEq)]
     enum State {
         New,
@@ -193,10 +195,12 @@ fn parents_first(specs: &[SpanSpec], parent_of: &[Option<usize>]) -> Result<Vec<
 mod tests {
     use super::*;
 
+    /// [`plan`] of string literals.
     fn p(values: &[&str]) -> Result<Plan, String> {
         plan(&values.iter().map(|v| (*v).to_owned()).collect::<Vec<_>>())
     }
 
+    /// The names of the planned spans, in order.
     fn names(plan: &Plan) -> Vec<&str> {
         plan.spans.iter().map(|s| s.name.as_str()).collect()
     }

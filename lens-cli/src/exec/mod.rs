@@ -58,6 +58,7 @@ enum Outcome {
 }
 
 impl Outcome {
+    /// The outcome of a waited-for child.
     fn of(status: ExitStatus) -> Self {
         match (status.code(), status.signal()) {
             (Some(code), _) => Outcome::Exited(code),
@@ -100,7 +101,7 @@ pub(crate) fn run(args: &ExecArgs) -> ExitCode {
     };
     let outcome = match &telemetry {
         Some((_, run_id)) => traced(args, program, rest, run_id),
-        None => spawn_and_wait(Command::new(program).args(rest), program),
+        None => run_child(Command::new(program).args(rest), program, None),
     };
     if let Some((handle, _)) = &telemetry {
         if let Err(e) = telemetry::shutdown(handle) {
@@ -135,7 +136,7 @@ fn traced(args: &ExecArgs, program: &OsStr, rest: &[OsString], run_id: &RunId) -
     if run_id.generated && std::env::var_os(RUN_ID_VAR).is_none() {
         cmd.env(RUN_ID_VAR, &run_id.id);
     }
-    let outcome = spawn_and_wait_recorded(&mut cmd, program, &span);
+    let outcome = run_child(&mut cmd, program, Some(&span));
     record(&span, outcome);
     outcome
 }
@@ -149,17 +150,13 @@ fn default_name(program: &OsStr) -> String {
     format!("exec {base}")
 }
 
-fn spawn_and_wait(cmd: &mut Command, program: &OsStr) -> Outcome {
-    match start(cmd, program) {
-        Ok(child) => wait(child),
-        Err(code) => Outcome::NotStarted(code),
-    }
-}
-
-fn spawn_and_wait_recorded(cmd: &mut Command, program: &OsStr, span: &SpanGuard) -> Outcome {
+/// Starts the child, records its pid on `span` (if any) and waits for it.
+fn run_child(cmd: &mut Command, program: &OsStr, span: Option<&SpanGuard>) -> Outcome {
     match start(cmd, program) {
         Ok(child) => {
-            span.set_attribute(attr::CHILD_PID, i64::from(child.id()));
+            if let Some(span) = span {
+                span.set_attribute(attr::CHILD_PID, i64::from(child.id()));
+            }
             wait(child)
         }
         Err(code) => Outcome::NotStarted(code),

@@ -74,6 +74,8 @@ pub(crate) fn last_forwarded() -> Option<i32> {
     Some(LAST_SENT.load(SeqCst)).filter(|s| *s != 0)
 }
 
+/// The SA_SIGINFO handler: forwards `sig` to the child, or keeps it for
+/// the child about to start.
 extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, _context: *mut libc::c_void) {
     if from_terminal(sig, info) {
         return;
@@ -125,12 +127,14 @@ fn send(pid: i32, sig: c_int) {
     LAST_SENT.store(sig, SeqCst);
 }
 
+/// This thread's `errno`.
 #[cfg(target_os = "linux")]
 unsafe fn errno_location() -> *mut c_int {
     // SAFETY: always valid for the calling thread.
     unsafe { libc::__errno_location() }
 }
 
+/// This thread's `errno`.
 #[cfg(not(target_os = "linux"))]
 unsafe fn errno_location() -> *mut c_int {
     // SAFETY: always valid for the calling thread.
