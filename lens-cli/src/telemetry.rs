@@ -98,8 +98,8 @@ pub(crate) fn install(mut cfg: LensConfig, tag: &str) -> Result<(TelemetryHandle
     Ok((handle, run_id))
 }
 
-/// Shuts telemetry down, exporting what is left; the error says what was
-/// lost (the library also reports lost spans on stderr itself).
+/// Shuts telemetry down, exporting what is left within [`SHUTDOWN_TIMEOUT`];
+/// the error says what was lost (the library has written it on stderr).
 pub(crate) fn shutdown(handle: &TelemetryHandle) -> Result<(), String> {
     handle.shutdown(SHUTDOWN_TIMEOUT).map_err(|e| e.to_string())
 }

@@ -98,6 +98,55 @@ fn sigterm_to_lens_exec_reaches_the_child() {
 }
 
 #[test]
+fn sigint_sent_with_kill_is_forwarded_too() {
+    let mut child = lens_clean()
+        .args(["exec", "--", "sh", "-c"])
+        .arg(r#"trap 'kill $! 2>/dev/null; exit 43' INT; echo ready; sleep 30 & wait"#)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("lens exec starts");
+    let mut line = String::new();
+    let stdout = child.stdout.take().expect("stdout");
+    BufReader::new(stdout).read_line(&mut line).expect("read");
+    assert_eq!(line.trim(), "ready");
+    let pid = child.id().to_string();
+    let kill = Command::new("kill").args(["-INT", &pid]).status();
+    assert!(kill.is_ok_and(|s| s.success()), "kill -INT {pid}");
+    assert_eq!(wait_within(&mut child, "lens exec").code(), Some(43));
+}
+
+#[test]
+fn a_signal_the_caller_ignores_stays_ignored_for_the_child() {
+    // `trap '' HUP` ignores SIGHUP for lens exec, which must not install a
+    // handler (that would give the child the default disposition again)
+    let script = r#"trap '' HUP; exec "$LENS" exec -- sh -c 'kill -HUP $$; echo alive'"#;
+    let out = output_within(
+        lens_clean()
+            .env("LENS", env!("CARGO_BIN_EXE_lens"))
+            .arg("exec")
+            .args(["--", "sh", "-c", script]),
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "alive");
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn a_bad_configuration_still_runs_the_command() {
+    let out = output_within(
+        lens_clean()
+            .env("NEMO_LENS_ENABLED", "maybe")
+            .args(["exec", "--", "sh", "-c", "exit 7"]),
+    );
+    assert_eq!(out.status.code(), Some(7));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("NEMO_LENS_ENABLED") && err.contains("without a span"),
+        "{err}"
+    );
+}
+
+#[test]
 fn the_span_records_exit_code_signal_and_error_status() {
     let dir = fresh_dir("exec-span-exit");
     let out = output_within(exec_on(&dir).args(["--name", "step 1", "--", "sh", "-c", "exit 3"]));

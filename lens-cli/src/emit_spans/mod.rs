@@ -38,6 +38,7 @@ pub(crate) fn run(args: &EmitSpansArgs) -> Result<(), Failure> {
     cfg.service_name = args.service.clone();
     let (handle, _) = telemetry::install(cfg, "emit-spans").map_err(fail)?;
     emit(&plan, &args.service, &handle.tracer());
+    // the library reports each shutdown problem on stderr itself
     let flushed = telemetry::shutdown(&handle);
     let lost = handle.dropped_spans();
     match flushed {

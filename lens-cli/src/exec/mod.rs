@@ -104,9 +104,9 @@ pub(crate) fn run(args: &ExecArgs) -> ExitCode {
         None => run_child(Command::new(program).args(rest), program, None),
     };
     if let Some((handle, _)) = &telemetry {
-        if let Err(e) = telemetry::shutdown(handle) {
-            eprintln!("lens exec: {e}");
-        }
+        // a failure is on stderr already (the library reports each one);
+        // the exit code stays the command's
+        let _ = telemetry::shutdown(handle);
     }
     ExitCode::from(outcome.exit_code())
 }
