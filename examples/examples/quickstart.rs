@@ -59,6 +59,8 @@ fn main() -> Result<(), Box<dyn Error>> {
     let telemetry = lens::setup_telemetry(config.clone(), 0, 1)?;
 
     {
+        // join a launcher's trace (TRACEPARENT, e.g. from `lens exec`), if any
+        let _launcher = lens::propagation::context_from_env().attach();
         let _job = managed_span!("job", "job", "service.name" = config.service_name.as_str());
         let mut model = init_model(1024);
         for iteration in 0..3u64 {

@@ -1,10 +1,12 @@
 //! Command-line definitions.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-/// Look at Lens runs: summaries, HTML timelines, Perfetto traces.
+/// Look at Lens runs (summaries, HTML timelines, Perfetto traces) and add
+/// spans from outside Rust programs (launchers, shell steps, SLURM).
 #[derive(Debug, Parser)]
 #[command(name = "lens", version, about)]
 pub(crate) struct Cli {
@@ -22,6 +24,78 @@ pub(crate) enum Command {
     Perfetto(PerfettoArgs),
     /// Write a synthetic multi-rank run (for tests and benchmarks).
     Synth(SynthArgs),
+    /// Run a command under a root span and hand its trace to the command
+    /// (TRACEPARENT), e.g. `lens exec -- srun python train.py`.
+    ///
+    /// Configured by the `NEMO_LENS_*` / `OTEL_*` variables (telemetry off:
+    /// the command just runs). The span joins an incoming TRACEPARENT and
+    /// records the exit code or signal. SIGTERM, SIGINT, SIGHUP, SIGQUIT,
+    /// SIGUSR1 and SIGUSR2 are forwarded to the command. Exits with the
+    /// command's code, 128+N when signal N killed it, 127 when it cannot
+    /// start. With the file exporter `{rank}` in NEMO_LENS_FILE_PATH
+    /// becomes `exec`.
+    Exec(ExecArgs),
+    /// Emit spans with given start and end times (shell steps of a job).
+    ///
+    /// Always enabled (whatever NEMO_LENS_ENABLED says); exporter settings
+    /// from the environment. The spans form one trace: TRACEPARENT's when
+    /// set, else under a root named after --service when several have no
+    /// parent. Any bad --span (syntax, END before START, duplicate name,
+    /// unknown parent, cycle) is an error and nothing is emitted.
+    EmitSpans(EmitSpansArgs),
+    /// Print `export OTEL_RESOURCE_ATTRIBUTES=…` with the SLURM job's
+    /// attributes added, for `eval` in a job script.
+    ///
+    /// Usage: `eval "$(lens slurm-env --stage task)"`. Attributes already
+    /// set are kept; values are percent-encoded and the line single-quoted.
+    /// Outside a SLURM job the value is printed unchanged.
+    SlurmEnv(SlurmEnvArgs),
+}
+
+/// `lens exec`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ExecArgs {
+    /// Name of the root span (default: `exec <command's file name>`).
+    #[arg(long)]
+    pub(crate) name: Option<String>,
+    /// The command and its arguments, after `--`.
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
+    pub(crate) command: Vec<OsString>,
+}
+
+/// `lens emit-spans`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct EmitSpansArgs {
+    /// `service.name` of the spans.
+    #[arg(long)]
+    pub(crate) service: String,
+    /// A span: NAME, START and END in seconds since the epoch (decimals
+    /// allowed: `date +%s.%N`), and optionally the NAME of its parent, one
+    /// of the other `--span`s. Repeat for more spans.
+    #[arg(long = "span", value_name = "NAME,START,END[,PARENT]", required = true)]
+    pub(crate) spans: Vec<String>,
+}
+
+/// When `lens slurm-env` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum SlurmStage {
+    /// In the batch script: the job's attributes.
+    Sbatch,
+    /// In a task (under `srun`): the job's and the task's attributes.
+    Task,
+}
+
+/// `lens slurm-env`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct SlurmEnvArgs {
+    /// Where it runs: the batch script or a task.
+    #[arg(long, value_enum)]
+    pub(crate) stage: SlurmStage,
 }
 
 /// `lens report`.

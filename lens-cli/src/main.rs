@@ -5,14 +5,25 @@
 //! writes a self-contained HTML timeline (`--html`) or a Perfetto trace
 //! (`lens perfetto`). `lens synth` writes synthetic runs for tests and
 //! benchmarks. Memory stays bounded whatever the input size.
+//!
+//! It also adds spans from outside Rust programs, through the lens library
+//! and its `NEMO_LENS_*` configuration: `lens exec` runs a command (a
+//! launcher) under a root span whose trace the command's ranks join,
+//! `lens emit-spans` emits spans with given times (shell steps), and
+//! `lens slurm-env` prints the SLURM job's resource attributes for
+//! `OTEL_RESOURCE_ATTRIBUTES`.
 
 mod cli;
+mod emit_spans;
+mod exec;
 mod html;
 mod input;
 mod perfetto;
 mod report;
 mod sketch;
+mod slurm_env;
 mod synth;
+mod telemetry;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -28,6 +39,9 @@ fn main() -> ExitCode {
         cli::Command::Report(a) => run_report(&a),
         cli::Command::Perfetto(a) => perfetto::run(&a),
         cli::Command::Synth(a) => synth::run(&a).map_err(Failure::from),
+        cli::Command::Exec(a) => return exec::run(&a),
+        cli::Command::EmitSpans(a) => emit_spans::run(&a),
+        cli::Command::SlurmEnv(a) => slurm_env::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
