@@ -23,23 +23,6 @@ use crate::Failure;
 /// The variable this command extends.
 const VAR: &str = "OTEL_RESOURCE_ATTRIBUTES";
 
-/// Task attributes lens's resource detection does not record (no
-/// `semconv` constant yet): `slurm.<what>` as the job ones. The training
-/// rank (`nv.dl.rank`) is left to each rank's own launcher detection, since
-/// under `torchrun` a SLURM task is a node, not a rank.
-mod task {
-    /// `slurm.procid` (`SLURM_PROCID`): the task's rank in the step.
-    pub(super) const PROCID: &str = "slurm.procid";
-    /// `slurm.localid` (`SLURM_LOCALID`): the task's rank on its node.
-    pub(super) const LOCALID: &str = "slurm.localid";
-    /// `slurm.nodeid` (`SLURM_NODEID`): the node's index in the job.
-    pub(super) const NODEID: &str = "slurm.nodeid";
-    /// `slurm.node.name` (`SLURMD_NODENAME`): the node the task runs on.
-    pub(super) const NODE_NAME: &str = "slurm.node.name";
-    /// `slurm.step.id` (`SLURM_STEP_ID`): the job step.
-    pub(super) const STEP_ID: &str = "slurm.step.id";
-}
-
 /// Attribute and the variables it is read from, first set wins.
 type Source = (&'static str, &'static [&'static str]);
 
@@ -61,12 +44,14 @@ const JOB: &[Source] = &[
 ];
 
 /// Per-task attributes, added at the task stage.
+/// The training rank (`nv.dl.rank`) is left to each rank's own launcher
+/// detection, since under `torchrun` a SLURM task is a node, not a rank.
 const TASK: &[Source] = &[
-    (task::PROCID, &["SLURM_PROCID"]),
-    (task::LOCALID, &["SLURM_LOCALID"]),
-    (task::NODEID, &["SLURM_NODEID"]),
-    (task::NODE_NAME, &["SLURMD_NODENAME"]),
-    (task::STEP_ID, &["SLURM_STEP_ID", "SLURM_STEPID"]),
+    (semconv::SLURM_PROCID, &["SLURM_PROCID"]),
+    (semconv::SLURM_LOCALID, &["SLURM_LOCALID"]),
+    (semconv::SLURM_NODEID, &["SLURM_NODEID"]),
+    (semconv::SLURM_NODE_NAME, &["SLURMD_NODENAME"]),
+    (semconv::SLURM_STEP_ID, &["SLURM_STEP_ID", "SLURM_STEPID"]),
 ];
 
 /// Bytes escaped in a value: controls, space, `"`, `,`, `;`, `\` (outside

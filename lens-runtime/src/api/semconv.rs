@@ -103,6 +103,17 @@ pub const SLURM_NTASKS: &str = "slurm.ntasks";
 pub const SLURM_PARTITION: &str = "slurm.partition";
 /// `slurm.cluster.name` (`SLURM_CLUSTER_NAME`)
 pub const SLURM_CLUSTER_NAME: &str = "slurm.cluster.name";
+/// `slurm.step.id` (`SLURM_STEP_ID`): the job step (task stage of
+/// `lens slurm-env`)
+pub const SLURM_STEP_ID: &str = "slurm.step.id";
+/// `slurm.procid` (`SLURM_PROCID`): the task's rank in the step
+pub const SLURM_PROCID: &str = "slurm.procid";
+/// `slurm.localid` (`SLURM_LOCALID`): the task's rank on its node
+pub const SLURM_LOCALID: &str = "slurm.localid";
+/// `slurm.nodeid` (`SLURM_NODEID`): the node's index in the job
+pub const SLURM_NODEID: &str = "slurm.nodeid";
+/// `slurm.node.name` (`SLURMD_NODENAME`): the node the task runs on
+pub const SLURM_NODE_NAME: &str = "slurm.node.name";
 
 // === k8s.* ===
 /// `k8s.namespace.name`
