@@ -29,11 +29,22 @@ pub const SCHEMA_URL: &str = "https://opentelemetry.io/schemas/1.37.0";
 // === standard resource attributes ===
 /// `service.name`
 pub const SERVICE_NAME: &str = "service.name";
-/// `service.version`
+/// `service.version` (the application's: lens does not set it; its own
+/// version is [`TELEMETRY_SDK_VERSION`])
 pub const SERVICE_VERSION: &str = "service.version";
+/// `telemetry.sdk.name` (`lens`)
+pub const TELEMETRY_SDK_NAME: &str = "telemetry.sdk.name";
+/// `telemetry.sdk.language` (`rust`)
+pub const TELEMETRY_SDK_LANGUAGE: &str = "telemetry.sdk.language";
+/// `telemetry.sdk.version` (lens's version)
+pub const TELEMETRY_SDK_VERSION: &str = "telemetry.sdk.version";
 /// `service.instance.id` (`<run_id>-rank<rank>`)
 pub const SERVICE_INSTANCE_ID: &str = "service.instance.id";
-/// `deployment.environment`
+/// `deployment.environment.name` (semantic conventions 1.37)
+pub const DEPLOYMENT_ENVIRONMENT_NAME: &str = "deployment.environment.name";
+/// `deployment.environment`: the name before semantic conventions 1.27,
+/// still set beside [`DEPLOYMENT_ENVIRONMENT_NAME`] for dashboards that
+/// query it
 pub const DEPLOYMENT_ENVIRONMENT: &str = "deployment.environment";
 /// `host.name`
 pub const HOST_NAME: &str = "host.name";

@@ -104,6 +104,21 @@ impl LensConfig {
             ..LensConfig::default()
         };
         env.bool("ENABLED", &mut c.enabled)?;
+        // OTEL_SDK_DISABLED=true switches every signal off, whatever
+        // NEMO_LENS_ENABLED says; as the specification asks, any other value
+        // is false (and a value other than `false` is warned about)
+        if let Some(v) = env.plain("OTEL_SDK_DISABLED") {
+            match v.trim().to_ascii_lowercase().as_str() {
+                "true" => c.enabled = false,
+                "false" => {}
+                _other => {
+                    #[cfg(feature = "sdk")]
+                    crate::diag::warn(format_args!(
+                        "OTEL_SDK_DISABLED={v:?} is not `true` or `false`; taken as false"
+                    ));
+                }
+            }
+        }
         if let Some(v) = env.plain("OTEL_SERVICE_NAME") {
             c.service_name = v.trim().to_owned();
         }

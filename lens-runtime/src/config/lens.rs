@@ -71,6 +71,9 @@ impl fmt::Display for ExporterKind {
     }
 }
 
+/// The default service name, as the Python library's.
+pub(crate) const DEFAULT_SERVICE_NAME: &str = "nemo";
+
 /// The default of [`LensConfig::perfetto_max_bytes`]: 256 MiB.
 pub(crate) const PERFETTO_DEFAULT_MAX_BYTES: u64 = 256 * 1024 * 1024;
 /// The smallest accepted [`LensConfig::perfetto_max_bytes`]: 64 KiB.
@@ -176,7 +179,7 @@ impl Default for LensConfig {
     fn default() -> Self {
         LensConfig {
             enabled: false,
-            service_name: "nemo".to_owned(),
+            service_name: DEFAULT_SERVICE_NAME.to_owned(),
             export_strategy: "single_rank".to_owned(),
             export_rank: -1,
             export_sample_rate: 1.0,

@@ -13,6 +13,8 @@ pub(crate) mod strategy;
 mod validate;
 
 pub use error::ConfigError;
+#[cfg(feature = "sdk")]
+pub(crate) use lens::DEFAULT_SERVICE_NAME;
 pub use lens::{ExporterKind, LensConfig};
 pub use validate::ValidConfig;
 
@@ -27,6 +29,23 @@ mod tests {
                 .find(|(k, _)| *k == var)
                 .map(|(_, v)| (*v).to_owned())
         }
+    }
+
+    #[test]
+    fn otel_sdk_disabled_switches_everything_off() {
+        let cfg = |v: &'static str| {
+            LensConfig::from_lookup(&[ENV_PREFIX], &[], move |k: &str| match k {
+                "NEMO_LENS_ENABLED" => Some("1".to_owned()),
+                "OTEL_SDK_DISABLED" => Some(v.to_owned()),
+                _ => None,
+            })
+            .unwrap()
+        };
+        assert!(!cfg("true").enabled);
+        assert!(!cfg("TRUE").enabled);
+        assert!(cfg("false").enabled);
+        // the specification: anything but `true` is false (with a warning)
+        assert!(cfg("1").enabled);
     }
 
     #[test]

@@ -116,6 +116,7 @@ impl ValidConfig {
     }
 
     /// The configuration and its span groups, by value.
+    #[cfg(feature = "sdk")]
     pub(crate) fn into_parts(self) -> (LensConfig, SpanGroupSet) {
         (self.config, self.groups)
     }

@@ -85,7 +85,9 @@ pub(crate) fn lens_attributes(
 ) -> Vec<KeyValue> {
     let mut v = vec![
         KeyValue::new(sc::SERVICE_NAME, config.service_name.clone()),
-        KeyValue::new(sc::SERVICE_VERSION, env!("CARGO_PKG_VERSION")),
+        KeyValue::new(sc::TELEMETRY_SDK_NAME, "lens"),
+        KeyValue::new(sc::TELEMETRY_SDK_LANGUAGE, "rust"),
+        KeyValue::new(sc::TELEMETRY_SDK_VERSION, env!("CARGO_PKG_VERSION")),
         KeyValue::new(sc::NV_DL_RANK, i64::from(rank)),
         KeyValue::new(sc::NV_DL_WORLD_SIZE, i64::from(world_size)),
         KeyValue::new(sc::NEMO_RUN_ID, run_id.to_owned()),
@@ -94,14 +96,13 @@ pub(crate) fn lens_attributes(
     if let Some(local) = crate::config::strategy::local_rank_with(|k| detect.get(k)) {
         v.push(KeyValue::new(sc::NV_DL_LOCAL_RANK, i64::from(local)));
     }
+    let environment = detect.first(&["DEPLOYMENT_ENV", "ENVIRONMENT"]);
     let opt = [
         (sc::NEMO_USER_ID, config.user.clone()),
         (sc::WANDB_ENTITY, config.wandb_entity.clone()),
         (sc::WANDB_PROJECT, config.wandb_project.clone()),
-        (
-            sc::DEPLOYMENT_ENVIRONMENT,
-            detect.first(&["DEPLOYMENT_ENV", "ENVIRONMENT"]),
-        ),
+        (sc::DEPLOYMENT_ENVIRONMENT_NAME, environment.clone()),
+        (sc::DEPLOYMENT_ENVIRONMENT, environment),
     ];
     v.extend(
         opt.into_iter()
@@ -336,12 +337,21 @@ pub(crate) fn resource_attributes(
     caller: &[KeyValue],
     detect: &Detect<'_>,
 ) -> Vec<KeyValue> {
-    merge(&[
-        detected_attributes(detect),
-        otel_resource_attributes(detect),
-        lens_attributes(config, run_id, rank, world_size, detect),
-        caller.to_vec(),
-    ])
+    let from_env = otel_resource_attributes(detect);
+    let mut lens = lens_attributes(config, run_id, rank, world_size, detect);
+    // `service.name` from OTEL_RESOURCE_ATTRIBUTES is kept unless a service
+    // name was configured (OTEL_SERVICE_NAME, or a name other than the
+    // default in code), as the OpenTelemetry SDKs do
+    let configured = detect.get("OTEL_SERVICE_NAME").is_some()
+        || config.service_name != crate::config::DEFAULT_SERVICE_NAME;
+    if !configured
+        && from_env
+            .iter()
+            .any(|kv| kv.key.as_str() == sc::SERVICE_NAME)
+    {
+        lens.retain(|kv| kv.key.as_str() != sc::SERVICE_NAME);
+    }
+    merge(&[detected_attributes(detect), from_env, lens, caller.to_vec()])
 }
 
 #[cfg(test)]
@@ -468,6 +478,65 @@ mod tests {
         let e = parse_resource_attributes(&long).unwrap_err();
         assert_eq!(e.member.chars().count(), 64);
         assert!(e.to_string().contains("has no '='"));
+    }
+
+    #[test]
+    fn service_name_from_the_environment_and_the_sdk_attributes() {
+        let attrs_for = |vars: &HashMap<&str, &str>, cfg: &LensConfig| {
+            let d = detect(vars, Path::new("/nonexistent"));
+            resource_attributes(cfg, "r", 0, 1, &[], &d)
+        };
+        let env = HashMap::from([(
+            "OTEL_RESOURCE_ATTRIBUTES",
+            "service.name=trainer,service.version=2.1",
+        )]);
+        let attrs = attrs_for(&env, &LensConfig::default());
+        assert_eq!(value(&attrs, "service.name").as_deref(), Some("trainer"));
+        assert_eq!(
+            value(&attrs, "service.version").as_deref(),
+            Some("2.1"),
+            "the application's version, not lens's"
+        );
+        assert_eq!(value(&attrs, "telemetry.sdk.name").as_deref(), Some("lens"));
+        assert_eq!(
+            value(&attrs, "telemetry.sdk.language").as_deref(),
+            Some("rust")
+        );
+        assert_eq!(
+            value(&attrs, "telemetry.sdk.version").as_deref(),
+            Some(env!("CARGO_PKG_VERSION"))
+        );
+        // OTEL_SERVICE_NAME, or a name set in code, wins over the attribute
+        let mut both = env.clone();
+        both.insert("OTEL_SERVICE_NAME", "svc");
+        let cfg = LensConfig {
+            service_name: "svc".into(),
+            ..LensConfig::default()
+        };
+        assert_eq!(
+            value(&attrs_for(&both, &cfg), "service.name").as_deref(),
+            Some("svc")
+        );
+        let coded = LensConfig {
+            service_name: "coded".into(),
+            ..LensConfig::default()
+        };
+        assert_eq!(
+            value(&attrs_for(&env, &coded), "service.name").as_deref(),
+            Some("coded")
+        );
+        // neither: the default, and no service.version at all
+        let none = attrs_for(&HashMap::new(), &LensConfig::default());
+        assert_eq!(value(&none, "service.name").as_deref(), Some("nemo"));
+        assert_eq!(value(&none, "service.version"), None);
+        let prod = attrs_for(
+            &HashMap::from([("DEPLOYMENT_ENV", "prod")]),
+            &LensConfig::default(),
+        );
+        assert_eq!(
+            value(&prod, "deployment.environment.name").as_deref(),
+            Some("prod")
+        );
     }
 
     #[test]
