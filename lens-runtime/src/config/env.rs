@@ -162,6 +162,7 @@ impl LensConfig {
             check_perfetto_max_bytes(&var, c.perfetto_max_bytes)?;
         }
         env.bool("FLUSH_ON_SIGNAL", &mut c.flush_on_signal)?;
+        env.bool("QUIET", &mut c.quiet)?;
         env.bool("GPU_METRICS", &mut c.gpu_metrics)?;
         c.wandb_entity = env.plain("WANDB_ENTITY").map(|v| v.trim().to_owned());
         c.wandb_project = env.plain("WANDB_PROJECT").map(|v| v.trim().to_owned());

@@ -144,6 +144,9 @@ pub struct LensConfig {
     /// JSON lines file: `lens-telemetry/<run_id>-rank<rank>.pftrace`, then
     /// `.1.pftrace`, `.2.pftrace`, …
     pub perfetto_max_bytes: u64,
+    /// Leave out the one line setup writes to stderr on an exporting rank
+    /// (run id, rank, span groups, destination) (`NEMO_LENS_QUIET`).
+    pub quiet: bool,
     /// Flush telemetry on SIGTERM / SIGINT before the process dies
     /// (`NEMO_LENS_FLUSH_ON_SIGNAL`, default false).
     pub flush_on_signal: bool,
@@ -195,6 +198,7 @@ impl Default for LensConfig {
             wandb_project: None,
             file_path: None,
             perfetto_max_bytes: PERFETTO_DEFAULT_MAX_BYTES,
+            quiet: false,
             flush_on_signal: false,
             gpu_metrics: false,
             span_group_families: Vec::new(),

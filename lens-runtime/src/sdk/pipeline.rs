@@ -70,6 +70,8 @@ pub(crate) struct Pipeline {
     pub(crate) sink: Option<Arc<file::Sink>>,
     /// The trace files, with the `perfetto` exporter.
     pub(crate) perfetto: Option<Arc<PerfettoFiles>>,
+    /// Where spans go, in words (a path, `stdout`, an endpoint).
+    pub(crate) destination: String,
     pub(crate) file_path: Option<PathBuf>,
     /// A handle to the span processor: flushed with the caller's deadline,
     /// on the caller's thread.
@@ -218,6 +220,16 @@ impl Pipeline {
         };
         let exporter_err = BuildError::Exporter;
         let counters = Arc::new(SpanCounters::default());
+        let destination = match (&perfetto, &backend) {
+            _ if inp.span_processor.is_some() => "the custom span exporter".to_owned(),
+            (Some(files), _) => files.path().display().to_string(),
+            (None, Backend::File(_)) => file_path
+                .as_ref()
+                .map_or_else(String::new, |p| p.display().to_string()),
+            (None, Backend::Console) => "stdout".to_owned(),
+            (None, Backend::Otlp(_)) => export::otlp_destination(otel.protocols[0]),
+        };
+        let _ = counters.destination.set(destination.clone());
         let res = inp.resource;
         let redactor = inp.redactor;
 
@@ -338,6 +350,7 @@ impl Pipeline {
             },
             file_path: perfetto.as_ref().map(|p| p.path()).or(file_path),
             perfetto,
+            destination,
             spans,
             log_counters,
             busy: Default::default(),

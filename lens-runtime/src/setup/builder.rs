@@ -374,6 +374,24 @@ impl TelemetryBuilder {
             BuildError::Exporter(e) => SetupError::Exporter(e),
         })?;
         let pipeline = Arc::new(pipeline);
+        if !cfg.quiet {
+            let signals: Vec<&str> = [
+                (pipeline.tracer_provider.is_some(), "spans"),
+                (pipeline.meter_provider.is_some(), "metrics"),
+                (pipeline.logger_provider.is_some(), "logs"),
+            ]
+            .iter()
+            .filter_map(|(on, s)| on.then_some(*s))
+            .collect();
+            crate::diag::warn(format_args!(
+                "run {run_id}, rank {} of {}: {} to {} (span groups: {}; NEMO_LENS_QUIET=1 hides this line)",
+                self.rank,
+                self.world_size,
+                signals.join(", "),
+                pipeline.destination,
+                groups.names().join(", "),
+            ));
+        }
 
         // install: from here on nothing fails
         if let Some(previous) = take_over(generation) {

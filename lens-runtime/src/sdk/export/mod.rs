@@ -183,6 +183,10 @@ pub(crate) struct SpanCounters {
     pub(crate) dropped: AtomicU64,
     pub(crate) exported: AtomicU64,
     pub(crate) failed: AtomicU64,
+    /// Where spans go, for messages (set once the pipeline knows).
+    pub(crate) destination: std::sync::OnceLock<String>,
+    /// Set once the first failed export was reported.
+    pub(crate) reported: std::sync::atomic::AtomicBool,
 }
 
 /// Wraps a span exporter to count what it exported and what failed.
@@ -202,10 +206,24 @@ impl<E: SpanExporter> SpanExporter for Counting<E> {
     async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
         let n = batch.len() as u64;
         let r = self.inner.export(batch).await;
-        let counter = if r.is_ok() {
-            &self.counters.exported
-        } else {
-            &self.counters.failed
+        let counter = match &r {
+            Ok(()) => &self.counters.exported,
+            Err(e) => {
+                // the first failure is reported when it happens (a wrong
+                // endpoint should not stay silent until shutdown); later
+                // ones are counted and reported at shutdown
+                if !self.counters.reported.swap(true, Ordering::Relaxed) {
+                    let to = self
+                        .counters
+                        .destination
+                        .get()
+                        .map_or("the exporter", |d| d);
+                    crate::diag::warn(format_args!(
+                        "exporting spans to {to} failed: {e} (further failures are counted and reported at shutdown)"
+                    ));
+                }
+                &self.counters.failed
+            }
         };
         counter.fetch_add(n, Ordering::Relaxed);
         r
@@ -219,6 +237,21 @@ impl<E: SpanExporter> SpanExporter for Counting<E> {
     fn set_resource(&mut self, resource: &Resource) {
         self.inner.set_resource(resource);
     }
+}
+
+/// Where the OTLP trace exporter sends spans, for messages: the traces
+/// endpoint variable, else the general one, else the protocol's default.
+pub(crate) fn otlp_destination(protocol: OtlpProtocol) -> String {
+    let var = |v: &str| crate::config::otel::env(v).filter(|s| !s.trim().is_empty());
+    let (name, default) = match protocol {
+        OtlpProtocol::Grpc => ("grpc", "http://localhost:4317"),
+        OtlpProtocol::HttpProtobuf => ("http/protobuf", "http://localhost:4318"),
+        OtlpProtocol::HttpJson => ("http/json", "http://localhost:4318"),
+    };
+    let endpoint = var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .or_else(|| var("OTEL_EXPORTER_OTLP_ENDPOINT"))
+        .unwrap_or_else(|| default.to_owned());
+    format!("{} (OTLP {name})", endpoint.trim())
 }
 
 fn build_err(signal: &str, e: impl fmt::Display) -> String {
