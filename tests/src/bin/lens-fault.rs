@@ -687,6 +687,8 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
                 drop(span_cm!("doomed"));
             }
             let r = h.force_flush();
+            // marks, on stderr, where the flush returned
+            eprintln!("flush-returned");
             say(&format!("flush_ok={}", r.is_ok()));
             let _ = h.shutdown(Duration::from_secs(2));
             Ok(())

@@ -342,6 +342,57 @@ fn a_flush_whose_spans_all_failed_reports_it() {
     );
 }
 
+/// A failing exporter is reported when it first fails, once, naming where
+/// spans go; not only at shutdown.
+#[test]
+fn the_first_export_failure_is_reported_when_it_happens() {
+    let dir = temp_dir("first-failure");
+    let f = run_with_timeout(
+        fault("flush-fails", None, &dir).env("NEMO_LENS_FILE_PATH", "/dev/full"),
+        TIMEOUT,
+    );
+    let failure = "lens: exporting spans to /dev/full failed";
+    let at = f.stderr.find(failure);
+    let flushed = f.stderr.find("flush-returned");
+    check(
+        f.stderr.matches(failure).count() == 1 && at.is_some() && at < flushed,
+        "one report of the first failed export, before the flush returned",
+        &f,
+    );
+}
+
+/// An exporting setup says once where telemetry goes; `NEMO_LENS_QUIET=1`
+/// hides the line.
+#[test]
+fn setup_says_where_telemetry_goes_unless_quiet() {
+    let dir = temp_dir("setup-line");
+    let path = dir.join("spans.jsonl");
+    let f = run_with_timeout(&mut fault("flush-fails", None, &dir), TIMEOUT);
+    let line = f
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("lens: run "))
+        .unwrap_or_default()
+        .to_owned();
+    check(
+        f.stderr.matches("lens: run ").count() == 1
+            && line.contains("rank 0 of 1")
+            && line.contains(&path.display().to_string())
+            && line.contains("span groups: job"),
+        "one setup line with rank, destination and groups",
+        &f,
+    );
+    let f = run_with_timeout(
+        fault("flush-fails", None, &dir).env("NEMO_LENS_QUIET", "1"),
+        TIMEOUT,
+    );
+    check(
+        f.status.success() && !f.stderr.contains("lens: run "),
+        "NEMO_LENS_QUIET=1 hides the setup line",
+        &f,
+    );
+}
+
 #[test]
 fn a_fifo_with_no_reader_fails_setup_instead_of_hanging() {
     let dir = temp_dir("fifo");
