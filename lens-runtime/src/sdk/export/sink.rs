@@ -62,6 +62,7 @@ impl Sink {
                 libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
             }
         }
+        let file = above_stdio(file)?;
         Ok(Arc::new(Sink::new(Target::File {
             file: Mutex::new(file),
             path: path.to_owned(),
@@ -169,6 +170,25 @@ pub(crate) fn append_whole(
         },
         _ => Err(err),
     }
+}
+
+/// `file` on a descriptor above 2. A process that closed its stdin, stdout
+/// or stderr would otherwise get the telemetry file as that descriptor, and
+/// whatever it (or lens's own diagnostics) writes to it would land in the
+/// file.
+fn above_stdio(file: File) -> io::Result<File> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    if file.as_raw_fd() > 2 {
+        return Ok(file);
+    }
+    // SAFETY: duplicating a descriptor this function owns; the new one is
+    // owned by the returned `File`, the old one is closed when `file` drops.
+    let fd = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a fresh descriptor nothing else owns.
+    Ok(unsafe { File::from_raw_fd(fd) })
 }
 
 /// Encoded lines of one export call, each ending in `\n`, and the number of
