@@ -8,7 +8,7 @@ steps=${1:-15625}
 ranks=${2:-64}
 root=$(cd "$(dirname "$0")/.." && pwd)
 target=${CARGO_TARGET_DIR:-$root/target}
-cargo build --release -p lens-cli --manifest-path "$root/Cargo.toml" >&2
+cargo build --release -p nemo-lens-cli --manifest-path "$root/Cargo.toml" >&2
 lens=$target/release/lens
 work=${BENCH_DIR:-$(mktemp -d)}
 mkdir -p "$work"

@@ -52,11 +52,11 @@ fi
 command -v valgrind >/dev/null || { echo "valgrind not found" >&2; exit 2; }
 
 echo "building the callgrind_disabled bench target (bench profile)..." >&2
-BIN=$(cargo bench -p lens --bench callgrind_disabled --no-run --message-format=json 2>/dev/null \
+BIN=$(cargo bench -p nemo-lens --bench callgrind_disabled --no-run --message-format=json 2>/dev/null \
     | grep -o '"executable":"[^"]*callgrind_disabled[^"]*"' | tail -n1 | cut -d'"' -f4)
 if [ -z "$BIN" ] || [ ! -x "$BIN" ]; then
     echo "could not build or find the callgrind_disabled binary" >&2
-    cargo bench -p lens --bench callgrind_disabled --no-run >&2
+    cargo bench -p nemo-lens --bench callgrind_disabled --no-run >&2
     exit 2
 fi
 echo "binary: $BIN" >&2

@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
+# one build per run: incremental caches only cost disk (tens of GB) and time
+export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 
 step() { printf '\n==> %s\n' "$*"; }
 
@@ -20,7 +22,7 @@ cargo clippy --workspace --all-targets -- -D warnings
 
 step "build the examples and the lens command (integration tests run them as separate processes)"
 cargo build -p examples --examples
-cargo build -p lens-cli
+cargo build -p nemo-lens-cli
 
 step "cargo test --workspace (unit, behaviour, integration, UI; benches run once in test mode)"
 cargo test --workspace --all-targets
@@ -31,6 +33,14 @@ cargo test --workspace --doc
 step "MPI: the pipeline example under mpirun -np 4"
 cargo build -p examples --features mpi --example pretrain_mpi
 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 cargo test -p tests --features mpi --test mpi
+
+step "cargo doc (warnings are errors: broken or private intra-doc links)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
+
+step "cargo package: the publishable crates (nemo-lens, -macros, -runtime, -names, -perfetto, -cli)"
+# --no-verify: they depend on each other by path, and none is on crates.io yet
+cargo package --no-verify --allow-dirty -p nemo-lens-names -p nemo-lens-macros \
+  -p nemo-lens-perfetto -p nemo-lens-runtime -p nemo-lens -p nemo-lens-cli
 
 step "lens without default features: no OpenTelemetry SDK in the tree"
 tree=$(cargo tree --manifest-path tests/no-sdk/Cargo.toml -e normal)

@@ -96,7 +96,7 @@ pub fn report(telemetry: &TelemetryHandle, config: &LensConfig) {
             );
             // the last line: how to look at what was written
             println!(
-                "look at it: cargo run --release -p lens-cli -- report {p}    (or: report --html run.html {p})",
+                "look at it: cargo run --release -p nemo-lens-cli -- report {p}    (or: report --html run.html {p})",
                 p = path.display()
             );
         }

@@ -2,8 +2,8 @@
 //! whose documentation shows each macro and its expansion; generated code
 //! refers only to `::lens::__private`.
 //!
-//! Each macro runs in three passes: [`parse`] (syntax), [`validate`]
-//! (meaning) and [`expand`] (code). Every error is reported on the token that
+//! Each macro runs in three passes: `parse` (syntax), `validate`
+//! (meaning) and `expand` (code). Every error is reported on the token that
 //! caused it and, for `#[trace_fn]`, the user's item is still emitted so the
 //! only error shown is ours.
 

@@ -9,8 +9,8 @@
 //! of that median), so drift that is slow compared with a round cancels.
 //!
 //! ```text
-//! cargo bench -p lens --bench paired               # full run (about a minute)
-//! ROUNDS=2000 BATCH=1000 cargo bench -p lens --bench paired
+//! cargo bench -p nemo-lens --bench paired               # full run (about a minute)
+//! ROUNDS=2000 BATCH=1000 cargo bench -p nemo-lens --bench paired
 //! ```
 //!
 //! Phase 1 records every variant into one provider (a batch processor into a

@@ -87,14 +87,14 @@ pub fn example_binary(name: &str) -> PathBuf {
 }
 
 /// The `lens` command (package `lens-cli`), built by `cargo test
-/// --workspace` or `cargo build -p lens-cli`.
+/// --workspace` or `cargo build -p nemo-lens-cli`.
 ///
 /// ```no_run
 /// let lens = tests::lens_cli_binary();
 /// assert!(lens.is_file());
 /// ```
 pub fn lens_cli_binary() -> PathBuf {
-    built_binary("", "lens", "`cargo build -p lens-cli`")
+    built_binary("", "lens", "`cargo build -p nemo-lens-cli`")
 }
 
 /// `name` in `<target>/<profile>/<subdir>`: next to the running test's

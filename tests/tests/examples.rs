@@ -91,7 +91,7 @@ fn quickstart_prints_a_report_command_that_works() {
     let stdout = String::from_utf8_lossy(&run_ok(&mut cmd).stdout).into_owned();
     let last = stdout.lines().last().unwrap_or("");
     let printed = last
-        .strip_prefix("look at it: cargo run --release -p lens-cli -- ")
+        .strip_prefix("look at it: cargo run --release -p nemo-lens-cli -- ")
         .and_then(|rest| rest.split("    (").next())
         .unwrap_or_else(|| panic!("the last line names the report command: {last:?}"));
     let args: Vec<&str> = printed.split_whitespace().collect();

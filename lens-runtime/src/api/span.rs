@@ -42,7 +42,7 @@ fn start_builder(builder: SpanBuilder) -> Context {
     })
 }
 
-/// The status of a span, as set by [`SpanGuard::set_status`].
+/// The status of a span, as set by `SpanGuard::set_status`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SpanStatus {
     /// The default: no status was set.

@@ -161,7 +161,7 @@ pub struct LensConfig {
     /// ignored; default none). A key matches an attribute key equal to it or
     /// to a run of its dot-separated segments, ASCII case-insensitive
     /// (`email` redacts `user.email`); see
-    /// [`is_redacted_key_with`](crate::api::attr::is_redacted_key_with). A key
+    /// `is_redacted_key_with`. A key
     /// may not contain whitespace, `=` or `,`.
     ///
     /// ```

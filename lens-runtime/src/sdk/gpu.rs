@@ -156,7 +156,7 @@ impl Reader for NvmlReader {
 
 /// Registers GPU instruments on `meter` when NVML and a GPU are present;
 /// returns whether any were registered. No driver or no GPU: nothing, and
-/// one debug-level message per process. See the [module docs](self) for the
+/// one debug-level message per process. See the module docs for the
 /// instruments and their attributes.
 ///
 /// ```

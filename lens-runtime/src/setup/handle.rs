@@ -236,7 +236,7 @@ impl TelemetryHandle {
     }
 
     /// Exports everything recorded so far, without shutting down; returns
-    /// within [`DEFAULT_FLUSH_TIMEOUT`] (see
+    /// within `DEFAULT_FLUSH_TIMEOUT` (see
     /// [`force_flush_within`](Self::force_flush_within)).
     ///
     /// ```

@@ -13,9 +13,9 @@ use crate::sdk::logs::{self, LogBridge, LogBridgeError, LogBridgeOptions};
 /// call set one up, stops bridging. Each call replaces the configuration of
 /// the previous one (level, targets, provider), so calling it twice never
 /// duplicates a record. The `log` logger is installed on the first call that
-/// wants it (see [`InstallStatus`](crate::logs::InstallStatus) when another logger holds the slot); for
-/// `tracing`, add [`LogBridge::layer`](crate::logs::LogBridge::layer) to your subscriber or ask for a global
-/// one with [`LogBridgeOptions::with_global_tracing_subscriber`](crate::logs::LogBridgeOptions::with_global_tracing_subscriber).
+/// wants it (see `InstallStatus` when another logger holds the slot); for
+/// `tracing`, add `LogBridge::layer` to your subscriber or ask for a global
+/// one with `LogBridgeOptions::with_global_tracing_subscriber`.
 ///
 /// Records are exported with the handle's log exporter (OTLP with
 /// `OTEL_EXPORTER_OTLP_LOGS_PROTOCOL` / `OTEL_EXPORTER_OTLP_PROTOCOL`, the

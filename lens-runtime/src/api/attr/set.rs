@@ -79,7 +79,7 @@ impl SpanAttributeTarget for opentelemetry::trace::SpanRef<'_> {
 /// must be scalars, slices/`Vec`s of one scalar type or `Option`s of those
 /// (`None` is skipped); string values under a key of the default rule
 /// ([`is_redacted_key`]) *and* under any of `redact_keys` become
-/// [`REDACTED`] (see [`is_redacted_key_with`]; the defaults cannot be
+/// [`REDACTED`] (see `is_redacted_key_with`; the defaults cannot be
 /// switched off). For keys known at the call site, `managed_span!`/`span_cm!` fields
 /// and `SpanGuard::set_attribute` do the same with the check at compile
 /// time. Never panics; a non-recording span is left alone.

@@ -27,7 +27,7 @@ pub trait AttributeValue {
     fn to_value(&self) -> Option<Value>;
     /// The value under a redacted key: strings and string arrays become
     /// [`REDACTED`], other values are kept. The default applies
-    /// [`redact_value`] to [`to_value`](Self::to_value), so a type
+    /// `redact_value` to [`to_value`](Self::to_value), so a type
     /// implementing only `to_value` is redacted too.
     ///
     /// ```

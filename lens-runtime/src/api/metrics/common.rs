@@ -59,7 +59,7 @@ pub const STEP_DURATION_BUCKETS_S: [f64; 16] = [
 ];
 
 /// How many distinct (operation, provider, model) attribute combinations one
-/// [`InferenceMetrics`] caches; further combinations are still recorded, with
+/// `InferenceMetrics` caches; further combinations are still recorded, with
 /// their attribute arrays built per record.
 ///
 /// ```

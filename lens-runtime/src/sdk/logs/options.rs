@@ -206,7 +206,7 @@ impl LogBridgeOptions {
     }
 
     /// Whether records of the `log` crate are bridged (default `true`); the
-    /// first bridge that wants them installs [`LogBridgeLogger`] as the
+    /// first bridge that wants them installs `LogBridgeLogger` as the
     /// process's `log` logger.
     ///
     /// ```
@@ -218,7 +218,7 @@ impl LogBridgeOptions {
         self
     }
 
-    /// Whether `tracing` events reaching a [`LogBridgeLayer`] are bridged
+    /// Whether `tracing` events reaching a `LogBridgeLayer` are bridged
     /// (default `true`).
     ///
     /// ```
@@ -231,7 +231,7 @@ impl LogBridgeOptions {
     }
 
     /// Also installs a global `tracing` subscriber holding only a
-    /// [`LogBridgeLayer`] (default `false`: add the layer to your own
+    /// `LogBridgeLayer` (default `false`: add the layer to your own
     /// subscriber instead). Only possible when no global subscriber is set.
     ///
     /// ```
