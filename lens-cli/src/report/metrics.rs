@@ -55,7 +55,7 @@ impl Series {
         if !v.is_finite() {
             return;
         }
-        if self.count % self.stride == 0 {
+        if self.count.is_multiple_of(self.stride) {
             if self.points.len() >= self.cap {
                 let mut i = 0;
                 self.points.retain(|_| {
@@ -64,7 +64,7 @@ impl Series {
                 });
                 self.stride *= 2;
             }
-            if self.count % self.stride == 0 {
+            if self.count.is_multiple_of(self.stride) {
                 self.points.push((t, v));
             }
         }

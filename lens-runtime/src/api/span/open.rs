@@ -421,7 +421,7 @@ mod tests {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            if open.len() < 64 && (open.is_empty() || x % 2 == 0) {
+            if open.len() < 64 && (open.is_empty() || x.is_multiple_of(2)) {
                 let cx = f.start(&format!("s{i}"));
                 open.push(register(&cx).unwrap());
             } else {
