@@ -2,7 +2,6 @@
 //! `(config, rank, world_size) -> bool` with four protected built-ins.
 
 use crate::config::lens::LensConfig;
-use md5::{Digest, Md5};
 use std::fmt;
 use std::sync::{Arc, LazyLock, RwLock};
 
@@ -136,8 +135,8 @@ pub fn rank_is_sampled(rank: u32, rate: f64) -> bool {
     if rate.is_nan() || rate <= 0.0 {
         return false;
     }
-    let digest = Md5::digest(rank.to_string().as_bytes());
-    let value = u128::from_be_bytes(digest.into());
+    let digest = md5::compute(rank.to_string().as_bytes());
+    let value = u128::from_be_bytes(digest.0);
     ((value % 10_000) as f64) / 10_000.0 < rate
 }
 
