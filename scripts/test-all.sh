@@ -34,6 +34,9 @@ step "MPI: the pipeline example under mpirun -np 4"
 cargo build -p examples --features mpi --example pretrain_mpi
 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 cargo test -p tests --features mpi --test mpi
 
+step "the README's first-screen snippet, copied into a fresh crate and run"
+bash scripts/readme-snippet.sh
+
 step "cargo doc (warnings are errors: broken or private intra-doc links)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 
