@@ -151,6 +151,7 @@ impl LensConfig {
                 .parse()
                 .map_err(|()| invalid(&var, &v, &format!("one of: {}", ExporterKind::CHOICES)))?;
         }
+        otel_exporters(&env, &mut c)?;
         env.opt("RUN_ID", &mut c.run_id);
         env.opt("USER_ID", &mut c.user);
         env.opt("FILE_PATH", &mut c.file_path);
@@ -180,4 +181,56 @@ impl LensConfig {
         }
         Ok(c)
     }
+}
+
+/// `OTEL_{TRACES,METRICS,LOGS}_EXPORTER`, reconciled with lens's settings:
+/// `none` switches that signal off; `otlp` and `console` choose the
+/// exporter when `NEMO_LENS_EXPORTER` is not set (which wins when it is),
+/// and must then agree, since lens sends every signal to one exporter.
+fn otel_exporters<F: Fn(&str) -> Option<String>>(
+    env: &Env<'_, F>,
+    c: &mut LensConfig,
+) -> Result<(), ConfigError> {
+    const EXPECTED: &str =
+        "one of: otlp, console, none (zipkin, prometheus and the others are not built in)";
+    let lens_set = env.get("EXPORTER").is_some();
+    let mut chosen: Option<(String, ExporterKind)> = None;
+    for (signal, var) in [
+        ("traces", "OTEL_TRACES_EXPORTER"),
+        ("metrics", "OTEL_METRICS_EXPORTER"),
+        ("logs", "OTEL_LOGS_EXPORTER"),
+    ] {
+        let Some(v) = env.plain(var) else { continue };
+        let kind = match v.trim().to_ascii_lowercase().as_str() {
+            "none" => {
+                match signal {
+                    "traces" => c.traces_enabled = false,
+                    "metrics" => c.metrics_enabled = false,
+                    _ => c.logs_enabled = false,
+                }
+                continue;
+            }
+            "otlp" => ExporterKind::Otlp,
+            "console" => ExporterKind::Console,
+            _ => return Err(invalid(var, &v, EXPECTED)),
+        };
+        if lens_set {
+            continue;
+        }
+        match &chosen {
+            Some((first, k)) if *k != kind => {
+                return Err(invalid(
+                    var,
+                    &v,
+                    &format!("the same exporter as {first} (lens sends every signal to one exporter; set NEMO_LENS_EXPORTER to choose it)"),
+                ))
+            }
+            Some(_) => {}
+            None => chosen = Some((var.to_owned(), kind)),
+        }
+    }
+    if let Some((_, kind)) = chosen {
+        c.exporter = kind;
+    }
+    Ok(())
 }

@@ -32,6 +32,76 @@ mod tests {
     }
 
     #[test]
+    fn otel_signal_exporters_reconciled_with_nemo_lens_exporter() {
+        let cfg = |vars: &'static [(&'static str, &'static str)]| {
+            LensConfig::from_lookup(&[ENV_PREFIX], &[], lookup(vars))
+        };
+        let c = cfg(&[
+            ("OTEL_METRICS_EXPORTER", "none"),
+            ("OTEL_LOGS_EXPORTER", "None"),
+        ])
+        .unwrap();
+        assert!(c.traces_enabled && !c.metrics_enabled && !c.logs_enabled);
+        let c = cfg(&[("OTEL_TRACES_EXPORTER", "console")]).unwrap();
+        assert_eq!(c.exporter, ExporterKind::Console);
+        // NEMO_LENS_EXPORTER wins over the OTEL_* choice
+        let c = cfg(&[
+            ("OTEL_TRACES_EXPORTER", "console"),
+            ("NEMO_LENS_EXPORTER", "file"),
+        ])
+        .unwrap();
+        assert_eq!(c.exporter, ExporterKind::File);
+        // one exporter for every signal: disagreeing choices are an error
+        let e = cfg(&[
+            ("OTEL_TRACES_EXPORTER", "console"),
+            ("OTEL_METRICS_EXPORTER", "otlp"),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("OTEL_METRICS_EXPORTER") && e.contains("OTEL_TRACES_EXPORTER"),
+            "{e}"
+        );
+        let e = cfg(&[("OTEL_LOGS_EXPORTER", "zipkin")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("OTEL_LOGS_EXPORTER")
+                && e.contains("zipkin")
+                && e.contains("otlp, console, none"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn otel_propagators() {
+        use super::otel::Propagators;
+        let p = |v: &'static str| Propagators::parse(move |_: &str| Some(v.to_owned()));
+        let both = Propagators {
+            trace_context: true,
+            baggage: true,
+        };
+        assert_eq!(Propagators::parse(|_: &str| None).unwrap(), both);
+        assert_eq!(p("tracecontext,baggage").unwrap(), both);
+        assert_eq!(
+            p(" TraceContext ").unwrap(),
+            Propagators {
+                trace_context: true,
+                baggage: false
+            }
+        );
+        assert_eq!(
+            p("none").unwrap(),
+            Propagators {
+                trace_context: false,
+                baggage: false
+            }
+        );
+        let e = p("tracecontext,b3").unwrap_err().to_string();
+        assert!(e.contains("OTEL_PROPAGATORS") && e.contains("b3"), "{e}");
+    }
+
+    #[test]
     fn otel_sdk_disabled_switches_everything_off() {
         let cfg = |v: &'static str| {
             LensConfig::from_lookup(&[ENV_PREFIX], &[], move |k: &str| match k {

@@ -62,6 +62,46 @@ pub(crate) struct OtelEnv {
     pub(crate) export_timeout: Duration,
     pub(crate) metric_interval: Duration,
     pub(crate) signal_flush_timeout: Duration,
+    /// `OTEL_PROPAGATORS`: which of W3C TraceContext and Baggage the global
+    /// propagator carries.
+    pub(crate) propagators: Propagators,
+}
+
+/// The global propagator's parts (`OTEL_PROPAGATORS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Propagators {
+    pub(crate) trace_context: bool,
+    pub(crate) baggage: bool,
+}
+
+impl Propagators {
+    /// Accepted values, comma-separated.
+    pub(crate) const CHOICES: &'static str =
+        "a comma-separated list of tracecontext, baggage, none (b3, jaeger, xray and ottrace are not built in)";
+
+    /// `OTEL_PROPAGATORS` (`lookup`); unset or blank: both, the default.
+    pub(crate) fn parse(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let var = "OTEL_PROPAGATORS";
+        let Some(raw) = lookup(var).filter(|v| !v.trim().is_empty()) else {
+            return Ok(Propagators {
+                trace_context: true,
+                baggage: true,
+            });
+        };
+        let mut p = Propagators {
+            trace_context: false,
+            baggage: false,
+        };
+        for item in raw.split(',').map(|s| s.trim().to_ascii_lowercase()) {
+            match item.as_str() {
+                "tracecontext" => p.trace_context = true,
+                "baggage" => p.baggage = true,
+                "none" | "" => {}
+                _ => return Err(invalid(var, raw.clone(), Self::CHOICES)),
+            }
+        }
+        Ok(p)
+    }
 }
 
 fn invalid(variable: &str, value: String, expected: &str) -> ConfigError {
@@ -184,6 +224,7 @@ impl OtelEnv {
             export_timeout,
             metric_interval,
             signal_flush_timeout,
+            propagators: Propagators::parse(env)?,
         })
     }
 }

@@ -271,7 +271,8 @@ impl TelemetryBuilder {
         if plan.config.sampler_enabled {
             crate::sdk::sampler::sampler_from_lookup(env)?;
         }
-        crate::api::propagation::install_global();
+        let p = plan.otel.propagators;
+        crate::api::propagation::install_global(p.trace_context, p.baggage);
         crate::api::span::install_panic_hook();
         let run_id = resource::resolve_run_id(&plan.config, &env);
         if !plan.config.enabled {

@@ -25,16 +25,22 @@ pub use collective::{broadcast_trace_context, Collective, CollectiveError, Local
 #[cfg(feature = "sdk")]
 use w3c::W3cPropagator;
 
-/// Installs the W3C TraceContext + Baggage propagator as the global
-/// propagator (the Rust SDK's default global propagator does nothing).
+/// Installs the global propagator: W3C TraceContext and / or Baggage, as
+/// `OTEL_PROPAGATORS` chose (both by default; neither: one that carries
+/// nothing). The Rust SDK's default global propagator does nothing.
 #[cfg(feature = "sdk")]
-pub(crate) fn install_global() {
+pub(crate) fn install_global(trace_context: bool, baggage: bool) {
     use opentelemetry::propagation::TextMapCompositePropagator;
+    use opentelemetry::propagation::TextMapPropagator;
     use opentelemetry_sdk::propagation::BaggagePropagator;
-    opentelemetry::global::set_text_map_propagator(TextMapCompositePropagator::new(vec![
-        Box::new(W3cPropagator::new()),
-        Box::new(BaggagePropagator::new()),
-    ]));
+    let mut parts: Vec<Box<dyn TextMapPropagator + Send + Sync>> = Vec::new();
+    if trace_context {
+        parts.push(Box::new(W3cPropagator::new()));
+    }
+    if baggage {
+        parts.push(Box::new(BaggagePropagator::new()));
+    }
+    opentelemetry::global::set_text_map_propagator(TextMapCompositePropagator::new(parts));
 }
 
 #[cfg(test)]
