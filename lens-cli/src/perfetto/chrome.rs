@@ -3,9 +3,9 @@
 //! `thread_name` metadata, metrics as counter events (`ph:"C"`), links and
 //! cross-rank parents as flow events (`ph:"s"` / `ph:"f"`, see [`super::flows`]).
 
-use std::collections::HashSet;
 use std::io::Write;
 
+use rustc_hash::FxHashSet as HashSet;
 use serde_json::{json, Value};
 
 use super::flows::Flows;
@@ -19,13 +19,57 @@ fn us(ns: u64) -> Value {
     Value::from(ns as f64 / 1000.0)
 }
 
-/// Writes nanoseconds as exact microseconds (`123.456`).
-fn write_us(o: &mut impl Write, ns: u64) -> std::io::Result<()> {
-    write!(o, "{}.{:03}", ns / 1000, ns % 1000)
+/// Appends nanoseconds as exact microseconds (`123.456`).
+fn push_us(o: &mut Vec<u8>, ns: u64) {
+    push_uint(o, ns / 1000);
+    let frac = ns % 1000;
+    o.extend_from_slice(&[
+        b'.',
+        b'0' + (frac / 100) as u8,
+        b'0' + (frac / 10 % 10) as u8,
+        b'0' + (frac % 10) as u8,
+    ]);
+}
+
+/// Appends `v` in decimal.
+fn push_uint(o: &mut Vec<u8>, mut v: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    o.extend_from_slice(&digits[at..]);
+}
+
+/// Appends `v` in decimal.
+fn push_int(o: &mut Vec<u8>, v: i64) {
+    if v < 0 {
+        o.push(b'-');
+    }
+    push_uint(o, v.unsigned_abs());
+}
+
+/// Appends `s` as a JSON string, escaped as serde_json does (only quotes,
+/// backslashes and control characters need it).
+fn json_str(o: &mut Vec<u8>, s: &str) {
+    if s.bytes().any(|c| c == b'"' || c == b'\\' || c < 0x20) {
+        // serde_json's own escaping; writing to a Vec cannot fail
+        let _ = serde_json::to_writer(&mut *o, s);
+    } else {
+        o.push(b'"');
+        o.extend_from_slice(s.as_bytes());
+        o.push(b'"');
+    }
 }
 
 pub(super) struct ChromeSink<W: Write> {
     out: W,
+    buf: Vec<u8>,
     first: bool,
     processes: HashSet<i64>,
     threads: HashSet<(i64, i64)>,
@@ -39,9 +83,10 @@ impl<W: Write> ChromeSink<W> {
     pub(super) fn new(out: W) -> Self {
         ChromeSink {
             out,
+            buf: Vec::with_capacity(1024),
             first: true,
-            processes: HashSet::new(),
-            threads: HashSet::new(),
+            processes: HashSet::default(),
+            threads: HashSet::default(),
             packing: Packing::default(),
             error: None,
             flows: Flows::default(),
@@ -89,39 +134,57 @@ impl<W: Write> ChromeSink<W> {
         self.event(&v);
     }
 
-    /// One `ph:"X"` event, written directly (no intermediate JSON value).
+    /// One `ph:"X"` event, formatted into the reused buffer, then written.
     fn complete(&mut self, pid: i64, tid: i64, s: &Span<'_>, dur: u64) -> std::io::Result<()> {
         if self.error.is_some() {
             return Ok(());
         }
-        let o = &mut self.out;
-        o.write_all(if self.first {
+        let o = &mut self.buf;
+        o.clear();
+        o.extend_from_slice(if self.first {
             b"{\"traceEvents\":[\n"
         } else {
             b",\n"
-        })?;
+        });
         self.first = false;
-        o.write_all(b"{\"name\":")?;
-        serde_json::to_writer(&mut *o, s.name.as_ref())?;
-        write!(o, ",\"ph\":\"X\",\"pid\":{pid},\"tid\":{tid},\"ts\":")?;
-        write_us(o, s.start_time_unix_nano)?;
-        o.write_all(b",\"dur\":")?;
-        write_us(o, dur)?;
-        o.write_all(b",\"args\":{")?;
+        o.extend_from_slice(b"{\"name\":");
+        json_str(o, &s.name);
+        o.extend_from_slice(b",\"ph\":\"X\",\"pid\":");
+        push_int(o, pid);
+        o.extend_from_slice(b",\"tid\":");
+        push_int(o, tid);
+        o.extend_from_slice(b",\"ts\":");
+        push_us(o, s.start_time_unix_nano);
+        o.extend_from_slice(b",\"dur\":");
+        push_us(o, dur);
+        o.extend_from_slice(b",\"args\":{");
         for kv in s.attributes.iter().filter(|kv| kv.key != "thread.id") {
-            serde_json::to_writer(&mut *o, kv.key.as_ref())?;
-            o.write_all(b":")?;
-            serde_json::to_writer(&mut *o, &kv.value.to_value().to_string())?;
-            o.write_all(b",")?;
+            json_str(o, &kv.key);
+            o.push(b':');
+            // the value as text (`Value`'s Display), as a JSON string
+            let v = &kv.value;
+            if let Some(t) = &v.string_value {
+                json_str(o, t);
+            } else if let Some(i) = v.int_value {
+                o.push(b'"');
+                push_int(o, i);
+                o.push(b'"');
+            } else if let Some(b) = v.bool_value.filter(|_| v.double_value.is_none()) {
+                o.extend_from_slice(if b { b"\"true\"" } else { b"\"false\"" });
+            } else {
+                json_str(o, &v.to_value().to_string());
+            }
+            o.push(b',');
         }
         if s.status.code == 2 {
-            o.write_all(b"\"status\":")?;
-            serde_json::to_writer(&mut *o, &format!("ERROR {}", s.status.message))?;
-            o.write_all(b",")?;
+            o.extend_from_slice(b"\"status\":");
+            json_str(o, &format!("ERROR {}", s.status.message));
+            o.push(b',');
         }
-        o.write_all(b"\"span_id\":")?;
-        serde_json::to_writer(&mut *o, s.span_id.as_ref())?;
-        o.write_all(b"}}")
+        o.extend_from_slice(b"\"span_id\":");
+        json_str(o, &s.span_id);
+        o.extend_from_slice(b"}}");
+        self.out.write_all(&self.buf)
     }
 
     pub(super) fn finish(mut self) -> std::io::Result<()> {
