@@ -275,3 +275,69 @@ impl<W: Write> TwoPass for ChromeSink<W> {
         self.second_pass = true;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A complete event as it was written with `write!` and serde_json.
+    fn reference(
+        o: &mut Vec<u8>,
+        pid: i64,
+        tid: i64,
+        s: &Span<'_>,
+        dur: u64,
+    ) -> std::io::Result<()> {
+        fn write_us(o: &mut impl Write, ns: u64) -> std::io::Result<()> {
+            write!(o, "{}.{:03}", ns / 1000, ns % 1000)
+        }
+        o.write_all(b"{\"name\":")?;
+        serde_json::to_writer(&mut *o, s.name.as_ref())?;
+        write!(o, ",\"ph\":\"X\",\"pid\":{pid},\"tid\":{tid},\"ts\":")?;
+        write_us(o, s.start_time_unix_nano)?;
+        o.write_all(b",\"dur\":")?;
+        write_us(o, dur)?;
+        o.write_all(b",\"args\":{")?;
+        for kv in s.attributes.iter().filter(|kv| kv.key != "thread.id") {
+            serde_json::to_writer(&mut *o, kv.key.as_ref())?;
+            o.write_all(b":")?;
+            serde_json::to_writer(&mut *o, &kv.value.to_value().to_string())?;
+            o.write_all(b",")?;
+        }
+        if s.status.code == 2 {
+            o.write_all(b"\"status\":")?;
+            serde_json::to_writer(&mut *o, &format!("ERROR {}", s.status.message))?;
+            o.write_all(b",")?;
+        }
+        o.write_all(b"\"span_id\":")?;
+        serde_json::to_writer(&mut *o, s.span_id.as_ref())?;
+        o.write_all(b"}}")
+    }
+
+    #[test]
+    fn complete_events_are_written_as_before() {
+        let lines = [
+            r#"{"name":"a","spanId":"00ff","startTimeUnixNano":"1796000000005050007","attributes":[{"key":"thread.id","value":{"intValue":"3"}},{"key":"i","value":{"intValue":"-9223372036854775808"}}]}"#,
+            r#"{"name":"q\"\\\n\u0001\u007f é","startTimeUnixNano":"999","attributes":[{"key":"d","value":{"doubleValue":1.5}},{"key":"d2","value":{"doubleValue":1e300,"boolValue":true}},{"key":"b","value":{"boolValue":false}},{"key":"s\t","value":{"stringValue":"\"x\""}},{"key":"arr","value":{"arrayValue":{"values":[{"intValue":"1"}]}}},{"key":"none","value":{}},{"key":"both","value":{"intValue":"5","stringValue":"s"}}],"status":{"code":2,"message":"bad\n"}}"#,
+            r#"{"name":"","startTimeUnixNano":"0","status":{"code":1}}"#,
+        ];
+        for line in lines {
+            let s: Span<'_> = serde_json::from_str(line).expect("span");
+            for (pid, tid, dur) in [
+                (0, 0, 0),
+                (-1, -(1 << 40), 1_000_999),
+                (i64::MAX, i64::MIN, u64::MAX),
+            ] {
+                let mut sink = ChromeSink::new(Vec::new());
+                sink.first = false;
+                sink.complete(pid, tid, &s, dur).expect("a Vec");
+                let mut want = b",\n".to_vec();
+                reference(&mut want, pid, tid, &s, dur).expect("a Vec");
+                assert_eq!(
+                    String::from_utf8_lossy(&sink.out),
+                    String::from_utf8_lossy(&want)
+                );
+            }
+        }
+    }
+}

@@ -442,3 +442,132 @@ impl<W: Write> TwoPass for ProtoSink<W> {
         self.second_pass = true;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type Table = HashMap<String, u64>;
+
+    /// The BEGIN packet as it was built with prost before the hand encoder.
+    fn reference(
+        names: &mut Table,
+        keys: &mut Table,
+        s: &Span<'_>,
+        id: u64,
+        track: u64,
+        flows: &[u64],
+    ) -> Vec<u8> {
+        type Sink = ProtoSink<Vec<u8>>;
+        let mut interned = proto::InternedData::default();
+        let mut ev = TrackEvent {
+            r#type: Some(proto::TYPE_SLICE_BEGIN),
+            track_uuid: Some(track),
+            ..Default::default()
+        };
+        match Sink::intern(names, &s.name) {
+            Some((iid, new)) => {
+                ev.name_iid = Some(iid);
+                if new {
+                    interned.event_names.push(proto::EventName {
+                        iid: Some(iid),
+                        name: Some(s.name.to_string()),
+                    });
+                }
+            }
+            None => ev.name = Some(s.name.to_string()),
+        }
+        for kv in s.attributes.iter().filter(|kv| kv.key != "thread.id") {
+            let mut a = value_annotation(&kv.value);
+            match Sink::intern(keys, &kv.key) {
+                Some((iid, new)) => {
+                    a.name_iid = Some(iid);
+                    if new {
+                        interned
+                            .debug_annotation_names
+                            .push(proto::DebugAnnotationName {
+                                iid: Some(iid),
+                                name: Some(kv.key.to_string()),
+                            });
+                    }
+                }
+                None => a.name = Some(kv.key.to_string()),
+            }
+            ev.debug_annotations.push(a);
+        }
+        let span_id_key = Sink::intern(keys, "span_id").map(|(iid, new)| {
+            if new {
+                interned
+                    .debug_annotation_names
+                    .push(proto::DebugAnnotationName {
+                        iid: Some(iid),
+                        name: Some("span_id".to_owned()),
+                    });
+            }
+            iid
+        });
+        ev.debug_annotations.push(DebugAnnotation {
+            name_iid: span_id_key,
+            pointer_value: Some(id),
+            ..Default::default()
+        });
+        if s.status.code == 2 {
+            ev.debug_annotations.push(DebugAnnotation {
+                name: Some("status".to_owned()),
+                string_value: Some(format!("ERROR {}", s.status.message)),
+                ..Default::default()
+            });
+        }
+        ev.terminating_flow_ids.extend_from_slice(flows);
+        let has_interned =
+            !interned.event_names.is_empty() || !interned.debug_annotation_names.is_empty();
+        let p = TracePacket {
+            timestamp: Some(s.start_time_unix_nano),
+            trusted_packet_sequence_id: Some(SEQUENCE),
+            track_event: Some(ev),
+            interned_data: has_interned.then_some(interned),
+            sequence_flags: Some(proto::SEQ_NEEDS_INCREMENTAL_STATE),
+            ..Default::default()
+        };
+        let mut buf = vec![0x0a];
+        p.encode_length_delimited(&mut buf).expect("a Vec grows");
+        buf
+    }
+
+    #[test]
+    fn hand_encoded_begin_matches_prost() {
+        let long = "x".repeat(300);
+        let lines = [
+            r#"{"name":"a","startTimeUnixNano":"5","attributes":[{"key":"thread.id","value":{"intValue":"3"}},{"key":"i","value":{"intValue":"-4"}}]}"#.to_owned(),
+            r#"{"name":"a","startTimeUnixNano":"1796000000005050000","attributes":[{"key":"i","value":{"intValue":"7"}},{"key":"d","value":{"doubleValue":1.5}},{"key":"b","value":{"boolValue":false}},{"key":"s","value":{"stringValue":"é"}},{"key":"arr","value":{"arrayValue":{"values":[{"intValue":"1"}]}}},{"key":"none","value":{}},{"key":"i","value":{"intValue":"8"}},{"key":"span_id","value":{"stringValue":""}}],"status":{"code":2,"message":"bad"}}"#.to_owned(),
+            format!(r#"{{"name":"{long}","attributes":[{{"key":"{long}","value":{{"stringValue":"{long}"}}}}],"status":{{"code":2,"message":"{long}"}}}}"#),
+            r#"{"name":"b","status":{"code":1}}"#.to_owned(),
+        ];
+        let mut sink = ProtoSink::new(Vec::new());
+        sink.first = false;
+        let (mut names, mut keys) = (Table::default(), Table::default());
+        let check = |sink: &mut ProtoSink<Vec<u8>>, names: &mut Table, keys: &mut Table| {
+            for line in &lines {
+                let s: Span<'_> = serde_json::from_str(line).expect("span");
+                for flows in [&[][..], &[1, u64::MAX][..]] {
+                    let want = reference(names, keys, &s, 0xabc, 300, flows);
+                    sink.buf.clear();
+                    sink.begin(&s, 0xabc, 300, flows);
+                    assert_eq!(sink.buf, want, "{line}");
+                }
+            }
+        };
+        check(&mut sink, &mut names, &mut keys);
+        // full tables: names and keys written inline
+        for i in 0..MAX_INTERNED {
+            for t in [&mut sink.names, &mut sink.keys, &mut names, &mut keys] {
+                t.entry(format!("filler {i}")).or_insert(i + 1_000_000);
+            }
+        }
+        sink.span_id_iid = None;
+        let (mut names2, mut keys2) = (names.clone(), keys.clone());
+        sink.keys.remove("span_id");
+        keys2.remove("span_id");
+        check(&mut sink, &mut names2, &mut keys2);
+    }
+}
