@@ -31,17 +31,28 @@ fn push_us(o: &mut Vec<u8>, ns: u64) {
     ]);
 }
 
-/// Appends `v` in decimal.
+/// Appends `v` in decimal (two digits per division).
 fn push_uint(o: &mut Vec<u8>, mut v: u64) {
+    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+        2021222324252627282930313233343536373839\
+        4041424344454647484950515253545556575859\
+        6061626364656667686970717273747576777879\
+        8081828384858687888990919293949596979899";
     let mut digits = [0u8; 20];
     let mut at = digits.len();
-    loop {
+    while v >= 100 {
+        let pair = (v % 100) as usize * 2;
+        v /= 100;
+        at -= 2;
+        digits[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    }
+    if v >= 10 {
+        let pair = v as usize * 2;
+        at -= 2;
+        digits[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    } else {
         at -= 1;
-        digits[at] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
+        digits[at] = b'0' + v as u8;
     }
     o.extend_from_slice(&digits[at..]);
 }
@@ -312,6 +323,21 @@ mod tests {
         o.write_all(b"\"span_id\":")?;
         serde_json::to_writer(&mut *o, s.span_id.as_ref())?;
         o.write_all(b"}}")
+    }
+
+    #[test]
+    fn integers_are_written_like_display() {
+        let mut o = Vec::new();
+        for v in [0, 1, 9, 10, 99, 100, 101, 999, 1000, 12345, i64::MAX, i64::MIN, -1, -10] {
+            o.clear();
+            push_int(&mut o, v);
+            assert_eq!(String::from_utf8_lossy(&o), v.to_string());
+        }
+        for v in [u64::MAX, u64::MAX / 10, 10_000_000_000_000_000_000] {
+            o.clear();
+            push_uint(&mut o, v);
+            assert_eq!(String::from_utf8_lossy(&o), v.to_string());
+        }
     }
 
     #[test]
