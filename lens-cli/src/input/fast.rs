@@ -50,6 +50,13 @@ pub(crate) fn envelope(text: &str) -> R<Envelope<'_>> {
     (p.i == p.b.len()).then_some(env)
 }
 
+/// Decodes the text of a string with escapes (between its quotes), as
+/// serde_json does in the string's place.
+#[cold]
+fn decode(inner: &str) -> R<String> {
+    serde_json::from_str(&format!("\"{inner}\"")).ok()
+}
+
 /// The value of 1 to `max` decimal digits (no sign).
 #[inline]
 fn dec(digits: &[u8], max: usize) -> R<u64> {
@@ -117,9 +124,10 @@ impl<'a> P<'a> {
         Some(())
     }
 
-    /// A string without escapes or control characters, borrowed.
+    /// A string without control characters: its text between the quotes
+    /// and whether it holds escapes (then still to be decoded).
     #[inline]
-    fn str(&mut self) -> R<&'a str> {
+    fn raw_str(&mut self) -> R<(&'a str, bool)> {
         self.eat(b'"')?;
         let start = self.i;
         // eight bytes at a time to the first quote, backslash or control
@@ -140,32 +148,64 @@ impl<'a> P<'a> {
             }
             self.i += 8;
         }
+        let mut escaped = false;
         loop {
             let c = *self.b.get(self.i)?;
             if c == b'"' {
                 // both ends are ASCII quotes: char boundaries
                 let s = self.s.get(start..self.i)?;
                 self.i += 1;
-                return Some(s);
+                return Some((s, escaped));
             }
-            if c == b'\\' || c < 0x20 {
+            if c < 0x20 {
                 return None;
+            }
+            if c == b'\\' {
+                // the escaped byte is never the closing quote; serde_json
+                // checks the escape when the string is decoded
+                escaped = true;
+                self.i += 1;
             }
             self.i += 1;
         }
     }
 
+    /// A string without escapes, borrowed.
+    #[inline]
+    fn str(&mut self) -> R<&'a str> {
+        match self.raw_str()? {
+            (s, false) => Some(s),
+            (_, true) => None,
+        }
+    }
+
+    /// A string: borrowed, or decoded by serde_json when it has escapes.
+    #[inline]
+    fn string(&mut self) -> R<Cow<'a, str>> {
+        match self.raw_str()? {
+            (s, false) => Some(Cow::Borrowed(s)),
+            (s, true) => Some(Cow::Owned(decode(s)?)),
+        }
+    }
+
     /// `{ "key": value, … }`, calling `f` on each key with the value next.
     #[inline]
-    fn object(&mut self, mut f: impl FnMut(&mut Self, &'a str) -> R<()>) -> R<()> {
+    fn object(&mut self, mut f: impl FnMut(&mut Self, &str) -> R<()>) -> R<()> {
         self.eat(b'{')?;
         if self.peek()? == b'}' {
             self.i += 1;
             return Some(());
         }
         loop {
-            let key = self.str()?;
+            let (key, escaped) = self.raw_str()?;
             self.eat(b':')?;
+            let decoded;
+            let key = if escaped {
+                decoded = decode(key)?;
+                decoded.as_str()
+            } else {
+                key
+            };
             f(self, key)?;
             match self.peek()? {
                 b',' => self.i += 1,
@@ -266,7 +306,10 @@ impl<'a> P<'a> {
             return None;
         }
         match self.peek()? {
-            b'"' => self.str().map(drop),
+            b'"' => match self.raw_str()? {
+                (_, false) => Some(()),
+                (s, true) => decode(s).map(drop),
+            },
             b'{' => self.object(|p, _| p.skip(depth + 1)),
             b'[' => self.array(|p| p.skip(depth + 1)),
             b't' => self.lit(b"true"),
@@ -274,6 +317,14 @@ impl<'a> P<'a> {
             b'n' => self.lit(b"null"),
             _ => self.number(),
         }
+    }
+
+    /// The text of what `f` reads (after blanks).
+    fn token(&mut self, f: impl FnOnce(&mut Self) -> R<()>) -> R<&'a str> {
+        self.ws();
+        let start = self.i;
+        f(self)?;
+        self.s.get(start..self.i)
     }
 
     fn lit(&mut self, word: &[u8]) -> R<()> {
@@ -362,7 +413,7 @@ impl<'a> P<'a> {
             p.object(|p, k| match k {
                 "key" => {
                     p.once(&mut seen, 1)?;
-                    key = Some(p.str()?);
+                    key = Some(p.string()?);
                     Some(())
                 }
                 "value" => {
@@ -372,10 +423,7 @@ impl<'a> P<'a> {
                 }
                 _ => p.skip(0),
             })?;
-            out.push(KeyValue {
-                key: Cow::Borrowed(key?),
-                value,
-            });
+            out.push(KeyValue { key: key?, value });
             Some(())
         })
     }
@@ -386,7 +434,7 @@ impl<'a> P<'a> {
         self.object(|p, key| match key {
             "stringValue" => {
                 p.once(&mut seen, 1)?;
-                v.string_value = Some(Cow::Borrowed(p.str()?));
+                v.string_value = Some(p.string()?);
                 Some(())
             }
             "intValue" => {
@@ -403,8 +451,31 @@ impl<'a> P<'a> {
                 });
                 Some(())
             }
-            // floats, arrays, lists: serde's
-            "doubleValue" | "arrayValue" | "kvlistValue" => None,
+            // numbers and JSON values: serde_json's reading of the token
+            "doubleValue" => {
+                p.once(&mut seen, 8)?;
+                let tok = p.token(|p| match p.peek()? {
+                    b'-' | b'0'..=b'9' => p.number(),
+                    _ => None,
+                })?;
+                v.double_value = Some(serde_json::from_str(tok).ok()?);
+                Some(())
+            }
+            "arrayValue" | "kvlistValue" => {
+                p.once(&mut seen, if key == "arrayValue" { 16 } else { 32 })?;
+                // `null` is `None` to serde, not `Some(Value::Null)`
+                if p.peek()? == b'n' {
+                    return None;
+                }
+                let tok = p.token(|p| p.skip(0))?;
+                let value = Some(Box::new(serde_json::from_str(tok).ok()?));
+                if key == "arrayValue" {
+                    v.array_value = value;
+                } else {
+                    v.kvlist_value = value;
+                }
+                Some(())
+            }
             _ => p.skip(0),
         })?;
         Some(v)
@@ -427,11 +498,11 @@ impl<'a> P<'a> {
             match key {
                 "spanId" => {
                     p.once(&mut seen, 1)?;
-                    s.span_id = Cow::Borrowed(p.str()?);
+                    s.span_id = p.string()?;
                 }
                 "parentSpanId" => {
                     p.once(&mut seen, 2)?;
-                    s.parent_span_id = Cow::Borrowed(p.str()?);
+                    s.parent_span_id = p.string()?;
                 }
                 "flags" => {
                     p.once(&mut seen, 4)?;
@@ -439,7 +510,7 @@ impl<'a> P<'a> {
                 }
                 "name" => {
                     p.once(&mut seen, 8)?;
-                    s.name = Cow::Borrowed(p.str()?);
+                    s.name = p.string()?;
                 }
                 "startTimeUnixNano" => {
                     p.once(&mut seen, 16)?;
@@ -463,7 +534,7 @@ impl<'a> P<'a> {
                         p.object(|p, key| match key {
                             "spanId" => {
                                 p.once(&mut seen_id, true)?;
-                                link.span_id = Cow::Borrowed(p.str()?);
+                                link.span_id = p.string()?;
                                 Some(())
                             }
                             _ => p.skip(0),
@@ -483,7 +554,7 @@ impl<'a> P<'a> {
                         }
                         "message" => {
                             p.once(&mut seen_st, 2)?;
-                            s.status.message = Cow::Borrowed(p.str()?);
+                            s.status.message = p.string()?;
                             Some(())
                         }
                         _ => p.skip(0),
@@ -527,6 +598,12 @@ mod tests {
             r#"{"name":"a","startTimeUnixNano":5,"endTimeUnixNano":0,"attributes":[{"key":"k","value":{"intValue":123456789012345678}}]}"#,
             r#" { "name" : "a" , "flags" : 0 , "status" : { } , "links" : [ ] } "#,
             r#"{}"#,
+            // escapes are decoded by serde_json, keys included
+            r#"{"name":"a\"b\u00e9\n\/","na\u006de2":1,"spanId":"\u0030a","attributes":[{"key":"k\\","value":{"stringValue":"\ud83d\ude00"}}],"x":"\t"}"#,
+            r#"{"na\u006de":"escaped key","status":{"message":"\"quoted\""}}"#,
+            // doubles and JSON values: serde_json reads the token
+            r#"{"attributes":[{"key":"a","value":{"doubleValue":1.5}},{"key":"b","value":{"doubleValue":-0}},{"key":"c","value":{"doubleValue":2}},{"key":"d","value":{"doubleValue":1.7976931348623157e308}},{"key":"e","value":{"doubleValue":0.30000000000000004}},{"key":"f","value":{"doubleValue":123456789012345678901234567890}}]}"#,
+            r#"{"attributes":[{"key":"k","value":{"arrayValue":{"values":[{"intValue":"1"},{"stringValue":"a\"b"}]}}},{"key":"l","value":{"kvlistValue":{"values":[{"key":"x","value":{"doubleValue":1e-7}}],"x":1,"x":2}}}]}"#,
         ];
         for s in spans {
             assert!(same(&span_line(s)), "{s}");
@@ -540,22 +617,29 @@ mod tests {
     #[test]
     fn unsure_lines_are_left_to_serde() {
         let spans = [
-            r#"{"name":"a\"b"}"#,                              // escape
-            r#"{"name":"a","name":"b"}"#,                      // duplicate field
-            r#"{"name":null}"#,                                // null
+            r#"{"name":"\ud800"}"#, // lone surrogate
+            r#"{"x":"\ud800"}"#,    // ignored: serde's to accept
+            r#"{"name":"a\qb"}"#,   // bad escape
+            r#"{"x":"a\qb"}"#,      // bad escape
+            r#"{"attributes":[{"key":"k","value":{"doubleValue":"NaN"}}]}"#,
+            r#"{"attributes":[{"key":"k","value":{"doubleValue":1e400}}]}"#,
+            r#"{"attributes":[{"key":"k","value":{"doubleValue":null}}]}"#,
+            r#"{"attributes":[{"key":"k","value":{"doubleValue":1,"doubleValue":2}}]}"#,
+            r#"{"attributes":[{"key":"k","value":{"arrayValue":null}}]}"#,
+            r#"{"attributes":[{"key":"k","value":{"arrayValue":{"values":[1,]}}}]}"#,
+            r#"{"name":"a","name":"b"}"#, // duplicate field
+            r#"{"name":null}"#,           // null
             r#"{"startTimeUnixNano":"18446744073709551615"}"#, // 20 digits
-            r#"{"startTimeUnixNano":"-1"}"#,                   // serde error
-            r#"{"startTimeUnixNano":"12x"}"#,                  // serde error
-            r#"{"startTimeUnixNano":"+1"}"#,                   // i128 accepts +
-            r#"{"startTimeUnixNano":1.5}"#,                    // float
-            r#"{"startTimeUnixNano":1e3}"#,                    // float
-            r#"{"startTimeUnixNano":01}"#,                     // bad number
-            r#"{"startTimeUnixNano":-1}"#,                     // negative
-            r#"{"flags":"1"}"#,                                // string for u32
-            r#"{"flags":4294967296}"#,                         // out of range
-            r#"{"attributes":[{"value":{"intValue":"1"}}]}"#,  // no key
-            r#"{"attributes":[{"key":"k","value":{"doubleValue":1.5}}]}"#,
-            r#"{"attributes":[{"key":"k","value":{"arrayValue":{"values":[]}}}]}"#,
+            r#"{"startTimeUnixNano":"-1"}"#, // serde error
+            r#"{"startTimeUnixNano":"12x"}"#, // serde error
+            r#"{"startTimeUnixNano":"+1"}"#, // i128 accepts +
+            r#"{"startTimeUnixNano":1.5}"#, // float
+            r#"{"startTimeUnixNano":1e3}"#, // float
+            r#"{"startTimeUnixNano":01}"#, // bad number
+            r#"{"startTimeUnixNano":-1}"#, // negative
+            r#"{"flags":"1"}"#,           // string for u32
+            r#"{"flags":4294967296}"#,    // out of range
+            r#"{"attributes":[{"value":{"intValue":"1"}}]}"#, // no key
             r#"{"attributes":[{"key":"k","value":{"boolValue":null}}]}"#,
             r#"{"attributes":[{"key":"k","value":{"intValue":"-"}}]}"#,
             r#"{"x":"a	b"}"#, // control character

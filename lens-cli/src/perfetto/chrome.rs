@@ -328,7 +328,22 @@ mod tests {
     #[test]
     fn integers_are_written_like_display() {
         let mut o = Vec::new();
-        for v in [0, 1, 9, 10, 99, 100, 101, 999, 1000, 12345, i64::MAX, i64::MIN, -1, -10] {
+        for v in [
+            0,
+            1,
+            9,
+            10,
+            99,
+            100,
+            101,
+            999,
+            1000,
+            12345,
+            i64::MAX,
+            i64::MIN,
+            -1,
+            -10,
+        ] {
             o.clear();
             push_int(&mut o, v);
             assert_eq!(String::from_utf8_lossy(&o), v.to_string());
