@@ -2,6 +2,7 @@
 //! gzip), parses each line as OTLP/JSON and hands spans and metrics to a
 //! [`Sink`]. Bad input is reported as `file:line: what`, skipped and counted.
 
+mod fast;
 mod files;
 pub(crate) mod otlp;
 
@@ -249,9 +250,14 @@ fn read_lines(path: &Path, mut r: impl BufRead, sink: &mut dyn Sink, diag: &mut 
                 continue;
             }
         };
-        // from_str: the text is known to be UTF-8, so serde_json skips
-        // validating it again in every string
-        match serde_json::from_str::<Envelope<'_>>(text) {
+        // the fast path reads common span lines; what it is unsure of goes
+        // to serde_json (from_str: the text is known to be UTF-8, so
+        // serde_json skips validating it again in every string)
+        let parsed = match fast::envelope(text) {
+            Some(env) => Ok(env),
+            None => serde_json::from_str::<Envelope<'_>>(text),
+        };
+        match parsed {
             Ok(env) => deliver(&env, file_rank, sink, diag),
             Err(e) => {
                 let what = format!("{e}");
