@@ -172,3 +172,15 @@ fn bom_crlf_and_utf16_files() {
     // each UTF-16 line (and the stray NUL after the last newline) is skipped
     assert!(r["input"]["skipped_lines"].as_u64() >= Some(good.lines().count() as u64));
 }
+
+/// Non-finite doubles, as the runtime's file exporter writes them (proto3
+/// JSON: `"NaN"`, `"Infinity"`, `"-Infinity"`), are values, not bad lines.
+#[test]
+fn non_finite_doubles_are_read_not_skipped() {
+    let dir = fresh_dir("non-finite");
+    let line = r#"{"resourceSpans":[{"resource":{"attributes":[{"key":"nv.dl.rank","value":{"intValue":"0"}}]},"scopeSpans":[{"scope":{"name":"lens"},"spans":[{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"b7ad6b7169203331","parentSpanId":"","name":"train.step","kind":1,"startTimeUnixNano":"1000","endTimeUnixNano":"2000","attributes":[{"key":"loss","value":{"doubleValue":"NaN"}},{"key":"grad_norm","value":{"doubleValue":"Infinity"}},{"key":"floor","value":{"doubleValue":"-Infinity"}},{"key":"nv.dl.iteration","value":{"intValue":"0"}}],"status":{"code":0}}]}]}]}"#;
+    std::fs::write(dir.join("r-rank0.otlp.jsonl"), format!("{line}\n")).expect("write");
+    let r = report_json(&[&dir], &[]);
+    assert_eq!(r["input"]["skipped_lines"], 0, "{r}");
+    assert_eq!(r["spans"]["count"], 1, "{r}");
+}

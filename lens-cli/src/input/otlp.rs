@@ -103,7 +103,7 @@ pub(crate) struct AnyValue<'a> {
     pub(crate) string_value: Option<Cow<'a, str>>,
     #[serde(default, deserialize_with = "de_opt_i64")]
     pub(crate) int_value: Option<i64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "de_opt_f64")]
     pub(crate) double_value: Option<f64>,
     #[serde(default)]
     pub(crate) bool_value: Option<bool>,
@@ -219,7 +219,7 @@ pub(crate) struct NumberPoint<'a> {
     pub(crate) attributes: Vec<KeyValue<'a>>,
     #[serde(default, deserialize_with = "de_u64")]
     pub(crate) time_unix_nano: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "de_opt_f64")]
     pub(crate) as_double: Option<f64>,
     #[serde(default, deserialize_with = "de_opt_i64")]
     pub(crate) as_int: Option<i64>,
@@ -243,7 +243,7 @@ pub(crate) struct HistogramPoint<'a> {
     pub(crate) time_unix_nano: u64,
     #[serde(default, deserialize_with = "de_u64")]
     pub(crate) count: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "de_opt_f64")]
     pub(crate) sum: Option<f64>,
 }
 
@@ -295,6 +295,40 @@ impl Visitor<'_> for IntVisitor {
 fn de_u64<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     let v = d.deserialize_any(IntVisitor)?;
     u64::try_from(v).map_err(|_| de::Error::custom(format_args!("out of range: {v}")))
+}
+
+/// A proto3 JSON double: a number, or the strings `"NaN"`, `"Infinity"`,
+/// `"-Infinity"` (which lens's file exporter writes for non-finite values),
+/// or a number in a string.
+fn de_opt_f64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    struct F64Visitor;
+    impl de::Visitor<'_> for F64Visitor {
+        type Value = Option<f64>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a number, or \"NaN\", \"Infinity\", \"-Infinity\"")
+        }
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+            Ok(Some(v))
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+            Ok(Some(v as f64))
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+            Ok(Some(v as f64))
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            match v {
+                "NaN" => Ok(Some(f64::NAN)),
+                "Infinity" => Ok(Some(f64::INFINITY)),
+                "-Infinity" => Ok(Some(f64::NEG_INFINITY)),
+                other => other
+                    .parse()
+                    .map(Some)
+                    .map_err(|_| E::custom(format_args!("not a double: {other:?}"))),
+            }
+        }
+    }
+    d.deserialize_any(F64Visitor)
 }
 
 fn de_opt_i64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
