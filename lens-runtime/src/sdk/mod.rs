@@ -9,5 +9,6 @@ pub(crate) mod gpu;
 pub(crate) mod ids;
 pub(crate) mod logs;
 pub(crate) mod pipeline;
+pub(crate) mod processors;
 pub(crate) mod redact;
 pub(crate) mod sampler;

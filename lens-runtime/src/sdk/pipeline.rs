@@ -3,24 +3,25 @@
 //! flush / shutdown with one deadline for all signals.
 
 use crate::api::span::SCOPE_NAME;
-use crate::config::otel::{BatchSettings, LogBatch, OtelEnv};
+use crate::config::otel::{BatchSettings, OtelEnv};
 use crate::config::{ExporterKind, LensConfig};
 use crate::sdk::deadline::{spawn_all, timed_out_or, wait_all, Task};
 use crate::sdk::export::batch::BatchProcessor;
-use crate::sdk::export::log_count::{CountEmitted, CountExported, LogCounters};
+use crate::sdk::export::log_count::LogCounters;
 use crate::sdk::export::perfetto::{PerfettoExporter, PerfettoFiles};
-use crate::sdk::export::{self, console, file, Counting, ExportRuntime, SpanCounters};
+use crate::sdk::export::{self, console, file, ExportRuntime, SpanCounters};
 use crate::sdk::ids::ForkSafeIdGenerator;
-use crate::sdk::redact::{RedactLogs, RedactSpans, Redactor};
+pub(crate) use crate::sdk::processors::batch_processor;
+use crate::sdk::processors::{log_processor, CountEnded};
+use crate::sdk::redact::Redactor;
 use crate::sdk::sampler::{sampler_from_lookup, RankAwareSampler};
-use opentelemetry_sdk::error::OTelSdkResult;
-use opentelemetry_sdk::logs::{LogExporter, SdkLoggerProvider};
+use opentelemetry_sdk::logs::SdkLoggerProvider;
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 use opentelemetry_sdk::metrics::{MeterProviderBuilder, PeriodicReader, SdkMeterProvider};
-use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter, SpanProcessor};
+use opentelemetry_sdk::trace::{SdkTracerProvider, SpanProcessor};
 use opentelemetry_sdk::Resource;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -100,70 +101,6 @@ fn file_path(cfg: &LensConfig, run_id: &str, rank: u32) -> PathBuf {
     match &cfg.file_path {
         Some(p) => PathBuf::from(p.replace("{rank}", &rank.to_string())),
         None => Path::new("lens-telemetry").join(format!("{run_id}-rank{rank}.otlp.jsonl")),
-    }
-}
-
-/// The batch processor over `exporter`: redaction at the last point before
-/// export, then counting of what was exported.
-pub(crate) fn batch_processor<E: SpanExporter + 'static>(
-    exporter: E,
-    counters: Arc<SpanCounters>,
-    batch: BatchSettings,
-    redactor: Redactor,
-) -> BatchProcessor {
-    BatchProcessor::new(
-        RedactSpans::new(Counting::new(exporter, counters.clone()), redactor),
-        batch,
-        counters,
-    )
-}
-
-/// The SDK's batch log processor over `exporter`, with redaction at the last
-/// point before export.
-fn log_processor<E: LogExporter + 'static>(
-    exporter: E,
-    config: &LogBatch,
-    redactor: &Redactor,
-    counters: &Arc<LogCounters>,
-) -> CountEmitted<opentelemetry_sdk::logs::BatchLogProcessor> {
-    let mut b = opentelemetry_sdk::logs::BatchConfigBuilder::default()
-        .with_max_queue_size(config.max_queue_size)
-        .with_max_export_batch_size(config.max_export_batch_size);
-    if let Some(d) = config.scheduled_delay {
-        b = b.with_scheduled_delay(d);
-    }
-    let exporter = CountExported::new(RedactLogs::new(exporter, redactor.clone()), counters);
-    CountEmitted::new(
-        opentelemetry_sdk::logs::BatchLogProcessor::builder(exporter)
-            .with_batch_config(b.build())
-            .build(),
-        counters,
-    )
-}
-
-/// Counts spans that ended (offered to the batch processor).
-#[derive(Debug)]
-struct CountEnded<P> {
-    inner: P,
-    counters: Arc<SpanCounters>,
-}
-
-impl<P: SpanProcessor> SpanProcessor for CountEnded<P> {
-    fn on_start(&self, span: &mut opentelemetry_sdk::trace::Span, cx: &opentelemetry::Context) {
-        self.inner.on_start(span, cx);
-    }
-    fn on_end(&self, span: SpanData) {
-        self.counters.ended.fetch_add(1, Ordering::Relaxed);
-        self.inner.on_end(span);
-    }
-    fn force_flush(&self) -> OTelSdkResult {
-        self.inner.force_flush()
-    }
-    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
-        self.inner.shutdown_with_timeout(timeout)
-    }
-    fn set_resource(&mut self, resource: &Resource) {
-        self.inner.set_resource(resource);
     }
 }
 

@@ -5,6 +5,7 @@ mod builder;
 mod error;
 mod from_env;
 mod handle;
+mod install;
 mod logs;
 mod signal;
 

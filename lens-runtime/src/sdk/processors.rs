@@ -1,0 +1,80 @@
+//! The processors a pipeline builds on its exporters: lens's batch span
+//! processor (redaction, then counting), the SDK's batch log processor
+//! (redaction, counting), and the count of spans that ended.
+
+use crate::config::otel::{BatchSettings, LogBatch};
+use crate::sdk::export::batch::BatchProcessor;
+use crate::sdk::export::log_count::{CountEmitted, CountExported, LogCounters};
+use crate::sdk::export::{Counting, SpanCounters};
+use crate::sdk::redact::{RedactLogs, RedactSpans, Redactor};
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::logs::LogExporter;
+use opentelemetry_sdk::trace::{SpanData, SpanExporter, SpanProcessor};
+use opentelemetry_sdk::Resource;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The batch processor over `exporter`: redaction at the last point before
+/// export, then counting of what was exported.
+pub(crate) fn batch_processor<E: SpanExporter + 'static>(
+    exporter: E,
+    counters: Arc<SpanCounters>,
+    batch: BatchSettings,
+    redactor: Redactor,
+) -> BatchProcessor {
+    BatchProcessor::new(
+        RedactSpans::new(Counting::new(exporter, counters.clone()), redactor),
+        batch,
+        counters,
+    )
+}
+
+/// The SDK's batch log processor over `exporter`, with redaction at the last
+/// point before export.
+pub(crate) fn log_processor<E: LogExporter + 'static>(
+    exporter: E,
+    config: &LogBatch,
+    redactor: &Redactor,
+    counters: &Arc<LogCounters>,
+) -> CountEmitted<opentelemetry_sdk::logs::BatchLogProcessor> {
+    let mut b = opentelemetry_sdk::logs::BatchConfigBuilder::default()
+        .with_max_queue_size(config.max_queue_size)
+        .with_max_export_batch_size(config.max_export_batch_size);
+    if let Some(d) = config.scheduled_delay {
+        b = b.with_scheduled_delay(d);
+    }
+    let exporter = CountExported::new(RedactLogs::new(exporter, redactor.clone()), counters);
+    CountEmitted::new(
+        opentelemetry_sdk::logs::BatchLogProcessor::builder(exporter)
+            .with_batch_config(b.build())
+            .build(),
+        counters,
+    )
+}
+
+/// Counts spans that ended (offered to the batch processor).
+#[derive(Debug)]
+pub(crate) struct CountEnded<P> {
+    pub(crate) inner: P,
+    pub(crate) counters: Arc<SpanCounters>,
+}
+
+impl<P: SpanProcessor> SpanProcessor for CountEnded<P> {
+    fn on_start(&self, span: &mut opentelemetry_sdk::trace::Span, cx: &opentelemetry::Context) {
+        self.inner.on_start(span, cx);
+    }
+    fn on_end(&self, span: SpanData) {
+        self.counters.ended.fetch_add(1, Ordering::Relaxed);
+        self.inner.on_end(span);
+    }
+    fn force_flush(&self) -> OTelSdkResult {
+        self.inner.force_flush()
+    }
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.inner.shutdown_with_timeout(timeout)
+    }
+    fn set_resource(&mut self, resource: &Resource) {
+        self.inner.set_resource(resource);
+    }
+}
