@@ -22,6 +22,7 @@ cargo clippy --workspace --all-targets -- -D warnings
 
 step "build the examples and the lens command (integration tests run them as separate processes)"
 cargo build -p examples --examples
+cargo build -p nemo-lens --examples
 cargo build -p nemo-lens-cli
 
 step "cargo test --workspace (unit, behaviour, integration, UI; benches run once in test mode)"

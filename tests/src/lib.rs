@@ -81,7 +81,8 @@ pub fn example_binary(name: &str) -> PathBuf {
         "examples",
         name,
         &format!(
-            "`cargo test --workspace --all-targets` or `cargo build -p examples --example {name}`"
+            "`cargo test --workspace --all-targets` or `cargo build -p examples --example {name}` \
+             (`-p nemo-lens` for the examples shipped with it)"
         ),
     )
 }

@@ -114,6 +114,39 @@ fn quickstart_prints_a_report_command_that_works() {
     assert!(page.contains("data-rank=\"0\""), "one lane for rank 0");
 }
 
+/// The example shipped inside the `nemo-lens` package runs as its doc says:
+/// configuration from the environment, rank and run id from the launcher.
+#[test]
+fn the_example_shipped_with_nemo_lens_runs() {
+    let dir = std::env::temp_dir().join(format!("lens-train-loop-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut cmd = clean_command(example_binary("train_loop"));
+    cmd.current_dir(&dir)
+        .env("NEMO_LENS_ENABLED", "1")
+        .env("NEMO_LENS_EXPORTER", "file")
+        .env("NEMO_LENS_SPAN_GROUPS", "per_step")
+        .env("TORCHELASTIC_RUN_ID", "tl")
+        .env("RANK", "1")
+        .env("WORLD_SIZE", "2")
+        .env("NEMO_LENS_EXPORT_STRATEGY", "all_ranks");
+    let out = String::from_utf8_lossy(&run_ok(&mut cmd).stdout).into_owned();
+    assert!(out.contains("run tl: done"), "{out}");
+    let (spans, _, _) =
+        contents(&std::fs::read_to_string(dir.join("lens-telemetry/tl-rank1.otlp.jsonl")).unwrap());
+    has_all(
+        &spans,
+        &[
+            "train.job",
+            "train.step",
+            "forward_backward",
+            "optimizer_step",
+            "eval.pass",
+        ],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn megatron_pretrain_spans_metrics_and_logs() {
     let (spans, metrics, logs) = contents(&run_to_file("megatron_pretrain", &tmp("megatron")));
