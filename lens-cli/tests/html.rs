@@ -7,7 +7,7 @@ mod support;
 use std::path::Path;
 use std::process::Command;
 
-use support::{fresh_dir, ok};
+use support::{fresh_dir, ok, synth};
 
 fn chromium() -> Option<String> {
     ["chromium", "chromium-browser", "google-chrome"]
@@ -65,21 +65,20 @@ fn browser(bin: &str, profile: &Path, extra: &[&str], url: &str) -> std::process
 
 #[test]
 fn html_report_renders_lanes_and_panels_in_headless_chromium() {
-    let dir = fresh_dir("html-in");
-    let d = dir.to_str().expect("path");
-    ok(&[
-        "synth",
-        "--ranks",
-        "6",
-        "--steps",
-        "40",
-        "--out",
-        d,
-        "--straggler",
-        "4:forward_backward:35",
-        "--truncate",
-        "2",
-    ]);
+    let dir = synth(
+        "html-in",
+        &[
+            "--ranks",
+            "6",
+            "--steps",
+            "40",
+            "--straggler",
+            "4:forward_backward:35",
+            "--truncate",
+            "2",
+        ],
+    );
+    let d = dir.to_str().expect("UTF-8 path");
     let out = fresh_dir("html-out");
     let page = out.join("report.html");
     ok(&[
@@ -219,19 +218,18 @@ fn html_size_stays_bounded_on_a_long_run() {
 
 #[test]
 fn many_ranks_keep_fewer_steps_each() {
-    let dir = fresh_dir("html-wide-in");
-    let d = dir.to_str().expect("path");
-    ok(&[
-        "synth",
-        "--ranks",
-        "600",
-        "--steps",
-        "12",
-        "--out",
-        d,
-        "--straggler",
-        "599:forward_backward:50",
-    ]);
+    let dir = synth(
+        "html-wide-in",
+        &[
+            "--ranks",
+            "600",
+            "--steps",
+            "12",
+            "--straggler",
+            "599:forward_backward:50",
+        ],
+    );
+    let d = dir.to_str().expect("UTF-8 path");
     let page = fresh_dir("html-wide-out").join("wide.html");
     ok(&["report", "--html", page.to_str().expect("path"), d]);
     let html = std::fs::read_to_string(&page).expect("page");

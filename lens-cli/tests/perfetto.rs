@@ -5,7 +5,7 @@ mod support;
 
 use std::process::Command;
 
-use support::{count_spans, fresh_dir, ok};
+use support::{count_spans, fresh_dir, ok, synth};
 
 const CHECKER: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -36,21 +36,20 @@ fn skip_python() -> bool {
 
 #[test]
 fn proto_trace_decodes_with_the_perfetto_schema() {
-    let dir = fresh_dir("pf-in");
-    let d = dir.to_str().expect("path");
-    ok(&[
-        "synth",
-        "--ranks",
-        "4",
-        "--steps",
-        "25",
-        "--microbatches",
-        "2",
-        "--out",
-        d,
-        "--truncate",
-        "2",
-    ]);
+    let dir = synth(
+        "pf-in",
+        &[
+            "--ranks",
+            "4",
+            "--steps",
+            "25",
+            "--microbatches",
+            "2",
+            "--truncate",
+            "2",
+        ],
+    );
+    let d = dir.to_str().expect("UTF-8 path");
     let spans: u64 = count_spans(&dir).values().sum();
     let out_dir = fresh_dir("pf-out");
     let trace = out_dir.join("run.pftrace");

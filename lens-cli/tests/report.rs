@@ -3,29 +3,28 @@
 
 mod support;
 
-use support::{count_spans, fresh_dir, ok, report_json};
+use support::{count_spans, fresh_dir, ok, report_json, synth};
 
 #[test]
 fn finds_exactly_the_planted_stragglers_and_their_phases() {
-    let dir = fresh_dir("stragglers");
-    let d = dir.to_str().expect("utf-8 path");
-    ok(&[
-        "synth",
-        "--ranks",
-        "8",
-        "--steps",
-        "60",
-        "--out",
-        d,
-        "--seed",
-        "7",
-        "--straggler",
-        "3:forward_backward:40",
-        "--straggler",
-        "5:data_loading:400",
-        "--truncate",
-        "6",
-    ]);
+    let dir = synth(
+        "stragglers",
+        &[
+            "--ranks",
+            "8",
+            "--steps",
+            "60",
+            "--seed",
+            "7",
+            "--straggler",
+            "3:forward_backward:40",
+            "--straggler",
+            "5:data_loading:400",
+            "--truncate",
+            "6",
+        ],
+    );
+    let d = dir.to_str().expect("UTF-8 path");
     let r = report_json(&[&dir], &[]);
     assert_eq!(r["schema_version"], 1);
     let mut found: Vec<(i64, String)> = r["stragglers"]
@@ -192,19 +191,17 @@ fn gzip_input_reads_like_plain() {
 
 #[test]
 fn straggler_thresholds_are_options() {
-    let dir = fresh_dir("thresholds");
-    let d = dir.to_str().expect("path");
-    ok(&[
-        "synth",
-        "--ranks",
-        "4",
-        "--steps",
-        "20",
-        "--out",
-        d,
-        "--straggler",
-        "1:optimizer_step:100",
-    ]);
+    let dir = synth(
+        "thresholds",
+        &[
+            "--ranks",
+            "4",
+            "--steps",
+            "20",
+            "--straggler",
+            "1:optimizer_step:100",
+        ],
+    );
     // optimizer_step is ~14% of a step: +100% makes the step ~14% slower
     let found = |extra: &[&str]| -> Vec<i64> {
         report_json(&[&dir], extra)["stragglers"]

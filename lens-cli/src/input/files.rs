@@ -43,7 +43,7 @@ pub(crate) fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
     for p in paths {
         let meta = std::fs::metadata(p).map_err(|e| InputError::Missing(p.clone(), e))?;
         if meta.is_dir() {
-            walk(p, &mut out).map_err(|e| InputError::Missing(p.clone(), e))?;
+            walk(p, &is_input_name, &mut out).map_err(|e| InputError::Missing(p.clone(), e))?;
         } else {
             out.push(p.clone());
         }
@@ -56,12 +56,17 @@ pub(crate) fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
     Ok(out)
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+/// Appends the files below `dir` (recursively) that `keep` accepts.
+pub(crate) fn walk(
+    dir: &Path,
+    keep: &dyn Fn(&Path) -> bool,
+    out: &mut Vec<PathBuf>,
+) -> std::io::Result<()> {
     for entry in std::fs::read_dir(dir)? {
         let path = entry?.path();
         if path.is_dir() {
-            walk(&path, out)?;
-        } else if is_input_name(&path) {
+            walk(&path, keep, out)?;
+        } else if keep(&path) {
             out.push(path);
         }
     }

@@ -3,7 +3,7 @@
 //! [`Sink`]. Bad input is reported as `file:line: what`, skipped and counted.
 
 mod fast;
-mod files;
+pub(crate) mod files;
 pub(crate) mod otlp;
 
 use std::io::{BufRead, BufReader, Read};

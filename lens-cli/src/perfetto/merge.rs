@@ -11,18 +11,6 @@ fn is_trace(p: &Path) -> bool {
     p.extension().is_some_and(|e| e == "pftrace")
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        if path.is_dir() {
-            walk(&path, out)?;
-        } else if is_trace(&path) {
-            out.push(path);
-        }
-    }
-    Ok(())
-}
-
 /// The `.pftrace` files among `paths` (named, or found in named folders),
 /// sorted, and the paths left for the JSON-lines reader (named files that
 /// are not traces, and every folder).
@@ -30,7 +18,7 @@ pub(super) fn split(paths: &[PathBuf]) -> io::Result<(Vec<PathBuf>, Vec<PathBuf>
     let (mut traces, mut rest) = (Vec::new(), Vec::new());
     for p in paths {
         if p.is_dir() {
-            walk(p, &mut traces)
+            crate::input::files::walk(p, &is_trace, &mut traces)
                 .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", p.display())))?;
             rest.push(p.clone());
         } else if is_trace(p) {

@@ -36,6 +36,16 @@ pub(crate) fn fresh_dir(name: &str) -> PathBuf {
     dir
 }
 
+/// `lens synth ARGS --out <fresh dir NAME>`; returns the directory.
+pub(crate) fn synth(name: &str, args: &[&str]) -> PathBuf {
+    let dir = fresh_dir(name);
+    let mut all = vec!["synth"];
+    all.extend_from_slice(args);
+    all.extend(["--out", dir.to_str().expect("UTF-8 path")]);
+    ok(&all);
+    dir
+}
+
 /// `lens report --json` parsed.
 pub(crate) fn report_json(paths: &[&Path], extra: &[&str]) -> serde_json::Value {
     let mut args: Vec<String> = vec!["report".into(), "--json".into()];
