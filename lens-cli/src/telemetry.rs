@@ -20,7 +20,7 @@ pub(crate) const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 pub(crate) const RUN_ID_VAR: &str = "NEMO_LENS_RUN_ID";
 
 /// The run id of this process and whether it was made up here (rather than
-/// configured or taken from `SLURM_JOB_ID`).
+/// configured or taken from the launcher).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct RunId {
     /// The id.
@@ -29,23 +29,12 @@ pub(crate) struct RunId {
     pub(crate) generated: bool,
 }
 
-/// The run id by the library's rule: the configured one, else
-/// `SLURM_JOB_ID`, else 12 random hex digits.
+/// The run id by the library's rule ([`lens::shared_run_id`]: the
+/// configured one, else the launcher's job id), else 12 random hex digits.
 pub(crate) fn resolve_run_id(cfg: &LensConfig, lookup: impl Fn(&str) -> Option<String>) -> RunId {
-    let configured = cfg
-        .run_id
-        .as_deref()
-        .map(str::trim)
-        .filter(|s| !s.is_empty());
-    if let Some(id) = configured {
+    if let Some(id) = lens::shared_run_id(cfg, lookup) {
         return RunId {
-            id: id.to_owned(),
-            generated: false,
-        };
-    }
-    if let Some(id) = lookup("SLURM_JOB_ID").filter(|s| !s.trim().is_empty()) {
-        return RunId {
-            id: id.trim().to_owned(),
+            id,
             generated: false,
         };
     }

@@ -218,8 +218,8 @@ pub use lens_runtime::{
 };
 #[cfg(feature = "sdk")]
 pub use lens_runtime::{
-    setup_telemetry, setup_telemetry_from_env, ForkSafeIdGenerator, OtlpProtocol, RankAwareSampler,
-    SetupError, ShutdownError, TelemetryBuilder, TelemetryHandle,
+    setup_telemetry, setup_telemetry_from_env, shared_run_id, ForkSafeIdGenerator, OtlpProtocol,
+    RankAwareSampler, SetupError, ShutdownError, TelemetryBuilder, TelemetryHandle,
 };
 pub use lens_runtime::{LensSpan, SpanGuard, SpanStatus};
 

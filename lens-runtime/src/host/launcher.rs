@@ -114,6 +114,27 @@ pub(crate) fn job_run_id(
     )
 }
 
+/// The run id every rank of this job shares, by the rule setup uses:
+/// `config.run_id` (`NEMO_LENS_RUN_ID`), else the SLURM job id and step,
+/// `TORCHELASTIC_RUN_ID`, the Open MPI job id or the PMIx namespace read
+/// through `lookup`; `None` when nothing names one (setup then makes a
+/// random id, [`TelemetryHandle::run_id`](crate::TelemetryHandle::run_id)).
+/// For a launcher that must know the id before setting telemetry up, to
+/// hand it to the processes it starts.
+///
+/// ```
+/// let cfg = lens::LensConfig::default();
+/// let torchrun = |v: &str| (v == "TORCHELASTIC_RUN_ID").then(|| "c0ffee".to_owned());
+/// assert_eq!(lens::shared_run_id(&cfg, torchrun).as_deref(), Some("c0ffee"));
+/// assert_eq!(lens::shared_run_id(&cfg, |_| None), None);
+/// ```
+pub fn shared_run_id(
+    config: &crate::config::LensConfig,
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Option<String> {
+    job_run_id(config.run_id.as_deref(), &lookup)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

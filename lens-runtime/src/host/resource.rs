@@ -46,19 +46,8 @@ impl Detect<'_> {
     }
 }
 
-/// The job's run id ([`crate::host::launcher::job_run_id`]: the config's,
-/// else the launcher's), else 12 random hex digits.
-pub(crate) fn resolve_run_id(
-    config: &LensConfig,
-    lookup: &dyn Fn(&str) -> Option<String>,
-) -> String {
-    if let Some(id) = crate::host::launcher::job_run_id(config.run_id.as_deref(), lookup) {
-        return id;
-    }
-    random_run_id()
-}
-
-/// 12 random hex digits.
+/// 12 random hex digits: the run id when nothing names one shared by the
+/// job ([`crate::host::launcher::job_run_id`]).
 pub(crate) fn random_run_id() -> String {
     use rand::TryRngCore;
     let mut bytes = [0u8; 6];
@@ -551,7 +540,7 @@ mod tests {
         ]);
         let d = detect(&vars, Path::new("/nonexistent"));
         let cfg = LensConfig::default();
-        let run = resolve_run_id(&cfg, d.lookup);
+        let run = crate::host::launcher::job_run_id(cfg.run_id.as_deref(), d.lookup).unwrap();
         assert_eq!(run, "99");
         let attrs = resource_attributes(
             &cfg,
@@ -593,14 +582,15 @@ mod examples {
     //! Examples of crate-private items, kept as unit tests.
 
     #[test]
-    fn resolve_run_id() {
-        use crate::host::resource::resolve_run_id;
-        let cfg = crate::config::LensConfig::default();
+    fn run_id_from_slurm_else_random() {
+        use crate::host::launcher::job_run_id;
+        use crate::host::resource::random_run_id;
         assert_eq!(
-            resolve_run_id(&cfg, &|v| (v == "SLURM_JOB_ID").then(|| "777".into())),
-            "777"
+            job_run_id(None, &|v| (v == "SLURM_JOB_ID").then(|| "777".into())).as_deref(),
+            Some("777")
         );
-        assert_eq!(resolve_run_id(&cfg, &|_| None).len(), 12);
+        assert_eq!(job_run_id(None, &|_| None), None);
+        assert_eq!(random_run_id().len(), 12);
     }
 
     #[test]

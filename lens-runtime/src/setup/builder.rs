@@ -269,7 +269,10 @@ impl TelemetryBuilder {
         let p = plan.otel.propagators;
         crate::api::propagation::install_global(p.trace_context, p.baggage);
         crate::api::span::install_panic_hook();
-        let run_id = resource::resolve_run_id(&plan.config, &env);
+        let shared_run_id = crate::host::launcher::job_run_id(plan.config.run_id.as_deref(), &env);
+        let run_id = shared_run_id
+            .clone()
+            .unwrap_or_else(resource::random_run_id);
         if !plan.config.enabled {
             // a disabled setup leaves a live pipeline alone
             if LIVE_HANDLES.load(Ordering::Acquire) == 0 {
@@ -305,9 +308,7 @@ impl TelemetryBuilder {
             h.holds_install.store(true, Ordering::Relaxed);
             return Ok(h);
         }
-        if self.world_size > 1
-            && crate::host::launcher::job_run_id(plan.config.run_id.as_deref(), &env).is_none()
-        {
+        if self.world_size > 1 && shared_run_id.is_none() {
             crate::diag::warn(format_args!(
                 "no run id shared by the job's ranks (NEMO_LENS_RUN_ID, SLURM_JOB_ID, \
                  TORCHELASTIC_RUN_ID, OMPI_MCA_ess_base_jobid, PMIX_NAMESPACE): rank {} uses \
