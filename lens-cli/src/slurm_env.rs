@@ -26,24 +26,9 @@ const VAR: &str = "OTEL_RESOURCE_ATTRIBUTES";
 /// Attribute and the variables it is read from, first set wins.
 type Source = (&'static str, &'static [&'static str]);
 
-/// Job-level attributes, with lens's resource-detection variables.
-const JOB: &[Source] = &[
-    (semconv::SLURM_JOB_ID, &["SLURM_JOB_ID", "SLURM_JOBID"]),
-    (semconv::SLURM_JOB_NAME, &["SLURM_JOB_NAME"]),
-    (
-        semconv::SLURM_NODELIST,
-        &["SLURM_JOB_NODELIST", "SLURM_NODELIST"],
-    ),
-    (
-        semconv::SLURM_NNODES,
-        &["SLURM_JOB_NUM_NODES", "SLURM_NNODES"],
-    ),
-    (semconv::SLURM_NTASKS, &["SLURM_NTASKS"]),
-    (semconv::SLURM_PARTITION, &["SLURM_JOB_PARTITION"]),
-    (semconv::SLURM_CLUSTER_NAME, &["SLURM_CLUSTER_NAME"]),
-];
+/// Job-level attributes: the variables lens's resource detection reads.
+const JOB: &[Source] = semconv::SLURM_JOB_SOURCES;
 
-/// Per-task attributes, added at the task stage.
 /// The training rank (`nv.dl.rank`) is left to each rank's own launcher
 /// detection, since under `torchrun` a SLURM task is a node, not a rank.
 const TASK: &[Source] = &[

@@ -114,6 +114,23 @@ pub const SLURM_NTASKS: &str = "slurm.ntasks";
 pub const SLURM_PARTITION: &str = "slurm.partition";
 /// `slurm.cluster.name` (`SLURM_CLUSTER_NAME`)
 pub const SLURM_CLUSTER_NAME: &str = "slurm.cluster.name";
+/// The job-level SLURM attributes and the variables each is read from
+/// (the first set wins): what resource detection records and what
+/// `lens slurm-env --stage sbatch` appends.
+///
+/// ```
+/// let (attr, vars) = lens::semconv::SLURM_JOB_SOURCES[0];
+/// assert_eq!((attr, vars[0]), ("slurm.job.id", "SLURM_JOB_ID"));
+/// ```
+pub const SLURM_JOB_SOURCES: &[(&str, &[&str])] = &[
+    (SLURM_JOB_ID, &["SLURM_JOB_ID", "SLURM_JOBID"]),
+    (SLURM_JOB_NAME, &["SLURM_JOB_NAME"]),
+    (SLURM_NODELIST, &["SLURM_JOB_NODELIST", "SLURM_NODELIST"]),
+    (SLURM_NNODES, &["SLURM_JOB_NUM_NODES", "SLURM_NNODES"]),
+    (SLURM_NTASKS, &["SLURM_NTASKS"]),
+    (SLURM_PARTITION, &["SLURM_JOB_PARTITION"]),
+    (SLURM_CLUSTER_NAME, &["SLURM_CLUSTER_NAME"]),
+];
 /// `slurm.step.id` (`SLURM_STEP_ID`): the job step (task stage of
 /// `lens slurm-env`)
 pub const SLURM_STEP_ID: &str = "slurm.step.id";

@@ -229,38 +229,23 @@ pub(crate) fn nvml_device_count() -> Option<i64> {
     gpus::nvml().ok()?.device_count().ok().map(i64::from)
 }
 
+/// The job's SLURM attributes ([`sc::SLURM_JOB_SOURCES`]); the node and
+/// task counts as integers when they parse.
 fn slurm(d: &Detect<'_>) -> Vec<KeyValue> {
-    let text = [
-        (sc::SLURM_JOB_ID, &["SLURM_JOB_ID", "SLURM_JOBID"][..]),
-        (sc::SLURM_JOB_NAME, &["SLURM_JOB_NAME"][..]),
-        (
-            sc::SLURM_NODELIST,
-            &["SLURM_JOB_NODELIST", "SLURM_NODELIST"][..],
-        ),
-        (sc::SLURM_PARTITION, &["SLURM_JOB_PARTITION"][..]),
-        (sc::SLURM_CLUSTER_NAME, &["SLURM_CLUSTER_NAME"][..]),
-    ];
-    let ints = [
-        (
-            sc::SLURM_NNODES,
-            &["SLURM_JOB_NUM_NODES", "SLURM_NNODES"][..],
-        ),
-        (sc::SLURM_NTASKS, &["SLURM_NTASKS"][..]),
-    ];
-    let mut v: Vec<KeyValue> = text
-        .into_iter()
-        .filter_map(|(k, vars)| d.first(vars).map(|val| KeyValue::new(k, val)))
-        .collect();
-    for (k, vars) in ints {
-        if let Some(raw) = d.first(vars) {
-            let value = raw
-                .parse::<i64>()
-                .map(Value::I64)
-                .unwrap_or_else(|_| Value::from(raw));
-            v.push(KeyValue::new(k, value));
-        }
-    }
-    v
+    sc::SLURM_JOB_SOURCES
+        .iter()
+        .filter_map(|&(k, vars)| {
+            let raw = d.first(vars)?;
+            let value = match k {
+                sc::SLURM_NNODES | sc::SLURM_NTASKS => raw
+                    .parse::<i64>()
+                    .map(Value::I64)
+                    .unwrap_or_else(|_| Value::from(raw)),
+                _ => Value::from(raw),
+            };
+            Some(KeyValue::new(k, value))
+        })
+        .collect()
 }
 
 fn read_trimmed(path: &Path) -> Option<String> {
