@@ -81,9 +81,10 @@ fn sigterm_to_lens_exec_reaches_the_child() {
     let stdout = child.stdout.take().expect("stdout");
     BufReader::new(stdout).read_line(&mut line).expect("read");
     assert_eq!(line.trim(), "ready");
-    let pid = child.id().to_string();
-    let kill = Command::new("kill").args(["-TERM", &pid]).status();
-    assert!(kill.is_ok_and(|s| s.success()), "kill -TERM {pid}");
+    let pid = child.id();
+    // SAFETY: signalling our own child.
+    let kill = unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+    assert_eq!(kill, 0, "kill -TERM {pid}");
     let status = wait_within(&mut child, "lens exec");
     assert_eq!(status.code(), Some(42), "the trap's exit code");
     let span = exec_span(&dir);
@@ -110,9 +111,10 @@ fn sigint_sent_with_kill_is_forwarded_too() {
     let stdout = child.stdout.take().expect("stdout");
     BufReader::new(stdout).read_line(&mut line).expect("read");
     assert_eq!(line.trim(), "ready");
-    let pid = child.id().to_string();
-    let kill = Command::new("kill").args(["-INT", &pid]).status();
-    assert!(kill.is_ok_and(|s| s.success()), "kill -INT {pid}");
+    let pid = child.id();
+    // SAFETY: signalling our own child.
+    let kill = unsafe { libc::kill(pid as libc::pid_t, libc::SIGINT) };
+    assert_eq!(kill, 0, "kill -INT {pid}");
     assert_eq!(wait_within(&mut child, "lens exec").code(), Some(43));
 }
 
