@@ -14,9 +14,14 @@ pub(crate) mod batch;
 pub(crate) mod console;
 pub(crate) mod file;
 pub(crate) mod log_count;
+mod otlp;
 pub(crate) mod perfetto;
 mod proto3;
 pub(crate) mod sink;
+#[cfg(feature = "tls")]
+mod tls;
+
+pub(crate) use otlp::{otlp_destination, otlp_logs, otlp_metrics, otlp_spans, transport_error};
 
 pub(crate) use crate::config::otel::OtlpProtocol;
 use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
@@ -218,8 +223,9 @@ impl<E: SpanExporter> SpanExporter for Counting<E> {
                         .destination
                         .get()
                         .map_or("the exporter", |d| d);
+                    let cause = transport_error().map_or(String::new(), |c| format!(" ({c})"));
                     crate::diag::warn(format_args!(
-                        "exporting spans to {to} failed: {e} (further failures are counted and reported at shutdown)"
+                        "exporting spans to {to} failed: {e}{cause} (further failures are counted and reported at shutdown)"
                     ));
                 }
                 &self.counters.failed
@@ -238,69 +244,3 @@ impl<E: SpanExporter> SpanExporter for Counting<E> {
         self.inner.set_resource(resource);
     }
 }
-
-/// Where the OTLP trace exporter sends spans, for messages: the traces
-/// endpoint variable, else the general one, else the protocol's default.
-pub(crate) fn otlp_destination(protocol: OtlpProtocol) -> String {
-    let var = |v: &str| crate::config::otel::env(v).filter(|s| !s.trim().is_empty());
-    let (name, default) = match protocol {
-        OtlpProtocol::Grpc => ("grpc", "http://localhost:4317"),
-        OtlpProtocol::HttpProtobuf => ("http/protobuf", "http://localhost:4318"),
-        OtlpProtocol::HttpJson => ("http/json", "http://localhost:4318"),
-    };
-    let endpoint = var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-        .or_else(|| var("OTEL_EXPORTER_OTLP_ENDPOINT"))
-        .unwrap_or_else(|| default.to_owned());
-    format!("{} (OTLP {name})", endpoint.trim())
-}
-
-fn build_err(signal: &str, e: impl fmt::Display) -> String {
-    format!("cannot build the OTLP {signal} exporter: {e}")
-}
-
-/// Builds one OTLP exporter type for `protocol` on lens's export runtime
-/// (endpoint, headers, timeout and compression come from the standard
-/// `OTEL_EXPORTER_OTLP_*` variables): the three signals differ only in the
-/// exporter type.
-macro_rules! otlp_exporter {
-    ($(#[$doc:meta])* $name:ident, $ty:ident, $signal:literal) => {
-        $(#[$doc])*
-        pub(crate) fn $name(
-            protocol: OtlpProtocol,
-            handle: &Handle,
-        ) -> Result<OnRuntime<opentelemetry_otlp::$ty>, String> {
-            use opentelemetry_otlp::{Protocol, WithExportConfig};
-            let _enter = handle.enter();
-            let b = opentelemetry_otlp::$ty::builder();
-            let e = match protocol {
-                OtlpProtocol::Grpc => b.with_tonic().build(),
-                OtlpProtocol::HttpProtobuf => {
-                    b.with_http().with_protocol(Protocol::HttpBinary).build()
-                }
-                OtlpProtocol::HttpJson => b.with_http().with_protocol(Protocol::HttpJson).build(),
-            }
-            .map_err(|e| build_err($signal, e))?;
-            Ok(OnRuntime::new(e, handle.clone()))
-        }
-    };
-}
-
-otlp_exporter!(
-    /// The OTLP span exporter for `protocol`.
-    otlp_spans,
-    SpanExporter,
-    "trace"
-);
-otlp_exporter!(
-    /// The OTLP metric exporter for `protocol`.
-    otlp_metrics,
-    MetricExporter,
-    "metric"
-);
-otlp_exporter!(
-    /// The OTLP log exporter for `protocol` (the same protocol variables as
-    /// traces and metrics are honoured).
-    otlp_logs,
-    LogExporter,
-    "log"
-);
