@@ -16,6 +16,8 @@ bash scripts/install-test-deps.sh
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
+cargo fmt --manifest-path tests/no-sdk/Cargo.toml -- --check
+cargo fmt --manifest-path tests/minimal/Cargo.toml -- --check
 
 step "cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets -- -D warnings
@@ -56,5 +58,16 @@ fi
 echo "ok: no opentelemetry_sdk"
 cargo clippy --manifest-path tests/no-sdk/Cargo.toml --all-targets -- -D warnings
 cargo test --manifest-path tests/no-sdk/Cargo.toml
+
+step "feature profiles: each one README.md lists compiles, clippy-clean"
+for features in sdk-core file otlp-http otlp-grpc "otlp-http,tls" "otlp-grpc,tls" "sdk,tls,http"; do
+  echo "-- nemo-lens --no-default-features --features $features"
+  cargo clippy -p nemo-lens -p nemo-lens-runtime --no-default-features --features "$features" -- -D warnings
+done
+bash scripts/crate-counts.sh
+# a setting that needs a missing feature is a setup error naming both
+cargo clippy --manifest-path tests/minimal/Cargo.toml --all-targets -- -D warnings
+cargo test --manifest-path tests/minimal/Cargo.toml
+cargo test --manifest-path tests/minimal/Cargo.toml --features http
 
 step "all tests passed"

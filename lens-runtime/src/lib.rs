@@ -16,13 +16,13 @@
 
 mod api;
 mod config;
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 mod diag;
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 mod host;
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 mod sdk;
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 mod setup;
 mod vars;
 
@@ -54,10 +54,10 @@ pub use api::propagation::{
     CollectiveError, LocalCollective, ENV_CARRIER_VARS,
 };
 pub use api::semconv;
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 pub use api::span::{clear_tracer_provider, set_tracer_provider};
 pub use api::span::{start_detached, LensSpan, SpanGuard, SpanStatus};
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 pub use config::otel::OtlpProtocol;
 pub use config::strategy::{
     is_export_strategy_registered, rank_is_sampled, register_export_strategy,
@@ -65,30 +65,30 @@ pub use config::strategy::{
     StrategyError,
 };
 pub use config::{ConfigError, ExporterKind, LensConfig, ValidConfig};
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 pub use host::launcher::shared_run_id;
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 pub use sdk::gpu::{register_gpu_metrics, visible_gpus, GpuDevice};
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 pub use sdk::ids::ForkSafeIdGenerator;
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 pub use sdk::logs::{
     log, setup_logging_bridge_with_provider, tracing, tracing_subscriber, InstallStatus, Level,
     LogBridge, LogBridgeError, LogBridgeLayer, LogBridgeLogger, LogBridgeOptions,
 };
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 pub use sdk::sampler::RankAwareSampler;
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 pub use setup::{
     setup_logging_bridge, setup_telemetry, setup_telemetry_from_env, SetupError, ShutdownError,
     TelemetryBuilder, TelemetryHandle,
 };
 
-#[cfg(all(test, feature = "sdk"))]
+#[cfg(all(test, feature = "sdk-core"))]
 mod metrics_test_support;
 
 /// The OpenTelemetry SDK crate lens is built on.
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 pub use opentelemetry_sdk as otel_sdk;
 
 /// The OpenTelemetry API crate lens is built on.

@@ -194,13 +194,13 @@ pub mod metrics {
 }
 
 /// Opt-in GPU telemetry through NVML.
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 pub mod gpu {
     pub use lens_runtime::{register_gpu_metrics, visible_gpus, GpuDevice};
 }
 
 /// The log bridge: `log` and `tracing` records to OpenTelemetry logs.
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 pub mod logs {
     pub use lens_runtime::{
         log, setup_logging_bridge, setup_logging_bridge_with_provider, tracing, tracing_subscriber,
@@ -209,14 +209,14 @@ pub mod logs {
     };
 }
 
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 pub use lens_runtime::{clear_tracer_provider, set_tracer_provider};
 pub use lens_runtime::{
     is_export_strategy_registered, rank_is_sampled, register_export_strategy,
     registered_export_strategies, remove_export_strategy, replace_export_strategy, should_export,
     StrategyError,
 };
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 pub use lens_runtime::{
     setup_telemetry, setup_telemetry_from_env, shared_run_id, ForkSafeIdGenerator, OtlpProtocol,
     RankAwareSampler, SetupError, ShutdownError, TelemetryBuilder, TelemetryHandle,
@@ -249,7 +249,7 @@ pub fn detached_span(name: impl Into<std::borrow::Cow<'static, str>>) -> LensSpa
 pub use opentelemetry as otel;
 
 /// The OpenTelemetry SDK crate lens is built on.
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 pub use opentelemetry_sdk as otel_sdk;
 
 mod families;

@@ -8,15 +8,15 @@ use std::fmt::{self, Display};
 use std::mem::ManuallyDrop;
 use std::sync::atomic::Ordering;
 
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 pub(crate) use panic::install_panic_hook;
 use panic::{forget_panic_message, panic_message, PANIC_RECORDED};
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 pub(crate) use tracer::forget_tracer_after_fork;
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 use tracer::slot;
 pub(crate) use tracer::SCOPE_NAME;
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 pub use tracer::{clear_tracer_provider, set_tracer_provider};
 
 // Both inline into the `#[inline(never)]` entry points, so the 120-byte
@@ -28,7 +28,7 @@ fn start_context(name: Cow<'static, str>, attributes: Vec<KeyValue>) -> Context 
 
 #[inline(always)]
 fn start_builder(builder: SpanBuilder) -> Context {
-    #[cfg(feature = "sdk")]
+    #[cfg(feature = "sdk-core")]
     if let Some(tracer) = slot::get() {
         return Context::map_current(|parent| {
             let span = tracer.build_with_context(builder, parent);

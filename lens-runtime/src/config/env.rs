@@ -112,7 +112,7 @@ impl LensConfig {
                 "true" => c.enabled = false,
                 "false" => {}
                 _other => {
-                    #[cfg(feature = "sdk")]
+                    #[cfg(feature = "sdk-core")]
                     crate::diag::warn(format_args!(
                         "OTEL_SDK_DISABLED={v:?} is not `true` or `false`; taken as false"
                     ));

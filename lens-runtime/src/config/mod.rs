@@ -5,15 +5,15 @@
 mod env;
 pub(crate) mod error;
 mod lens;
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 pub(crate) mod otel;
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 pub(crate) mod plan;
 pub(crate) mod strategy;
 mod validate;
 
 pub use error::ConfigError;
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 pub(crate) use lens::DEFAULT_SERVICE_NAME;
 pub use lens::{ExporterKind, LensConfig};
 pub use validate::ValidConfig;

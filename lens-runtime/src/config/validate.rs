@@ -116,7 +116,7 @@ impl ValidConfig {
     }
 
     /// The configuration and its span groups, by value.
-    #[cfg(feature = "sdk")]
+    #[cfg(feature = "sdk-core")]
     pub(crate) fn into_parts(self) -> (LensConfig, SpanGroupSet) {
         (self.config, self.groups)
     }

@@ -4,6 +4,7 @@
 
 pub(crate) mod deadline;
 pub(crate) mod export;
+pub(crate) mod features;
 pub(crate) mod fork;
 pub(crate) mod gpu;
 pub(crate) mod ids;

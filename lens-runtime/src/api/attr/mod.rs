@@ -4,11 +4,11 @@ mod rule;
 mod set;
 mod value;
 
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 pub(crate) use rule::is_redactable;
 
 pub use rule::{is_redacted_key, REDACTED, REDACTED_KEYS};
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 pub(crate) use rule::{is_redacted_key_with, redact_value};
 pub(crate) use set::{collect, value_for_key};
 pub use set::{safe_set_span_attributes, SpanAttributeTarget};

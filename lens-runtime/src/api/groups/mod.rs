@@ -6,7 +6,7 @@ mod registry;
 mod set;
 
 pub use family::{base, Preset, SpanGroup, SpanGroupFamily};
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 pub(crate) use registry::disable_all_after_fork;
 pub use registry::{is_span_group_enabled, register_family, set_enabled_span_groups};
 pub use set::{SpanGroupError, SpanGroupSet};

@@ -73,7 +73,7 @@ pub fn set_enabled_span_groups(set: &SpanGroupSet) {
 /// In a forked child: switches every group of every known family off with
 /// plain atomic stores (no lock: a parent thread may have held it at the
 /// fork).
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 pub(crate) fn disable_all_after_fork() {
     base::FAMILY.word.store(0, Ordering::Relaxed);
     for fam in registered() {

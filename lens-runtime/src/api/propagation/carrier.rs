@@ -6,7 +6,7 @@ use crate::api::span::{self, LensSpan};
 use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
 use opentelemetry::trace::{Link, SpanBuilder, TraceContextExt};
 use opentelemetry::Context;
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 use opentelemetry_sdk::propagation::BaggagePropagator;
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -29,13 +29,13 @@ pub const ENV_CARRIER_VARS: [(&str, &str); 3] = [
 // that links it enables `sdk`.
 pub(super) fn inject_with(cx: &Context, injector: &mut dyn Injector) {
     W3cPropagator::new().inject_context(cx, injector);
-    #[cfg(feature = "sdk")]
+    #[cfg(feature = "sdk-core")]
     BaggagePropagator::new().inject_context(cx, injector);
 }
 
 pub(super) fn extract_with(extractor: &dyn Extractor) -> Context {
     let cx = W3cPropagator::new().extract_with_context(&Context::new(), extractor);
-    #[cfg(feature = "sdk")]
+    #[cfg(feature = "sdk-core")]
     let cx = BaggagePropagator::new().extract_with_context(&cx, extractor);
     cx
 }

@@ -22,13 +22,13 @@ pub use carrier::{
 pub use collective::mpi_collective;
 pub use collective::{broadcast_trace_context, Collective, CollectiveError, LocalCollective};
 
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 use w3c::W3cPropagator;
 
 /// Installs the global propagator: W3C TraceContext and / or Baggage, as
 /// `OTEL_PROPAGATORS` chose (both by default; neither: one that carries
 /// nothing). The Rust SDK's default global propagator does nothing.
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 pub(crate) fn install_global(trace_context: bool, baggage: bool) {
     use opentelemetry::propagation::TextMapCompositePropagator;
     use opentelemetry::propagation::TextMapPropagator;

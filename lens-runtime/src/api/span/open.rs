@@ -230,7 +230,7 @@ fn register_slow(cx: &Context) -> Option<Registration> {
     .ok()
 }
 
-#[cfg_attr(not(feature = "sdk"), allow(dead_code))] // only setup turns it on
+#[cfg_attr(not(feature = "sdk-core"), allow(dead_code))] // only setup turns it on
 pub(crate) fn set_tracking(on: bool) {
     TRACKING.store(on, Ordering::Relaxed);
 }
@@ -238,7 +238,7 @@ pub(crate) fn set_tracking(on: bool) {
 /// Ends every span still open, innermost (most recently started) first
 /// within each thread's list, marking each `nemo.span.truncated = true`
 /// with an event of the same name. Returns how many were ended.
-#[cfg_attr(not(feature = "sdk"), allow(dead_code))] // only setup and the signal hook
+#[cfg_attr(not(feature = "sdk-core"), allow(dead_code))] // only setup and the signal hook
 pub(crate) fn truncate_all(reason: &str) -> usize {
     let lists: Vec<&'static OpenList> = registry().all.clone();
     let mut n = 0;
@@ -277,7 +277,7 @@ pub(crate) fn truncate_all(reason: &str) -> usize {
 /// The thread of the child gets a new list when tracking is turned on
 /// again. Calling it in a process with other threads is safe, but spans
 /// they have open are forgotten too.
-#[cfg_attr(not(feature = "sdk"), allow(dead_code))] // called by the fork handler
+#[cfg_attr(not(feature = "sdk-core"), allow(dead_code))] // called by the fork handler
 pub(crate) fn reset_after_fork() {
     TRACKING.store(false, Ordering::Relaxed);
     match registry_mutex().try_lock() {

@@ -17,7 +17,7 @@ pub(crate) static PANIC_RECORDED: AtomicBool = AtomicBool::new(false);
 /// guards the panic unwinds through, then calls the previous hook. Called by
 /// setup and [`set_tracer_provider`], never on the span path, and never from
 /// a panicking thread (taking the hook there aborts the process).
-#[cfg_attr(not(feature = "sdk"), allow(dead_code))] // setup and set_tracer_provider
+#[cfg_attr(not(feature = "sdk-core"), allow(dead_code))] // setup and set_tracer_provider
 pub(crate) fn install_panic_hook() {
     static HOOK: Once = Once::new();
     if std::thread::panicking() {

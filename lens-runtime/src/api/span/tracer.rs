@@ -1,13 +1,13 @@
 //! The tracer lens spans are created with: installed with a provider,
 //! forgotten after a fork, read with one acquire load on the span path.
 
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 use crate::api::span::panic::install_panic_hook;
 
 /// Instrumentation scope name of every lens span.
 pub(crate) const SCOPE_NAME: &str = "lens";
 
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 pub(crate) mod slot {
     use opentelemetry_sdk::trace::SdkTracer;
     use std::sync::atomic::{AtomicPtr, Ordering};
@@ -42,7 +42,7 @@ pub(crate) mod slot {
 /// assert_eq!(exporter.get_finished_spans().unwrap()[0].name, "doc.span");
 /// # lens::clear_tracer_provider();
 /// ```
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 pub fn set_tracer_provider(provider: &opentelemetry_sdk::trace::SdkTracerProvider) {
     use opentelemetry::trace::TracerProvider as _;
     let scope = opentelemetry::InstrumentationScope::builder(SCOPE_NAME)
@@ -59,13 +59,13 @@ pub fn set_tracer_provider(provider: &opentelemetry_sdk::trace::SdkTracerProvide
 /// ```
 /// lens::clear_tracer_provider();
 /// ```
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 pub fn clear_tracer_provider() {
     slot::set(None);
 }
 
 /// In a forked child: forget the parent's tracer (one atomic store).
-#[cfg(feature = "sdk")]
+#[cfg(feature = "sdk-core")]
 pub(crate) fn forget_tracer_after_fork() {
     slot::set(None);
 }

@@ -110,6 +110,10 @@ pub(crate) struct OnRuntime<E> {
     timeout: Option<Duration>,
 }
 
+#[cfg_attr(
+    not(any(feature = "otlp-grpc", feature = "otlp-http")),
+    allow(dead_code)
+)]
 impl<E> OnRuntime<E> {
     pub(crate) fn new(inner: E, handle: Handle) -> Self {
         OnRuntime {

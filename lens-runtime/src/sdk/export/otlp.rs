@@ -2,6 +2,13 @@
 //! they send: the standard `OTEL_EXPORTER_OTLP_*` variables, with TLS for
 //! `https://` endpoints (the `tls` feature).
 
+// a build without OTLP keeps this module (its builders say which feature
+// is missing); what only the OTLP transports use is unused there
+#![cfg_attr(
+    not(any(feature = "otlp-grpc", feature = "otlp-http")),
+    allow(dead_code)
+)]
+
 use super::{OnRuntime, OtlpProtocol};
 use tokio::runtime::Handle;
 
@@ -102,7 +109,7 @@ fn secure_for(signal: Signal, endpoint: &str, from: &str) -> Result<Secure, Stri
 static TRANSPORT_ERROR: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
 
 /// Keeps `cause` as the latest transport failure.
-#[cfg_attr(not(feature = "tls"), allow(dead_code))]
+#[cfg_attr(not(all(feature = "tls", feature = "otlp-http")), allow(dead_code))]
 pub(crate) fn note_transport_error(cause: String) {
     if let Ok(mut slot) = TRANSPORT_ERROR.lock() {
         *slot = Some(cause);
@@ -118,23 +125,92 @@ fn build_err(signal: Signal, e: impl std::fmt::Display) -> String {
     format!("cannot build the OTLP {} exporter: {e}", signal.name)
 }
 
+/// `protocol` for `signal` needs a feature this build lacks.
+fn missing(signal: Signal, protocol: OtlpProtocol) -> String {
+    let (name, feature) = match protocol {
+        OtlpProtocol::Grpc => ("grpc", "otlp-grpc"),
+        OtlpProtocol::HttpProtobuf => ("http/protobuf", "otlp-http"),
+        OtlpProtocol::HttpJson => ("http/json", "otlp-http"),
+    };
+    crate::sdk::features::needs(
+        &format!(
+            "OTLP {name} for {}s (OTEL_EXPORTER_OTLP_PROTOCOL)",
+            signal.name
+        ),
+        feature,
+    )
+}
+
+/// Whether this build has the transport `protocol` needs.
+fn available(signal: Signal, protocol: OtlpProtocol) -> Result<(), String> {
+    let grpc = matches!(protocol, OtlpProtocol::Grpc);
+    if (grpc && cfg!(feature = "otlp-grpc")) || (!grpc && cfg!(feature = "otlp-http")) {
+        Ok(())
+    } else {
+        Err(missing(signal, protocol))
+    }
+}
+
+/// An exporter type of a build without OTLP: never made, so never called.
+#[cfg(not(any(feature = "otlp-grpc", feature = "otlp-http")))]
+#[derive(Debug)]
+pub(crate) enum NoOtlp {}
+
+#[cfg(not(any(feature = "otlp-grpc", feature = "otlp-http")))]
+mod no_otlp {
+    use super::NoOtlp;
+    use opentelemetry_sdk::error::OTelSdkResult;
+    use opentelemetry_sdk::logs::{LogBatch, LogExporter};
+    use opentelemetry_sdk::metrics::{data::ResourceMetrics, exporter::PushMetricExporter};
+    use opentelemetry_sdk::trace::{SpanData, SpanExporter};
+    use std::time::Duration;
+
+    impl SpanExporter for NoOtlp {
+        async fn export(&self, _: Vec<SpanData>) -> OTelSdkResult {
+            match *self {}
+        }
+    }
+    impl PushMetricExporter for NoOtlp {
+        async fn export(&self, _: &ResourceMetrics) -> OTelSdkResult {
+            match *self {}
+        }
+        fn force_flush(&self) -> OTelSdkResult {
+            match *self {}
+        }
+        fn shutdown_with_timeout(&self, _: Duration) -> OTelSdkResult {
+            match *self {}
+        }
+        fn temporality(&self) -> opentelemetry_sdk::metrics::Temporality {
+            match *self {}
+        }
+    }
+    impl LogExporter for NoOtlp {
+        async fn export(&self, _: LogBatch<'_>) -> OTelSdkResult {
+            match *self {}
+        }
+    }
+}
+
 /// Builds one OTLP exporter type for `protocol` on lens's export runtime
 /// (endpoint, headers, timeout and compression come from the standard
 /// `OTEL_EXPORTER_OTLP_*` variables, TLS from the certificate ones): the
-/// three signals differ only in the exporter type.
+/// three signals differ only in the exporter type. A protocol whose
+/// feature this build lacks is an error naming the feature.
 macro_rules! otlp_exporter {
     ($(#[$doc:meta])* $name:ident, $ty:ident, $signal:expr) => {
         $(#[$doc])*
+        #[cfg(any(feature = "otlp-grpc", feature = "otlp-http"))]
         pub(crate) fn $name(
             protocol: OtlpProtocol,
             handle: &Handle,
         ) -> Result<OnRuntime<opentelemetry_otlp::$ty>, String> {
-            use opentelemetry_otlp::{Protocol, WithExportConfig};
             let signal = $signal;
+            available(signal, protocol)?;
             let tls = secure(signal, protocol)?;
             let _enter = handle.enter();
             let b = opentelemetry_otlp::$ty::builder();
             let e = match protocol {
+                #[cfg(feature = "otlp-grpc")]
                 OtlpProtocol::Grpc => {
                     let b = b.with_tonic();
                     #[cfg(feature = "tls")]
@@ -147,26 +223,39 @@ macro_rules! otlp_exporter {
                     };
                     b.build()
                 }
+                #[cfg(feature = "otlp-http")]
                 OtlpProtocol::HttpProtobuf | OtlpProtocol::HttpJson => {
+                    use opentelemetry_otlp::{Protocol, WithExportConfig};
                     let p = match protocol {
                         OtlpProtocol::HttpJson => Protocol::HttpJson,
                         _ => Protocol::HttpBinary,
                     };
                     let b = b.with_http().with_protocol(p);
+                    // always lens's own client in a `tls` build (see
+                    // `Settings::plain`)
                     #[cfg(feature = "tls")]
-                    let b = match &tls {
-                        Some(t) => {
-                            use opentelemetry_otlp::WithHttpConfig;
-                            b.with_http_client(t.http_client(signal)?)
-                        }
-                        None => b,
+                    let b = {
+                        use opentelemetry_otlp::WithHttpConfig;
+                        let client = match &tls {
+                            Some(t) => t.http_client(signal)?,
+                            None => super::tls::Settings::plain().http_client(signal)?,
+                        };
+                        b.with_http_client(client)
                     };
                     b.build()
                 }
+                #[allow(unreachable_patterns)]
+                _ => return Err(missing(signal, protocol)),
             }
             .map_err(|e| build_err(signal, e))?;
             let _ = tls;
             Ok(OnRuntime::new(e, handle.clone()))
+        }
+
+        $(#[$doc])*
+        #[cfg(not(any(feature = "otlp-grpc", feature = "otlp-http")))]
+        pub(crate) fn $name(protocol: OtlpProtocol, _: &Handle) -> Result<OnRuntime<NoOtlp>, String> {
+            Err(missing($signal, protocol))
         }
     };
 }

@@ -10,11 +10,10 @@
 //! verification is always on.
 
 use super::otlp::Signal;
+#[cfg(feature = "otlp-grpc")]
 use opentelemetry_otlp::tonic_types::transport::{Certificate, ClientTlsConfig, Identity};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use std::sync::Arc;
-use std::time::Duration;
 
 /// The TLS settings of one signal's exporter, read and checked from the
 /// environment before anything is built.
@@ -24,6 +23,11 @@ pub(crate) struct Settings {
     ca: Option<Vec<u8>>,
     /// PEM client certificate chain and key.
     identity: Option<(Vec<u8>, Vec<u8>)>,
+    /// Trust the webpki and native roots when no CA is given (false for a
+    /// plain `http://` endpoint, which never uses them; tonic needs no
+    /// client for those).
+    #[cfg_attr(not(feature = "otlp-http"), allow(dead_code))]
+    default_roots: bool,
 }
 
 /// A PEM file named by a variable: its bytes and the variable.
@@ -100,10 +104,24 @@ impl Settings {
         Ok(Settings {
             ca: ca.map(|f| f.bytes),
             identity,
+            default_roots: true,
         })
     }
 
+    /// For a plain `http://` endpoint. A `tls` build still hands the HTTP
+    /// exporter a client of its own: reqwest without a built-in crypto
+    /// provider panics when it builds its default client.
+    #[cfg(feature = "otlp-http")]
+    pub(crate) fn plain() -> Settings {
+        Settings {
+            ca: None,
+            identity: None,
+            default_roots: false,
+        }
+    }
+
     /// The tonic TLS configuration (gRPC).
+    #[cfg(feature = "otlp-grpc")]
     pub(crate) fn grpc(&self) -> ClientTlsConfig {
         let c = ClientTlsConfig::new();
         let c = match &self.ca {
@@ -120,6 +138,7 @@ impl Settings {
     /// trust, and the export timeout the exporter would have given its own
     /// client (`OTEL_EXPORTER_OTLP_<SIGNAL>_TIMEOUT`, else
     /// `OTEL_EXPORTER_OTLP_TIMEOUT`, else 10 s).
+    #[cfg(feature = "otlp-http")]
     pub(crate) fn http_client(&self, signal: Signal) -> Result<KeepsCause, String> {
         let err =
             |e: &dyn std::fmt::Display| format!("cannot set up TLS for OTLP {}: {e}", signal.name);
@@ -130,6 +149,7 @@ impl Settings {
                     roots.add(cert).map_err(|e| err(&e))?;
                 }
             }
+            None if !self.default_roots => {}
             None => {
                 roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
                 // unreadable native certificates leave the webpki roots
@@ -137,7 +157,7 @@ impl Settings {
                 roots.add_parsable_certificates(native.certs);
             }
         }
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
         let builder = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .map_err(|e| err(&e))?
@@ -155,7 +175,10 @@ impl Settings {
         let timeout = signal
             .setting("TIMEOUT")
             .and_then(|(v, _)| v.parse().ok())
-            .map_or(Duration::from_secs(10), Duration::from_millis);
+            .map_or(
+                std::time::Duration::from_secs(10),
+                std::time::Duration::from_millis,
+            );
         reqwest::Client::builder()
             .timeout(timeout)
             .tls_backend_preconfigured(config)
@@ -170,9 +193,11 @@ impl Settings {
 /// hides a certificate problem. The cause goes to
 /// [`super::otlp::note_transport_error`], which the first-failure report
 /// reads.
+#[cfg(feature = "otlp-http")]
 #[derive(Debug)]
 pub(crate) struct KeepsCause(reqwest::Client);
 
+#[cfg(feature = "otlp-http")]
 #[async_trait::async_trait]
 impl opentelemetry_http::HttpClient for KeepsCause {
     async fn send_bytes(
