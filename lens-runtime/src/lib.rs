@@ -68,7 +68,9 @@ pub use config::{ConfigError, ExporterKind, LensConfig, ValidConfig};
 #[cfg(feature = "sdk")]
 pub use host::launcher::shared_run_id;
 #[cfg(feature = "sdk")]
-pub use sdk::gpu::{register_gpu_metrics, visible_gpus, GpuDevice};
+pub use host::gpus::GpuDevice;
+#[cfg(feature = "sdk")]
+pub use sdk::gpu::{register_gpu_metrics, visible_gpus};
 #[cfg(feature = "sdk")]
 pub use sdk::ids::ForkSafeIdGenerator;
 #[cfg(feature = "sdk")]
@@ -84,6 +86,8 @@ pub use setup::{
     TelemetryBuilder, TelemetryHandle,
 };
 
+#[cfg(all(test, feature = "sdk"))]
+mod gpu_fake;
 #[cfg(all(test, feature = "sdk"))]
 mod metrics_test_support;
 

@@ -35,7 +35,8 @@ impl TelemetryBuilder {
                 .k8s_dir
                 .clone()
                 .unwrap_or_else(|| resource::K8S_SERVICE_ACCOUNT_DIR.into()),
-            use_nvml: true,
+            // NVML only when GPU metrics are asked for
+            use_nvml: cfg.gpu_metrics,
         };
         let mut attrs = resource::resource_attributes(
             cfg,
