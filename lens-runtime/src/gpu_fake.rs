@@ -110,7 +110,11 @@ impl Fake {
 
     /// A worker over this fake with `CUDA_VISIBLE_DEVICES=raw`, and the
     /// warnings it gives.
-    pub(crate) fn worker(&self, raw: Option<&str>, timing: Timing) -> (Worker, Arc<Mutex<Vec<String>>>) {
+    pub(crate) fn worker(
+        &self,
+        raw: Option<&str>,
+        timing: Timing,
+    ) -> (Worker, Arc<Mutex<Vec<String>>>) {
         let warnings = Arc::new(Mutex::new(Vec::new()));
         let w = warnings.clone();
         let warn: Warn = Arc::new(move |m| w.lock().unwrap().push(m.to_owned()));
@@ -119,7 +123,10 @@ impl Fake {
             me.0.loads.fetch_add(1, Ordering::SeqCst);
             Ok(Box::new(me) as Box<dyn GpuLib>)
         });
-        (Worker::start(load, raw.map(str::to_owned), timing, warn), warnings)
+        (
+            Worker::start(load, raw.map(str::to_owned), timing, warn),
+            warnings,
+        )
     }
 
     /// The row of NVML index `index`, after the checks every call makes.
@@ -158,7 +165,11 @@ impl Fake {
 
 impl GpuLib for Fake {
     fn device_count(&mut self) -> Result<u32, GpuError> {
-        self.0.threads.lock().unwrap().insert(std::thread::current().id());
+        self.0
+            .threads
+            .lock()
+            .unwrap()
+            .insert(std::thread::current().id());
         Ok(self.0.table.lock().unwrap().len() as u32)
     }
     fn uuid(&mut self, index: u32) -> Result<String, GpuError> {

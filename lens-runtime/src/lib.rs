@@ -66,9 +66,9 @@ pub use config::strategy::{
 };
 pub use config::{ConfigError, ExporterKind, LensConfig, ValidConfig};
 #[cfg(feature = "sdk")]
-pub use host::launcher::shared_run_id;
-#[cfg(feature = "sdk")]
 pub use host::gpus::GpuDevice;
+#[cfg(feature = "sdk")]
+pub use host::launcher::shared_run_id;
 #[cfg(feature = "sdk")]
 pub use sdk::gpu::{register_gpu_metrics, visible_gpus};
 #[cfg(feature = "sdk")]

@@ -249,7 +249,29 @@ impl Worker {
             })
             .collect();
         let energy_mj = st.slots.iter().map(|s| s.energy_mj).collect();
+        let hung_device = hung.and_then(|d| match &st.discovery {
+            Some(Ok(devices)) => devices.get(d).cloned(),
+            _ => None,
+        });
+        drop(st);
+        if let Some(device) = hung_device {
+            self.shared.warn_once(
+                &format!("{} hung", device.id),
+                &format!(
+                    "GPU {} ({}): an NVML call has not answered within {:.1} s; its points are stale until it does",
+                    device.name,
+                    device.id,
+                    t.deadline.as_secs_f64()
+                ),
+            );
+        }
         Readings { fresh, energy_mj }
+    }
+
+    /// How many sweeps over the devices have ended.
+    #[cfg(test)]
+    pub(crate) fn sweeps(&self) -> u64 {
+        self.shared.lock().sweeps
     }
 
     /// The device whose NVML call has run past the deadline, if any.

@@ -180,7 +180,10 @@ pub(crate) fn select(raw: Option<&str>, devices: &[Candidate]) -> Vec<usize> {
             (i < devices.len()).then(|| (format!("#{i}"), i))
         }
         Kind::Gpu => {
-            let uuids = devices.iter().enumerate().map(|(p, d)| (p, d.uuid.as_str()));
+            let uuids = devices
+                .iter()
+                .enumerate()
+                .map(|(p, d)| (p, d.uuid.as_str()));
             let (pos, _) = unique_match(uuids, entry)?;
             Some((format!("#{pos}"), pos))
         }
@@ -192,9 +195,9 @@ pub(crate) fn select(raw: Option<&str>, devices: &[Candidate]) -> Vec<usize> {
                 let (gi, ci) = ids.split_once('/')?;
                 gi.parse::<u32>().ok()?;
                 ci.parse::<u32>().ok()?;
-                let pos = devices.iter().position(|d| {
-                    !d.migs.is_empty() && bare(&d.uuid).eq_ignore_ascii_case(uuid)
-                })?;
+                let pos = devices
+                    .iter()
+                    .position(|d| !d.migs.is_empty() && bare(&d.uuid).eq_ignore_ascii_case(uuid))?;
                 return Some((entry.to_ascii_lowercase(), pos));
             }
             let migs = devices
@@ -305,4 +308,153 @@ pub(crate) fn visible_count(
         }
     }
     raw.map(listed_count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gpus(uuids: &[&str]) -> Vec<Candidate> {
+        uuids
+            .iter()
+            .map(|u| Candidate {
+                uuid: (*u).to_owned(),
+                migs: Vec::new(),
+            })
+            .collect()
+    }
+
+    const A: &str = "GPU-0a1b2c3d-0000-1111-2222-333344445555";
+    const B: &str = "GPU-9f8e7d6c-0000-1111-2222-333344445555";
+    const C: &str = "GPU-0a1bffff-0000-1111-2222-333344445555";
+
+    #[test]
+    fn indices_in_list_order_each_once() {
+        let d = gpus(&[A, B, C]);
+        let sel = |raw| select(raw, &d);
+        assert_eq!(sel(None), [0, 1, 2]);
+        assert_eq!(sel(Some("2,0")), [2, 0]);
+        assert_eq!(sel(Some(" 1 , 0 ")), [1, 0]);
+        assert_eq!(sel(Some("+1")), [1], "a sign is part of an integer");
+    }
+
+    #[test]
+    fn empty_value_is_no_gpu_not_unset() {
+        assert_eq!(select(Some(""), &gpus(&[A, B])), Vec::<usize>::new());
+        assert_eq!(listed_count(""), 0);
+    }
+
+    #[test]
+    fn invalid_entry_ends_the_list() {
+        let d = gpus(&[A, B, C]);
+        let sel = |raw| select(Some(raw), &d);
+        assert_eq!(sel("0,7,1"), [0], "an index past the end");
+        assert_eq!(sel("1,-1,0"), [1]);
+        assert_eq!(sel("xyz"), Vec::<usize>::new());
+        assert_eq!(sel("NoDevFiles"), Vec::<usize>::new());
+        assert_eq!(sel("1,,0"), [1], "an empty entry");
+        assert_eq!(sel("2,xyz,0"), [2]);
+    }
+
+    #[test]
+    fn a_repeated_device_empties_the_set() {
+        let d = gpus(&[A, B, C]);
+        let sel = |raw| select(Some(raw), &d);
+        assert_eq!(sel("0,0"), Vec::<usize>::new());
+        assert_eq!(sel("1,2,1"), Vec::<usize>::new());
+        // the same GPU by two prefixes of its UUID
+        assert_eq!(sel("GPU-9f8e,GPU-9f8e7d6c"), Vec::<usize>::new());
+        // a repeat after the end of the list is not read
+        assert_eq!(sel("0,7,0"), [0]);
+        assert_eq!(listed_count("0,0"), 0);
+        assert_eq!(listed_count("0,1,0"), 0);
+    }
+
+    #[test]
+    fn the_first_entry_fixes_the_kind() {
+        let d = gpus(&[A, B, C]);
+        let sel = |raw: &str| select(Some(raw), &d);
+        assert_eq!(sel(&format!("0,{B}")), [0]);
+        assert_eq!(sel(&format!("{B},0")), [1]);
+        assert_eq!(sel(&format!("{B},MIG-abc")), [1]);
+        assert_eq!(listed_count("0,GPU-abc,1"), 1);
+    }
+
+    #[test]
+    fn uuids_need_their_prefix_and_name_one_device() {
+        let d = gpus(&[A, B, C]);
+        let sel = |raw| select(Some(raw), &d);
+        assert_eq!(sel(B), [1]);
+        assert_eq!(sel("GPU-9F8E"), [1], "any case");
+        assert_eq!(sel("GPU-0a1bf"), [2]);
+        assert_eq!(sel("GPU-0a1b"), Vec::<usize>::new(), "ambiguous");
+        assert_eq!(sel("9f8e7d6c"), Vec::<usize>::new(), "bare hex");
+        assert_eq!(sel("0a1bf"), Vec::<usize>::new(), "bare hex");
+        assert_eq!(
+            sel("GPU-9f8e7d6c-0000-1111-2222-3333444455550"),
+            Vec::<usize>::new()
+        );
+        // `GPU-` alone names no device, even on a one-GPU host
+        assert_eq!(select(Some("GPU-"), &gpus(&[A])), Vec::<usize>::new());
+        assert_eq!(listed_count("GPU-"), 0);
+    }
+
+    #[test]
+    fn indices_count_accessible_devices() {
+        // positions are in the accessible list: `discover` leaves hidden
+        // devices out before selecting
+        let d = gpus(&[B, C]);
+        assert_eq!(select(Some("1"), &d), [1]);
+        assert_eq!(select(Some("2"), &d), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn mig_entries_select_the_parent_gpu_once() {
+        let mut d = gpus(&[A, B, C]);
+        d[1].migs = vec![
+            "MIG-11111111-aaaa-bbbb-cccc-000000000001".into(),
+            "MIG-11111111-aaaa-bbbb-cccc-000000000002".into(),
+        ];
+        d[2].migs = vec!["MIG-22222222-aaaa-bbbb-cccc-000000000001".into()];
+        let sel = |raw: &str| select(Some(raw), &d);
+        assert_eq!(sel("MIG-11111111-aaaa-bbbb-cccc-000000000002"), [1]);
+        assert_eq!(sel("MIG-2222"), [2], "a unique prefix");
+        assert_eq!(sel("MIG-1111"), Vec::<usize>::new(), "ambiguous");
+        // CUDA enumerates one MIG instance: the first
+        assert_eq!(
+            sel("MIG-2222,MIG-11111111-aaaa-bbbb-cccc-000000000001"),
+            [2]
+        );
+        assert_eq!(sel("MIG-2222,MIG-2222"), Vec::<usize>::new(), "repeated");
+        assert_eq!(sel("MIG-2222,0"), [2], "kinds do not mix");
+        assert_eq!(sel("0,MIG-2222"), [0]);
+        // the older MIG-GPU-<uuid>/<gi>/<ci> form
+        assert_eq!(sel(&format!("MIG-{B}/1/0")), [1]);
+        assert_eq!(
+            sel(&format!("MIG-{A}/1/0")),
+            Vec::<usize>::new(),
+            "A is not in MIG mode"
+        );
+        assert_eq!(sel(&format!("MIG-{B}/x/0")), Vec::<usize>::new());
+        assert_eq!(listed_count("MIG-a,MIG-b"), 1);
+    }
+
+    #[test]
+    fn listed_count_agrees_with_selection_when_every_entry_names_a_device() {
+        let d = gpus(&[A, B, C]);
+        for raw in [
+            "",
+            "-1",
+            "0",
+            "0,1,2",
+            "2,0",
+            "0,1,-1,2",
+            "0,0",
+            "xyz",
+            "0,GPU-9f8e",
+            "GPU-9f8e,GPU-0a1bf",
+        ] {
+            assert_eq!(listed_count(raw), select(Some(raw), &d).len(), "{raw:?}");
+        }
+    }
 }

@@ -69,9 +69,7 @@ impl GpuLib for Real {
         self.device(index)?.power_usage().map_err(err)
     }
     fn energy_mj(&mut self, index: u32) -> Result<u64, GpuError> {
-        self.device(index)?
-            .total_energy_consumption()
-            .map_err(err)
+        self.device(index)?.total_energy_consumption().map_err(err)
     }
     fn temperature_c(&mut self, index: u32) -> Result<u32, GpuError> {
         self.device(index)?
