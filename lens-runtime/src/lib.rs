@@ -87,8 +87,6 @@ pub use setup::{
 };
 
 #[cfg(all(test, feature = "sdk"))]
-mod gpu_fake;
-#[cfg(all(test, feature = "sdk"))]
 mod metrics_test_support;
 
 /// The OpenTelemetry SDK crate lens is built on.

@@ -17,7 +17,7 @@
 //! NVML is neither loaded nor called. A failure to load NVML, a failed
 //! query and a hung call are each warned about once, on stderr.
 
-use crate::host::gpus::{discover, GpuDevice, GpuError, GpuLib, VISIBLE_DEVICES};
+use crate::host::gpus::{discover, listed_count, GpuDevice, GpuError, GpuLib, VISIBLE_DEVICES};
 use std::collections::HashSet;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
@@ -132,6 +132,12 @@ impl std::fmt::Debug for Worker {
 /// the first call, once.
 pub(crate) fn process() -> &'static Worker {
     static WORKER: OnceLock<Worker> = OnceLock::new();
+    #[cfg(test)]
+    CALLERS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(HashSet::new)
+        .insert(std::thread::current().id());
     WORKER.get_or_init(|| {
         Worker::start(
             Box::new(crate::host::nvml::load),
@@ -141,6 +147,11 @@ pub(crate) fn process() -> &'static Worker {
         )
     })
 }
+
+/// The threads that asked for the process's worker (tests: NVML is not
+/// touched unless asked for).
+#[cfg(test)]
+pub(crate) static CALLERS: Mutex<Option<HashSet<std::thread::ThreadId>>> = Mutex::new(None);
 
 impl Worker {
     /// Starts the thread: it runs `load`, then discovery over `raw` (the
@@ -289,6 +300,18 @@ impl Worker {
         self.shared.lock().stop = true;
         self.shared.changed.notify_all();
     }
+}
+
+/// The number of visible GPUs: the discovery of `worker` when given (GPU
+/// metrics on) and it succeeds within [`DISCOVERY_DEADLINE`]; else the
+/// [`listed_count`] of `raw` when set; else unknown.
+pub(crate) fn visible_count(raw: Option<&str>, worker: Option<&Worker>) -> Option<usize> {
+    if let Some(w) = worker {
+        if let Some(Ok(devices)) = w.devices(DISCOVERY_DEADLINE) {
+            return Some(devices.len());
+        }
+    }
+    raw.map(listed_count)
 }
 
 /// The thread: load, discover, then sweep every period while sampling.

@@ -294,22 +294,6 @@ pub(crate) fn discover(
         .collect())
 }
 
-/// The number of visible GPUs: the discovery of `worker` when given (GPU
-/// metrics on) and it succeeds within
-/// [`DISCOVERY_DEADLINE`](crate::host::gpu_worker::DISCOVERY_DEADLINE);
-/// else the [`listed_count`] of `raw` when set; else unknown.
-pub(crate) fn visible_count(
-    raw: Option<&str>,
-    worker: Option<&crate::host::gpu_worker::Worker>,
-) -> Option<usize> {
-    if let Some(w) = worker {
-        if let Some(Ok(devices)) = w.devices(crate::host::gpu_worker::DISCOVERY_DEADLINE) {
-            return Some(devices.len());
-        }
-    }
-    raw.map(listed_count)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,7 +7,7 @@
 
 use crate::api::semconv as sc;
 use crate::config::LensConfig;
-use crate::host::gpus;
+use crate::host::{gpu_worker, gpus};
 use opentelemetry::{KeyValue, Value};
 use std::path::{Path, PathBuf};
 
@@ -221,8 +221,8 @@ fn hostname() -> Option<String> {
 /// `CUDA_VISIBLE_DEVICES` lists when set; else `None`.
 pub(crate) fn gpu_count(detect: &Detect<'_>) -> Option<i64> {
     let raw = (detect.lookup)(gpus::VISIBLE_DEVICES);
-    let worker = detect.use_nvml.then(crate::host::gpu_worker::process);
-    gpus::visible_count(raw.as_deref(), worker).map(|n| n as i64)
+    let worker = detect.use_nvml.then(gpu_worker::process);
+    gpu_worker::visible_count(raw.as_deref(), worker).map(|n| n as i64)
 }
 
 /// The job's SLURM attributes ([`sc::SLURM_JOB_SOURCES`]); the node and
@@ -405,6 +405,23 @@ mod tests {
             let vars = HashMap::from([("CUDA_VISIBLE_DEVICES", v)]);
             assert_eq!(gpu_count(&detect(&vars, Path::new("/x"))), Some(n), "{v:?}");
         }
+    }
+
+    #[test]
+    fn nvml_is_not_touched_without_gpu_metrics() {
+        let me = std::thread::current().id();
+        for v in [None, Some(""), Some("0,1"), Some("GPU-abc")] {
+            let vars: HashMap<&str, &str> =
+                v.map(|v| ("CUDA_VISIBLE_DEVICES", v)).into_iter().collect();
+            let attrs = detected_attributes(&detect(&vars, Path::new("/x")));
+            let count = value(&attrs, sc::HOST_GPU_COUNT);
+            assert_eq!(count.is_some(), v.is_some(), "{v:?}");
+        }
+        let callers = crate::host::gpu_worker::CALLERS.lock().unwrap();
+        assert!(
+            !callers.as_ref().is_some_and(|c| c.contains(&me)),
+            "resource detection asked for the NVML worker"
+        );
     }
 
     #[test]

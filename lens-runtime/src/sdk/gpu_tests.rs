@@ -4,8 +4,8 @@
 //! metric devices agree.
 
 use super::*;
-use crate::gpu_fake::{uuid, Fake, FakeGpu, FAST};
-use crate::host::gpus::visible_count;
+use crate::host::gpu_fake::{uuid, Fake, FakeGpu, FAST};
+use crate::host::gpu_worker::visible_count;
 use crate::metrics_test_support::{collect, flat, provider};
 use opentelemetry::metrics::MeterProvider as _;
 use opentelemetry_sdk::metrics::data::{AggregatedMetrics, Metric, MetricData, ResourceMetrics};
