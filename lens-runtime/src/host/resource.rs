@@ -17,7 +17,8 @@ pub(crate) const K8S_SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io
 /// What resource detection reads: environment and files, injectable for
 /// tests.
 pub(crate) struct Detect<'a> {
-    /// Reads an environment variable.
+    /// Reads an environment variable as set (an empty value is `Some("")`:
+    /// an empty `CUDA_VISIBLE_DEVICES` means no GPU, not unset).
     pub lookup: &'a dyn Fn(&str) -> Option<String>,
     /// The Kubernetes service-account folder.
     pub k8s_service_account_dir: PathBuf,
