@@ -95,7 +95,8 @@ fn gpu_visible_devices() {
         "count": count.and_then(|c| c.parse::<u64>().ok()),
         "metric_ids": ids,
     });
-    println!("LENS-GPUS {line}");
+    // on a line of its own: the harness may have started one
+    println!("\nLENS-GPUS {line}");
 }
 
 #[test]
@@ -120,7 +121,7 @@ fn lens_gpus_with(cvd: &str) -> serde_json::Value {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let line = stdout
         .lines()
-        .find_map(|l| l.strip_prefix("LENS-GPUS "))
+        .find_map(|l| l.split_once("LENS-GPUS ").map(|(_, v)| v))
         .unwrap_or_else(|| {
             panic!(
                 "no LENS-GPUS line:\n{stdout}\n{}",
