@@ -17,6 +17,7 @@
 //! NVML is neither loaded nor called. A failure to load NVML, a failed
 //! query and a hung call are each warned about once, on stderr.
 
+use crate::host::gpu_sample::{read_device, Sample};
 use crate::host::gpus::{discover, listed_count, GpuDevice, GpuError, GpuLib, VISIBLE_DEVICES};
 use std::collections::HashSet;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
@@ -45,20 +46,6 @@ pub(crate) const DISCOVERY_DEADLINE: Duration = Duration::from_secs(10);
 pub(crate) type Loader = Box<dyn FnOnce() -> Result<Box<dyn GpuLib>, String> + Send>;
 /// Where warnings go (stderr, or a test's list).
 pub(crate) type Warn = Arc<dyn Fn(&str) + Send + Sync>;
-
-/// One device's readings from one sweep, converted: `None` where the
-/// device does not support a query or it failed.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Sample {
-    /// 0..1
-    pub utilization: Option<f64>,
-    /// (used, total) bytes
-    pub memory: Option<(u64, u64)>,
-    /// watts
-    pub power_w: Option<f64>,
-    /// degrees Celsius
-    pub temperature_c: Option<f64>,
-}
 
 /// What callbacks read: for every discovered device, its fresh sample
 /// (`None`: stale or none yet) and its last energy reading (mJ since driver
@@ -240,6 +227,11 @@ impl Worker {
         st.slots.iter().map(|s| s.energy_mj).collect()
     }
 
+    /// The worker's sampling period and call deadline.
+    pub(crate) fn timing(&self) -> Timing {
+        self.shared.timing
+    }
+
     /// What the metric callbacks report now; never waits on NVML.
     pub(crate) fn readings(&self) -> Readings {
         let now = Instant::now();
@@ -411,26 +403,7 @@ fn sample_device(shared: &Shared, lib: &mut dyn GpuLib, d: usize, device: &GpuDe
             }
         }
     };
-    let mut memory = None;
-    let utilization = call("utilization", &mut |l| {
-        l.utilization_percent(i).map(u64::from)
-    });
-    let used = call("memory", &mut |l| {
-        l.memory_bytes(i).map(|m| {
-            memory = Some(m);
-            m.0
-        })
-    });
-    let power = call("power", &mut |l| l.power_mw(i).map(u64::from));
-    let energy = call("energy", &mut |l| l.energy_mj(i));
-    let temperature = call("temperature", &mut |l| l.temperature_c(i).map(u64::from));
-    let _ = used;
-    let sample = Sample {
-        utilization: utilization.map(|p| p as f64 / 100.0),
-        memory,
-        power_w: power.map(|mw| mw as f64 / 1000.0),
-        temperature_c: temperature.map(|c| c as f64),
-    };
+    let (sample, energy) = read_device(i, &mut call);
     let mut st = shared.lock();
     if let Some(slot) = st.slots.get_mut(d) {
         slot.sample = sample;

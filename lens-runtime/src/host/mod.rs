@@ -3,6 +3,7 @@
 
 #[cfg(test)]
 pub(crate) mod gpu_fake;
+pub(crate) mod gpu_sample;
 pub(crate) mod gpu_worker;
 pub(crate) mod gpus;
 pub(crate) mod launcher;

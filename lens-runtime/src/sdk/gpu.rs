@@ -39,7 +39,8 @@
 //! warning says why, once per cause.
 
 use crate::api::semconv as sc;
-use crate::host::gpu_worker::{self, Readings, Sample, Worker};
+use crate::host::gpu_sample::Sample;
+use crate::host::gpu_worker::{self, Readings, Worker};
 use crate::host::gpus::GpuDevice;
 use opentelemetry::metrics::{AsyncInstrument, Meter};
 use opentelemetry::KeyValue;
@@ -84,8 +85,10 @@ pub(crate) fn register_on(meter: &Meter, worker: &Worker) -> bool {
             return false;
         }
     };
-    let deadline = gpu_worker::DISCOVERY_DEADLINE;
-    let baseline = Arc::new(Mutex::new(worker.start_sampling(deadline)));
+    // the first sweep normally ends in milliseconds; on a wedged GPU the
+    // baseline is taken from the first energy reading seen instead
+    let t = worker.timing();
+    let baseline = Arc::new(Mutex::new(worker.start_sampling(t.period + t.deadline)));
     register(meter, worker, baseline, &devices);
     true
 }
