@@ -547,3 +547,32 @@ fn property_gpu_count_and_metric_devices_always_agree() {
         "the generator selects too few devices: {nonzero}"
     );
 }
+
+#[test]
+fn nvml_that_never_answers_does_not_hold_discovery_past_its_deadline() {
+    let (release, wait) = std::sync::mpsc::channel::<()>();
+    let warnings = Arc::new(Mutex::new(Vec::<String>::new()));
+    let sink = warnings.clone();
+    let w = Worker::start(
+        Box::new(move || {
+            let _ = wait.recv();
+            Err("released".into())
+        }),
+        Some("0".into()),
+        FAST,
+        Arc::new(move |m| sink.lock().unwrap().push(m.to_owned())),
+    );
+    for _ in 0..2 {
+        let start = Instant::now();
+        assert_eq!(w.devices(Duration::from_millis(50)), None);
+        assert!(start.elapsed() < Duration::from_secs(5));
+    }
+    let warned = warnings.lock().unwrap().clone();
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert!(
+        warned[0].contains("did not list the GPUs within 0.05 s"),
+        "{warned:?}"
+    );
+    drop(release);
+    assert!(eventually(|| w.devices(Duration::ZERO).is_some()));
+}
