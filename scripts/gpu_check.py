@@ -304,12 +304,15 @@ def env_with(cvd):
     return env
 
 
-def judge(cvd, cuda, lens):
-    """One setting's verdict: (ok, line). `lens`: the LENS-GPUS object."""
+def judge(cvd, cuda, lens, mig=False):
+    """One setting's verdict: (ok, line). `lens`: the LENS-GPUS object.
+    `mig`: a GPU is in MIG mode, where CUDA names MIG instances and lens
+    their parent GPUs, so only the counts can be compared."""
     want = len(cuda)
     got = lens.get("count")
     ids = sorted(lens.get("metric_ids") or [])
-    ok = got == want and ids == sorted(cuda) and (lens.get("visible") or []) == cuda
+    same_ids = ids == sorted(cuda) and (lens.get("visible") or []) == cuda
+    ok = got == want and len(ids) == want and (mig or same_ids)
     shown = "unset" if cvd is None else repr(cvd)
     return ok, (
         f"{'ok  ' if ok else 'FAIL'} CUDA_VISIBLE_DEVICES={shown}: CUDA {want} {cuda}, "
@@ -324,6 +327,10 @@ def compare_devices(lens_bin):
     )
     if not base:
         fail("CUDA enumerates no GPU with CUDA_VISIBLE_DEVICES unset")
+    listing = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout
+    mig = "MIG " in listing
+    if mig:
+        print("note: a GPU is in MIG mode: CUDA lists MIG instances, lens their parent GPUs; counts compared")
     failed = 0
     for cvd in settings(base):
         env = env_with(cvd)
@@ -343,7 +350,7 @@ def compare_devices(lens_bin):
             print(f"FAIL CUDA_VISIBLE_DEVICES={cvd!r}: lens printed no LENS-GPUS line\n{r.stdout}{r.stderr}")
             failed += 1
             continue
-        ok, text = judge(cvd, cuda, json.loads(line))
+        ok, text = judge(cvd, cuda, json.loads(line), mig)
         failed += not ok
         print(text)
     return failed
@@ -389,6 +396,10 @@ def selftest():
     assert judge("0", [u[0]], {"count": 1, "metric_ids": [u[0]], "visible": [u[0]]})[0]
     assert not judge("0,0", [], {"count": 2, "metric_ids": [u[0]], "visible": [u[0]]})[0]
     assert not judge("", [], {"count": None, "metric_ids": [], "visible": []})[0]
+    mig0 = "MIG-5a6b7c8d-0000-1111-2222-333344445555"
+    assert judge(None, [mig0], {"count": 1, "metric_ids": [u[0]], "visible": [u[0]]}, mig=True)[0]
+    assert not judge(None, [mig0], {"count": 1, "metric_ids": [u[0]], "visible": [u[0]]})[0]
+    assert not judge(None, [mig0], {"count": 2, "metric_ids": [u[0]], "visible": [u[0]]}, mig=True)[0]
     print("gpu_check.py selftest: ok")
 
 
