@@ -142,3 +142,22 @@ fn settings_that_select_no_gpu_count_zero_end_to_end() {
         assert_eq!(v["visible"], serde_json::json!([]), "{cvd:?}: {v}");
     }
 }
+
+/// `scripts/gpu-check.sh selftest`: the script parses (`bash -n`) and its
+/// Python comparisons pass and fail on made-up data as they should.
+#[test]
+fn gpu_check_script_selftest() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let out = std::process::Command::new("bash")
+        .arg(root.join("scripts/gpu-check.sh"))
+        .arg("selftest")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "gpu-check.sh selftest failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("selftest: ok"));
+}
