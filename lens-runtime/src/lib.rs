@@ -66,9 +66,11 @@ pub use config::strategy::{
 };
 pub use config::{ConfigError, ExporterKind, LensConfig, ValidConfig};
 #[cfg(feature = "sdk-core")]
+pub use host::gpus::GpuDevice;
+#[cfg(feature = "sdk-core")]
 pub use host::launcher::shared_run_id;
 #[cfg(feature = "sdk-core")]
-pub use sdk::gpu::{register_gpu_metrics, visible_gpus, GpuDevice};
+pub use sdk::gpu::{register_gpu_metrics, visible_gpus};
 #[cfg(feature = "sdk-core")]
 pub use sdk::ids::ForkSafeIdGenerator;
 #[cfg(feature = "sdk-core")]

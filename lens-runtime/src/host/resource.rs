@@ -7,7 +7,7 @@
 
 use crate::api::semconv as sc;
 use crate::config::LensConfig;
-use crate::host::gpus;
+use crate::host::{gpu_worker, gpus};
 use opentelemetry::{KeyValue, Value};
 use std::path::{Path, PathBuf};
 
@@ -17,11 +17,13 @@ pub(crate) const K8S_SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io
 /// What resource detection reads: environment and files, injectable for
 /// tests.
 pub(crate) struct Detect<'a> {
-    /// Reads an environment variable.
+    /// Reads an environment variable as set (an empty value is `Some("")`:
+    /// an empty `CUDA_VISIBLE_DEVICES` means no GPU, not unset).
     pub lookup: &'a dyn Fn(&str) -> Option<String>,
     /// The Kubernetes service-account folder.
     pub k8s_service_account_dir: PathBuf,
-    /// Whether to ask NVML for the GPU count when `CUDA_VISIBLE_DEVICES` is unset.
+    /// Whether to count the GPUs through NVML (GPU metrics on); else
+    /// `CUDA_VISIBLE_DEVICES` alone, and NVML is not touched.
     pub use_nvml: bool,
 }
 
@@ -214,19 +216,14 @@ fn hostname() -> Option<String> {
     (!name.is_empty()).then_some(name)
 }
 
-/// GPUs visible to this process, by the rule of [`crate::host::gpus`] (the
-/// one the GPU metrics follow): NVML's devices selected by
-/// `CUDA_VISIBLE_DEVICES` when NVML loads (and `use_nvml`), else the count of
-/// listed devices when the variable is set, else `None`, silently.
+/// GPUs visible to this process, by the rule of [`crate::host::gpus`]:
+/// with `use_nvml`, the process's one GPU discovery (the devices the GPU
+/// metrics report); else, or when NVML does not load, the devices
+/// `CUDA_VISIBLE_DEVICES` lists when set; else `None`.
 pub(crate) fn gpu_count(detect: &Detect<'_>) -> Option<i64> {
     let raw = (detect.lookup)(gpus::VISIBLE_DEVICES);
-    gpus::visible_count(raw.as_deref(), detect.use_nvml).map(|n| n as i64)
-}
-
-/// NVML's device count, or `None` when there is no driver / library / GPU.
-#[cfg(test)]
-pub(crate) fn nvml_device_count() -> Option<i64> {
-    gpus::nvml().ok()?.device_count().ok().map(i64::from)
+    let worker = detect.use_nvml.then(gpu_worker::process);
+    gpu_worker::visible_count(raw.as_deref(), worker).map(|n| n as i64)
 }
 
 /// The job's SLURM attributes ([`sc::SLURM_JOB_SOURCES`]); the node and
@@ -388,7 +385,7 @@ mod tests {
     }
 
     #[test]
-    fn gpu_count_rules_and_no_driver_is_silent() {
+    fn gpu_count_without_nvml_reads_the_list_as_cuda_does() {
         let none = HashMap::new();
         let d = detect(&none, Path::new("/nonexistent"));
         assert_eq!(gpu_count(&d), None);
@@ -400,14 +397,32 @@ mod tests {
             ("0,1,2,3", 4),
             ("GPU-abc,GPU-def", 2),
             ("0,1,-1,2", 2),
+            ("0,0", 0),
+            ("xyz", 0),
+            ("GPU-", 0),
+            ("0,GPU-abc,1", 1),
+            ("MIG-abc,MIG-def", 1),
         ] {
             let vars = HashMap::from([("CUDA_VISIBLE_DEVICES", v)]);
             assert_eq!(gpu_count(&detect(&vars, Path::new("/x"))), Some(n), "{v:?}");
         }
-        // this machine has no NVIDIA driver: NVML is absent, not an error
-        if !Path::new("/proc/driver/nvidia").exists() {
-            assert_eq!(nvml_device_count(), None);
+    }
+
+    #[test]
+    fn nvml_is_not_touched_without_gpu_metrics() {
+        let me = std::thread::current().id();
+        for v in [None, Some(""), Some("0,1"), Some("GPU-abc")] {
+            let vars: HashMap<&str, &str> =
+                v.map(|v| ("CUDA_VISIBLE_DEVICES", v)).into_iter().collect();
+            let attrs = detected_attributes(&detect(&vars, Path::new("/x")));
+            let count = value(&attrs, sc::HOST_GPU_COUNT);
+            assert_eq!(count.is_some(), v.is_some(), "{v:?}");
         }
+        let callers = crate::host::gpu_worker::CALLERS.lock().unwrap();
+        assert!(
+            !callers.as_ref().is_some_and(|c| c.contains(&me)),
+            "resource detection asked for the NVML worker"
+        );
     }
 
     #[test]

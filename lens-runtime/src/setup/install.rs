@@ -7,7 +7,6 @@ use super::handle::{take_over, teardown_globals, TelemetryHandle};
 use super::signal;
 use crate::api::groups::set_enabled_span_groups;
 use crate::api::span::{self, open};
-use crate::config::otel::env;
 use crate::config::plan::Plan;
 use crate::host::resource::{self, Detect};
 use crate::sdk::pipeline::{BuildError, Inputs, Pipeline};
@@ -30,12 +29,14 @@ impl TelemetryBuilder {
         } = plan;
         let cfg = &cfg;
         let detect = Detect {
-            lookup: &env,
+            // as set: an empty CUDA_VISIBLE_DEVICES means no GPU, not unset
+            lookup: &crate::vars::raw,
             k8s_service_account_dir: self
                 .k8s_dir
                 .clone()
                 .unwrap_or_else(|| resource::K8S_SERVICE_ACCOUNT_DIR.into()),
-            use_nvml: true,
+            // NVML only when GPU metrics are asked for
+            use_nvml: cfg.gpu_metrics,
         };
         let mut attrs = resource::resource_attributes(
             cfg,
