@@ -69,7 +69,7 @@ pub use config::{ConfigError, ExporterKind, LensConfig, ValidConfig};
 pub use host::gpus::GpuDevice;
 #[cfg(feature = "sdk-core")]
 pub use host::launcher::shared_run_id;
-#[cfg(feature = "sdk-core")]
+#[cfg(feature = "gpu")]
 pub use sdk::gpu::{register_gpu_metrics, visible_gpus};
 #[cfg(feature = "sdk-core")]
 pub use sdk::ids::ForkSafeIdGenerator;

@@ -193,8 +193,8 @@ pub mod metrics {
     };
 }
 
-/// Opt-in GPU telemetry through NVML.
-#[cfg(feature = "sdk-core")]
+/// Opt-in GPU telemetry through NVML (the `gpu` feature).
+#[cfg(feature = "gpu")]
 pub mod gpu {
     pub use lens_runtime::{register_gpu_metrics, visible_gpus, GpuDevice};
 }

@@ -114,6 +114,16 @@ impl std::fmt::Debug for Worker {
     }
 }
 
+#[cfg(feature = "gpu")]
+use crate::host::nvml::load as load_nvml;
+
+/// A build without the `gpu` feature has no NVML (setup refuses GPU
+/// metrics there, so only `host.gpu.count` asks, and falls back to the list).
+#[cfg(not(feature = "gpu"))]
+fn load_nvml() -> Result<Box<dyn crate::host::gpus::GpuLib>, String> {
+    Err("NVML is not in this build (the `gpu` feature of nemo-lens)".to_owned())
+}
+
 /// The process's worker: NVML through `nvml-wrapper`, the process's
 /// `CUDA_VISIBLE_DEVICES`, warnings on stderr. Started (and NVML loaded) on
 /// the first call, once.
@@ -127,7 +137,7 @@ pub(crate) fn process() -> &'static Worker {
         .insert(std::thread::current().id());
     WORKER.get_or_init(|| {
         Worker::start(
-            Box::new(crate::host::nvml::load),
+            Box::new(load_nvml),
             crate::vars::raw(VISIBLE_DEVICES),
             TIMING,
             Arc::new(|m| crate::diag::warn(format_args!("{m}"))),

@@ -38,8 +38,10 @@
 /// The variable that selects the visible devices.
 pub(crate) const VISIBLE_DEVICES: &str = "CUDA_VISIBLE_DEVICES";
 
-/// Why an NVML query gave no value.
+/// Why an NVML query gave no value (made by the NVML implementation,
+/// which only a `gpu` build has, and the tests' fake).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(not(any(feature = "gpu", test)), allow(dead_code))]
 pub(crate) enum GpuError {
     /// The device does not support the query: skipped, never warned about.
     NotSupported,

@@ -23,6 +23,10 @@ pub(crate) fn check(cfg: &LensConfig) -> Result<(), String> {
             "file",
         ));
     }
+    #[cfg(not(feature = "gpu"))]
+    if cfg.gpu_metrics {
+        return Err(needs("NEMO_LENS_GPU_METRICS=1", "gpu"));
+    }
     #[cfg(not(feature = "signal"))]
     if cfg.flush_on_signal {
         return Err(needs("NEMO_LENS_FLUSH_ON_SIGNAL=1", "signal"));

@@ -6,6 +6,7 @@ pub(crate) mod deadline;
 pub(crate) mod export;
 pub(crate) mod features;
 pub(crate) mod fork;
+#[cfg(feature = "gpu")]
 pub(crate) mod gpu;
 pub(crate) mod ids;
 pub(crate) mod logs;

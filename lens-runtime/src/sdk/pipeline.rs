@@ -109,7 +109,6 @@ impl Pipeline {
     pub(crate) fn build(inp: Inputs<'_>) -> Result<Pipeline, BuildError> {
         let cfg = inp.config;
         let otel = inp.otel;
-        crate::sdk::features::check(cfg).map_err(BuildError::Exporter)?;
         let needs_otlp = cfg.exporter == ExporterKind::Otlp
             && ((cfg.traces_enabled && inp.span_processor.is_none())
                 || (cfg.metrics_enabled && inp.metric_reader.is_none())

@@ -28,6 +28,8 @@ impl TelemetryBuilder {
             ..
         } = plan;
         let cfg = &cfg;
+        // before anything is touched (GPU detection included)
+        crate::sdk::features::check(cfg).map_err(SetupError::Exporter)?;
         let detect = Detect {
             // as set: an empty CUDA_VISIBLE_DEVICES means no GPU, not unset
             lookup: &crate::vars::raw,
@@ -101,7 +103,10 @@ impl TelemetryBuilder {
             ));
         }
         if let (true, Some(meter)) = (cfg.gpu_metrics, pipeline.meter()) {
+            #[cfg(feature = "gpu")]
             crate::sdk::gpu::register_gpu_metrics(&meter);
+            #[cfg(not(feature = "gpu"))]
+            let _ = meter;
         }
         set_enabled_span_groups(&groups);
         if cfg.flush_on_signal {

@@ -51,6 +51,17 @@ fn flush_on_signal_needs_the_signal_feature() {
     );
 }
 
+#[test]
+fn gpu_metrics_need_the_gpu_feature() {
+    let mut cfg = enabled(ExporterKind::Console);
+    cfg.gpu_metrics = true;
+    let e = setup_error(cfg);
+    assert!(
+        e.contains("NEMO_LENS_GPU_METRICS=1 needs the `gpu` feature"),
+        "{e}"
+    );
+}
+
 #[cfg(not(feature = "http"))]
 #[test]
 fn otlp_needs_a_transport_feature() {
