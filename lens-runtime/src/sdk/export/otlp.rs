@@ -9,55 +9,10 @@
     allow(dead_code)
 )]
 
-use super::{OnRuntime, OtlpProtocol};
+use super::endpoint::{Signal, LOGS, METRICS, TRACES};
+use super::runtime::OnRuntime;
+use crate::config::otel::OtlpProtocol;
 use tokio::runtime::Handle;
-
-/// One OTLP signal, as its variables name it.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Signal {
-    /// For messages: `trace`, `metric`, `log`.
-    pub(crate) name: &'static str,
-    /// The infix of the per-signal variables: `TRACES`, `METRICS`, `LOGS`.
-    pub(crate) var: &'static str,
-}
-
-const TRACES: Signal = Signal {
-    name: "trace",
-    var: "TRACES",
-};
-const METRICS: Signal = Signal {
-    name: "metric",
-    var: "METRICS",
-};
-const LOGS: Signal = Signal {
-    name: "log",
-    var: "LOGS",
-};
-
-impl Signal {
-    /// `OTEL_EXPORTER_OTLP_<SIGNAL>_<setting>` if set, else
-    /// `OTEL_EXPORTER_OTLP_<setting>`: the value and the variable it came
-    /// from.
-    pub(crate) fn setting(self, setting: &str) -> Option<(String, String)> {
-        [
-            format!("OTEL_EXPORTER_OTLP_{}_{setting}", self.var),
-            format!("OTEL_EXPORTER_OTLP_{setting}"),
-        ]
-        .into_iter()
-        .find_map(|name| crate::config::otel::env(&name).map(|v| (v.trim().to_owned(), name)))
-    }
-
-    /// The endpoint this signal's exporter uses and where it came from.
-    fn endpoint(self, protocol: OtlpProtocol) -> (String, String) {
-        self.setting("ENDPOINT").unwrap_or_else(|| {
-            let default = match protocol {
-                OtlpProtocol::Grpc => "http://localhost:4317",
-                OtlpProtocol::HttpProtobuf | OtlpProtocol::HttpJson => "http://localhost:4318",
-            };
-            (default.to_owned(), "the OTLP default".to_owned())
-        })
-    }
-}
 
 /// Where the OTLP trace exporter sends spans, for messages: the traces
 /// endpoint variable, else the general one, else the protocol's default.
@@ -104,23 +59,6 @@ fn secure_for(signal: Signal, endpoint: &str, from: &str) -> Result<Secure, Stri
     ))
 }
 
-/// The cause of the latest failed OTLP HTTP request, where the exporter's
-/// own error says only "network error" (kept by the `tls` HTTP client).
-static TRANSPORT_ERROR: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
-
-/// Keeps `cause` as the latest transport failure.
-#[cfg_attr(not(all(feature = "tls", feature = "otlp-http")), allow(dead_code))]
-pub(crate) fn note_transport_error(cause: String) {
-    if let Ok(mut slot) = TRANSPORT_ERROR.lock() {
-        *slot = Some(cause);
-    }
-}
-
-/// The latest transport failure's cause, if one was kept.
-pub(crate) fn transport_error() -> Option<String> {
-    TRANSPORT_ERROR.lock().ok()?.take()
-}
-
 fn build_err(signal: Signal, e: impl std::fmt::Display) -> String {
     format!("cannot build the OTLP {} exporter: {e}", signal.name)
 }
@@ -158,7 +96,7 @@ pub(crate) enum NoOtlp {}
 
 #[cfg(not(any(feature = "otlp-grpc", feature = "otlp-http")))]
 mod no_otlp {
-    use super::NoOtlp;
+    use crate::sdk::export::otlp::NoOtlp;
     use opentelemetry_sdk::error::OTelSdkResult;
     use opentelemetry_sdk::logs::{LogBatch, LogExporter};
     use opentelemetry_sdk::metrics::{data::ResourceMetrics, exporter::PushMetricExporter};

@@ -9,7 +9,7 @@
 //! and `OTEL_EXPORTER_OTLP_CLIENT_KEY`, both or neither. Certificate
 //! verification is always on.
 
-use super::otlp::Signal;
+use super::endpoint::Signal;
 #[cfg(feature = "otlp-grpc")]
 use opentelemetry_otlp::tonic_types::transport::{Certificate, ClientTlsConfig, Identity};
 use rustls::pki_types::pem::PemObject;
@@ -191,7 +191,7 @@ impl Settings {
 /// The reqwest client, keeping the cause of a failed request: the OTLP
 /// HTTP exporter reports every transport failure as "network error", which
 /// hides a certificate problem. The cause goes to
-/// [`super::otlp::note_transport_error`], which the first-failure report
+/// [`super::endpoint::note_transport_error`], which the first-failure report
 /// reads.
 #[cfg(feature = "otlp-http")]
 #[derive(Debug)]
@@ -218,7 +218,7 @@ impl opentelemetry_http::HttpClient for KeepsCause {
                 }
                 source = s.source();
             }
-            super::otlp::note_transport_error(cause);
+            super::endpoint::note_transport_error(cause);
         })
     }
 }
