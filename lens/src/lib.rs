@@ -131,14 +131,24 @@ pub use lens_macros::span_cm;
 /// other presets; `all` is implicit. At most 64 groups; names are lowercase;
 /// duplicates and unknown names are compile errors.
 ///
+/// A preset is stated *completely*: `default: [job, request]` is exactly
+/// those two groups, and resolving `default` against this family does not add
+/// the base `default`. To *extend* a base preset, list it as a member:
+/// `default: [default, request]` is job, checkpoint, evaluate and request. A
+/// base preset (`default`, `per_step`) the family does not state is
+/// inherited unchanged.
+///
 /// ```
+/// use lens::{groups, SpanGroupSet};
 /// lens::define_span_group! {
 ///     /// Spans of my serving stack.
 ///     pub serving {
 ///         groups: [request, batch, kv_cache],
 ///         presets: {
+///             // extension: the base `default` plus `request`
 ///             default: [default, request],
-///             per_step: [per_step, request, batch],
+///             // complete: exactly these groups
+///             per_step: [job, step, request, batch],
 ///         },
 ///     }
 /// }
@@ -146,8 +156,10 @@ pub use lens_macros::span_cm;
 /// #[lens::trace_fn(group = serving::BATCH)]
 /// fn run_batch() {}
 ///
-/// let set = lens::SpanGroupSet::resolve("default", &[&serving::FAMILY]).unwrap();
-/// assert!(set.contains(&serving::REQUEST) && set.contains(&lens::groups::JOB));
+/// let set = SpanGroupSet::resolve("default", &[&serving::FAMILY]).unwrap();
+/// assert!(set.contains(&serving::REQUEST) && set.contains(&groups::EVALUATE));
+/// let set = SpanGroupSet::resolve("per_step", &[&serving::FAMILY]).unwrap();
+/// assert_eq!(set.names(), ["job", "step", "request", "batch"]);
 /// ```
 #[doc(inline)]
 pub use lens_macros::define_span_group;
