@@ -53,6 +53,7 @@ pub use api::propagation::{
     inject_context, inject_into, pp_trace_carrier, set_pp_trace_carrier, w3c, Carrier, Collective,
     CollectiveError, LocalCollective, ENV_CARRIER_VARS,
 };
+pub use api::scope::{meter, tracer, SCOPE_NAME};
 pub use api::semconv;
 #[cfg(feature = "sdk")]
 pub use api::span::{clear_tracer_provider, set_tracer_provider};

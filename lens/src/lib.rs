@@ -233,6 +233,7 @@ pub use lens_runtime::{
     setup_telemetry, setup_telemetry_from_env, shared_run_id, ForkSafeIdGenerator, OtlpProtocol,
     RankAwareSampler, SetupError, ShutdownError, TelemetryBuilder, TelemetryHandle,
 };
+pub use lens_runtime::{meter, tracer, SCOPE_NAME};
 pub use lens_runtime::{LensSpan, SpanGuard, SpanStatus};
 
 /// The eight base groups and the base family.

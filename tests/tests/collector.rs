@@ -76,7 +76,7 @@ fn spans_over_grpc_and_http_from_every_program_shape() {
                 Some(format!("{run_id}-rank2").as_str())
             );
             assert_eq!(get(&job.resource, "service.name"), Some("nemo"));
-            assert_eq!(job.scope.split_whitespace().next(), Some("lens"));
+            assert_eq!(job.scope.split_whitespace().next(), Some("nemo.lens"));
         }
     }
     assert_eq!(

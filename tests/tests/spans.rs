@@ -38,7 +38,7 @@ fn names_attributes_and_nesting_across_primitives() {
     assert_eq!(attr(&st, "nv.dl.rank"), Some(Value::I64(3)));
     assert_eq!(attr(&opt, "lr"), Some(Value::F64(0.1)));
     assert_eq!(attr(&job, "nemo.run.id"), Some(Value::from("r1")));
-    assert_eq!(job.instrumentation_scope.name(), "lens");
+    assert_eq!(job.instrumentation_scope.name(), "nemo.lens");
 }
 
 #[test]
@@ -321,6 +321,25 @@ fn guard_methods_set_status_and_record_error() {
     assert_eq!(f.span("s").status, Status::Ok);
     assert_eq!(attr(&f.span("s"), "loss"), Some(Value::F64(0.5)));
     assert_eq!(f.span("e").status, Status::error("boom"));
+}
+
+/// `lens::tracer` is the Python library's `get_tracer`: scope `nemo.lens`
+/// by default, with lens's version, on the installed provider.
+#[test]
+fn free_tracer_defaults_to_the_nemo_lens_scope() {
+    use lens::otel::trace::Tracer as _;
+    let f = fixture("all");
+    lens::tracer("").in_span("free.default", |_| {});
+    lens::tracer("my.component").in_span("free.named", |_| {});
+    let d = f.span("free.default");
+    assert_eq!(d.instrumentation_scope.name(), lens::SCOPE_NAME);
+    assert_eq!(d.instrumentation_scope.name(), "nemo.lens");
+    assert_eq!(
+        d.instrumentation_scope.version(),
+        Some(env!("CARGO_PKG_VERSION"))
+    );
+    let n = f.span("free.named");
+    assert_eq!(n.instrumentation_scope.name(), "my.component");
 }
 
 #[test]
