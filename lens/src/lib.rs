@@ -179,9 +179,8 @@ pub use lens_runtime::{Instrument, Instrumented, IntoInstrumentSpan};
 /// (feature `http`), environment variables and bytes; trace broadcast over a
 /// [`Collective`](propagation::Collective); linked spans.
 ///
-/// Available without the `sdk` feature too; baggage travels once the `sdk`
-/// feature is on anywhere in the build (the W3C Baggage propagator lives in
-/// the OpenTelemetry SDK crate).
+/// Available without the `sdk` feature too, baggage included (lens's own
+/// W3C Baggage propagator, whose encoding round-trips with the Python SDK).
 pub mod propagation {
     #[cfg(feature = "http")]
     pub use lens_runtime::http;
@@ -189,9 +188,10 @@ pub mod propagation {
     pub use lens_runtime::mpi_collective;
     pub use lens_runtime::{
         broadcast_trace_context, context_from_bytes, context_from_env, context_from_env_lookup,
-        context_to_bytes, create_linked_span, env_for_child, extract_context, extract_from,
-        inject_context, inject_into, pp_trace_carrier, set_pp_trace_carrier, w3c, Carrier,
-        Collective, CollectiveError, LocalCollective, ENV_CARRIER_VARS,
+        context_to_bytes, context_to_json_bytes, create_linked_span, env_for_child,
+        extract_context, extract_from, inject_context, inject_into, pp_trace_carrier,
+        set_pp_trace_carrier, w3c, Carrier, Collective, CollectiveError, LocalCollective,
+        ENV_CARRIER_VARS,
     };
 }
 /// Instrument sets: inference (GenAI), RL, Gym and training metrics. They
@@ -228,12 +228,12 @@ pub use lens_runtime::{
     registered_export_strategies, remove_export_strategy, replace_export_strategy, should_export,
     StrategyError,
 };
+pub use lens_runtime::{meter, tracer, SCOPE_NAME};
 #[cfg(feature = "sdk")]
 pub use lens_runtime::{
     setup_telemetry, setup_telemetry_from_env, shared_run_id, ForkSafeIdGenerator, OtlpProtocol,
     RankAwareSampler, SetupError, ShutdownError, TelemetryBuilder, TelemetryHandle,
 };
-pub use lens_runtime::{meter, tracer, SCOPE_NAME};
 pub use lens_runtime::{LensSpan, SpanGuard, SpanStatus};
 
 /// The eight base groups and the base family.

@@ -5,12 +5,14 @@
 //! Extraction always starts from an empty context, never from the caller's
 //! current one: invalid input gives a context without a remote parent.
 
+mod baggage;
 mod bytes;
 mod carrier;
 mod collective;
+mod json;
 pub mod w3c;
 
-pub use bytes::{context_from_bytes, context_to_bytes};
+pub use bytes::{context_from_bytes, context_to_bytes, context_to_json_bytes};
 #[cfg(feature = "http")]
 pub use carrier::http;
 pub use carrier::{
@@ -30,9 +32,9 @@ use w3c::W3cPropagator;
 /// nothing). The Rust SDK's default global propagator does nothing.
 #[cfg(feature = "sdk")]
 pub(crate) fn install_global(trace_context: bool, baggage: bool) {
+    use baggage::BaggagePropagator;
     use opentelemetry::propagation::TextMapCompositePropagator;
     use opentelemetry::propagation::TextMapPropagator;
-    use opentelemetry_sdk::propagation::BaggagePropagator;
     let mut parts: Vec<Box<dyn TextMapPropagator + Send + Sync>> = Vec::new();
     if trace_context {
         parts.push(Box::new(W3cPropagator::new()));
@@ -129,7 +131,7 @@ mod tests {
 
     #[test]
     fn utf8_is_never_cut() {
-        // baggage properties are not percent-encoded by the SDK
+        // baggage properties are not percent-encoded (W3C: they are sent as given)
         let member = |i: usize| format!("k{i}=v;p={}", "é".repeat(100));
         let list: Vec<String> = (0..60).map(member).collect();
         let joined = list.join(",");
