@@ -49,7 +49,7 @@ extern crate self as lens;
 /// | `name = "train.step"` | span name (default: the function's name) |
 /// | `fields(k = expr, "a.b" = expr, c.d = expr, e)` | attributes, evaluated only when the group is on |
 /// | `args(a, b)` | record these scalar parameters (none are recorded by default) |
-/// | `err` | an `Err` return sets ERROR status and adds an `exception` event with its `Display` |
+/// | `err` | an `Err` return sets ERROR status `TypeName: message` and adds an `exception` event (type, message, stack trace when `RUST_BACKTRACE` is on) |
 ///
 /// ```
 /// use lens::trace_fn;

@@ -126,7 +126,8 @@ fn slurm_resource_and_error_status_arrive() {
     assert_eq!(get(res, "team"), Some("llm"));
     assert!(get(res, "host.name").is_some() && get(res, "process.pid").is_some());
     assert_eq!(save.status_code, "STATUS_CODE_ERROR");
-    assert_eq!(save.status_message, "disk full");
+    // as the Python library writes it: `TypeName: message`
+    assert_eq!(save.status_message, "String: disk full");
     let ev = &save.events[0];
     assert_eq!(ev.name, "exception");
     assert_eq!(get(&ev.attributes, "exception.message"), Some("disk full"));
