@@ -106,17 +106,19 @@ pub const SLURM_JOB_ID: &str = "slurm.job.id";
 pub const SLURM_JOB_NAME: &str = "slurm.job.name";
 /// `slurm.nodelist` (`SLURM_JOB_NODELIST`)
 pub const SLURM_NODELIST: &str = "slurm.nodelist";
-/// `slurm.nnodes` (`SLURM_JOB_NUM_NODES`)
+/// `slurm.nnodes` (`SLURM_NNODES`, else `SLURM_JOB_NUM_NODES`), a string
 pub const SLURM_NNODES: &str = "slurm.nnodes";
-/// `slurm.ntasks` (`SLURM_NTASKS`)
+/// `slurm.ntasks` (`SLURM_NTASKS`), a string
 pub const SLURM_NTASKS: &str = "slurm.ntasks";
-/// `slurm.partition` (`SLURM_JOB_PARTITION`)
+/// `slurm.partition` (`SLURM_JOB_PARTITION`, else `SLURM_PARTITION`)
 pub const SLURM_PARTITION: &str = "slurm.partition";
 /// `slurm.cluster.name` (`SLURM_CLUSTER_NAME`)
 pub const SLURM_CLUSTER_NAME: &str = "slurm.cluster.name";
 /// The job-level SLURM attributes and the variables each is read from
 /// (the first set wins): what resource detection records and what
-/// `lens slurm-env --stage sbatch` appends.
+/// `lens slurm-env --stage sbatch` appends. As in the Python library, they
+/// are recorded only inside a job (the first entry, `slurm.job.id`, is
+/// set), and every value is the variable's text, counts included.
 ///
 /// ```
 /// let (attr, vars) = lens::semconv::SLURM_JOB_SOURCES[0];
@@ -126,9 +128,9 @@ pub const SLURM_JOB_SOURCES: &[(&str, &[&str])] = &[
     (SLURM_JOB_ID, &["SLURM_JOB_ID", "SLURM_JOBID"]),
     (SLURM_JOB_NAME, &["SLURM_JOB_NAME"]),
     (SLURM_NODELIST, &["SLURM_JOB_NODELIST", "SLURM_NODELIST"]),
-    (SLURM_NNODES, &["SLURM_JOB_NUM_NODES", "SLURM_NNODES"]),
+    (SLURM_NNODES, &["SLURM_NNODES", "SLURM_JOB_NUM_NODES"]),
     (SLURM_NTASKS, &["SLURM_NTASKS"]),
-    (SLURM_PARTITION, &["SLURM_JOB_PARTITION"]),
+    (SLURM_PARTITION, &["SLURM_JOB_PARTITION", "SLURM_PARTITION"]),
     (SLURM_CLUSTER_NAME, &["SLURM_CLUSTER_NAME"]),
 ];
 /// `slurm.step.id` (`SLURM_STEP_ID`): the job step (task stage of
