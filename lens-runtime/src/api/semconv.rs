@@ -62,6 +62,17 @@ pub const NV_DL_WORLD_SIZE: &str = "nv.dl.world_size";
 pub const NV_DL_LOCAL_RANK: &str = "nv.dl.local_rank";
 /// `nv.dl.iteration`: training iteration.
 pub const NV_DL_ITERATION: &str = "nv.dl.iteration";
+/// `nv.dl.tensor_parallel_size`: ranks one layer is split across (TP).
+pub const NV_DL_TENSOR_PARALLEL_SIZE: &str = "nv.dl.tensor_parallel_size";
+/// `nv.dl.pipeline_parallel_size`: pipeline stages the model is split into
+/// (PP).
+pub const NV_DL_PIPELINE_PARALLEL_SIZE: &str = "nv.dl.pipeline_parallel_size";
+/// `nv.dl.data_parallel_size`: model replicas (DP).
+pub const NV_DL_DATA_PARALLEL_SIZE: &str = "nv.dl.data_parallel_size";
+/// `nv.dl.batch_size`: samples per (global) batch.
+pub const NV_DL_BATCH_SIZE: &str = "nv.dl.batch_size";
+/// `nv.dl.sequence_length`: tokens per sequence.
+pub const NV_DL_SEQUENCE_LENGTH: &str = "nv.dl.sequence_length";
 
 // nv.dl.* metrics (training instrument set, `metrics::TrainingMetrics`)
 /// Metric `nv.dl.step.duration`: histogram, `s`, wall time of one training
@@ -190,6 +201,10 @@ pub const METRIC_GEN_AI_SERVER_REQUEST_DURATION: &str = "gen_ai.server.request.d
 pub const METRIC_GEN_AI_CLIENT_TOKEN_USAGE: &str = "gen_ai.client.token.usage";
 
 // === rl.* (RL post-training, `metrics::RlMetrics`) ===
+/// `rl.algorithm`: the RL algorithm, e.g. `grpo`, `ppo`, `dpo`.
+pub const RL_ALGORITHM: &str = "rl.algorithm";
+/// `rl.num_rollouts`: rollouts collected in a step or phase.
+pub const RL_NUM_ROLLOUTS: &str = "rl.num_rollouts";
 /// Metric `rl.reward.mean`: gauge, `1`, mean reward of the last batch.
 pub const METRIC_RL_REWARD_MEAN: &str = "rl.reward.mean";
 /// Metric `rl.kl_divergence`: gauge, `1`, KL divergence to the reference
@@ -217,6 +232,10 @@ pub const METRIC_RL_GENERATION_DURATION_MS: &str = "rl.generation.duration_ms";
 pub const METRIC_RL_ROLLOUT_DURATION_MS: &str = "rl.rollout.duration_ms";
 
 // === gym.* (RL environment servers, `metrics::GymMetrics`) ===
+/// `gym.server.name`: the environment server's name.
+pub const GYM_SERVER_NAME: &str = "gym.server.name";
+/// `gym.server.type`: the kind of server (`agent`, `model`, `resources`).
+pub const GYM_SERVER_TYPE: &str = "gym.server.type";
 /// Metric `gym.server.request_duration_ms`: histogram, `ms`, one request to
 /// an environment server.
 pub const METRIC_GYM_SERVER_REQUEST_DURATION_MS: &str = "gym.server.request_duration_ms";
