@@ -59,17 +59,18 @@ fn member(key: &str, value: &str, metadata: &str) -> String {
 /// 8,192 bytes, the rest are.
 fn header<'a>(members: impl Iterator<Item = Cow<'a, str>>) -> String {
     let mut out = String::new();
-    let mut n = 0;
-    for m in members.filter(|m| !m.is_empty() && m.len() <= MAX_MEMBER) {
-        let len = out.len() + usize::from(n > 0) + m.len();
-        if n == MAX_MEMBERS || len > MAX_HEADER {
+    let kept = members
+        .filter(|m| !m.is_empty() && m.len() <= MAX_MEMBER)
+        .take(MAX_MEMBERS);
+    for m in kept {
+        let comma = usize::from(!out.is_empty());
+        if out.len() + comma + m.len() > MAX_HEADER {
             break;
         }
-        if n > 0 {
+        if comma == 1 {
             out.push(',');
         }
         out.push_str(&m);
-        n += 1;
     }
     out
 }

@@ -150,7 +150,7 @@ pub fn context_from_bytes(bytes: &[u8]) -> Option<Context> {
     let map = if bytes.starts_with(MAGIC) {
         decode_carrier(bytes)?
     } else {
-        json::decode(bytes)?
+        decode_json_carrier(bytes)?
     };
     let cx = extract_with(&map);
     cx.span().span_context().is_valid().then_some(cx)
@@ -179,5 +179,29 @@ pub fn context_from_bytes(bytes: &[u8]) -> Option<Context> {
 pub fn context_to_json_bytes(cx: &Context) -> Vec<u8> {
     let mut map = Carrier::new();
     inject_with(cx, &mut map);
-    json::encode(&map)
+    encode_json_carrier(&map)
+}
+
+/// `map`'s W3C fields in carrier order, fitted to [`MAX_FIELD`], absent
+/// and empty ones left out, as JSON.
+pub(super) fn encode_json_carrier(map: &Carrier) -> Vec<u8> {
+    let fitted: Vec<(&str, Cow<'_, str>)> = ENV_CARRIER_VARS
+        .iter()
+        .map(|(k, _)| (*k, fit_field(k, map.get(*k).map_or("", String::as_str))))
+        .filter(|(_, v)| !v.is_empty())
+        .collect();
+    json::encode(fitted.iter().map(|(k, v)| (*k, v.as_ref())))
+}
+
+/// The W3C fields of a JSON carrier (later duplicates win, as in Python's
+/// `json.loads`; other keys are ignored); `None` unless `bytes` is a flat
+/// JSON object of strings of at most [`MAX_FIELD`] bytes each.
+pub(super) fn decode_json_carrier(bytes: &[u8]) -> Option<Carrier> {
+    let pairs = json::decode(bytes, MAX_FIELD)?;
+    Some(
+        pairs
+            .into_iter()
+            .filter(|(k, _)| ENV_CARRIER_VARS.iter().any(|(name, _)| name == k))
+            .collect(),
+    )
 }

@@ -1,27 +1,22 @@
-//! The JSON form of the byte carrier: the W3C carrier map as UTF-8 JSON, the
-//! form the Python library sends over NCCL (`json.dumps(carrier)`). Only a
-//! flat object of string values is read; anything else gives `None`.
+//! JSON objects of strings, as the byte carrier's JSON form needs them: the
+//! W3C carrier map as UTF-8 JSON, the form the Python library sends over
+//! NCCL (`json.dumps(carrier)`). Only a flat object of string values is
+//! read; anything else gives `None`.
 
-use super::bytes::{fit_field, MAX_FIELD};
-use super::carrier::{Carrier, ENV_CARRIER_VARS};
 use std::fmt::Write as _;
 
-/// `map`'s W3C fields as Python's `json.dumps` writes them (`", "` and
-/// `": "` separators, non-ASCII and control characters escaped as `\uXXXX`),
-/// in carrier order, skipping absent and empty fields: `{}` when none.
-pub(super) fn encode(map: &Carrier) -> Vec<u8> {
+/// `pairs` as one object, written as Python's `json.dumps` writes it
+/// (`", "` and `": "` separators, non-ASCII and control characters escaped
+/// as `\uXXXX`), in the given order: `{}` when there are none.
+pub(super) fn encode<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vec<u8> {
     let mut out = String::from("{");
-    for (k, _) in ENV_CARRIER_VARS {
-        let v = fit_field(k, map.get(k).map_or("", String::as_str));
-        if v.is_empty() {
-            continue;
-        }
+    for (k, v) in pairs {
         if out.len() > 1 {
             out.push_str(", ");
         }
         push_string(&mut out, k);
         out.push_str(": ");
-        push_string(&mut out, &v);
+        push_string(&mut out, v);
     }
     out.push('}');
     out.into_bytes()
@@ -50,11 +45,10 @@ fn push_string(out: &mut String, s: &str) {
     out.push('"');
 }
 
-/// The carrier in `bytes` if they are one JSON object whose values are all
-/// strings (surrounding whitespace allowed; later duplicate keys win, as in
-/// Python's `json.loads`). Only the W3C fields are kept, each at most
-/// [`MAX_FIELD`] bytes; anything else gives `None`.
-pub(super) fn decode(bytes: &[u8]) -> Option<Carrier> {
+/// The pairs of `bytes` if they are one JSON object whose values are all
+/// strings, in order (surrounding whitespace allowed); a string longer than
+/// `max` bytes, or anything else, gives `None`.
+pub(super) fn decode(bytes: &[u8], max: usize) -> Option<Vec<(String, String)>> {
     let text = std::str::from_utf8(bytes).ok()?;
     let mut p = Parser {
         s: text.as_bytes(),
@@ -62,24 +56,19 @@ pub(super) fn decode(bytes: &[u8]) -> Option<Carrier> {
     };
     p.ws();
     p.eat(b'{')?;
-    let mut map = Carrier::new();
+    let mut pairs = Vec::new();
     p.ws();
     if p.peek() == Some(b'}') {
         p.i += 1;
     } else {
         loop {
             p.ws();
-            let key = p.string()?;
+            let key = p.string(max)?;
             p.ws();
             p.eat(b':')?;
             p.ws();
-            let value = p.string()?;
-            if ENV_CARRIER_VARS.iter().any(|(k, _)| *k == key) {
-                if value.len() > MAX_FIELD {
-                    return None;
-                }
-                map.insert(key, value);
-            }
+            let value = p.string(max)?;
+            pairs.push((key, value));
             p.ws();
             match p.next()? {
                 b',' => continue,
@@ -89,7 +78,7 @@ pub(super) fn decode(bytes: &[u8]) -> Option<Carrier> {
         }
     }
     p.ws();
-    (p.i == p.s.len()).then_some(map)
+    (p.i == p.s.len()).then_some(pairs)
 }
 
 struct Parser<'a> {
@@ -130,7 +119,7 @@ impl Parser<'_> {
 
     /// A JSON string; a lone surrogate (which no Rust string holds) or a
     /// raw control character gives `None`.
-    fn string(&mut self) -> Option<String> {
+    fn string(&mut self, max: usize) -> Option<String> {
         self.eat(b'"')?;
         let mut out = String::new();
         loop {
@@ -144,7 +133,7 @@ impl Parser<'_> {
                 self.i += 1;
             }
             out.push_str(std::str::from_utf8(&self.s[start..self.i]).ok()?);
-            if out.len() > MAX_FIELD * 6 {
+            if out.len() > max {
                 return None;
             }
             match self.next()? {
@@ -175,6 +164,9 @@ impl Parser<'_> {
                 _ => return None,
             };
             out.push(c);
+            if out.len() > max {
+                return None;
+            }
         }
     }
 }
@@ -183,45 +175,47 @@ impl Parser<'_> {
 mod tests {
     use super::*;
 
-    fn carrier(pairs: &[(&str, &str)]) -> Carrier {
-        pairs
-            .iter()
+    fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
+        p.iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect()
     }
 
     #[test]
     fn encodes_as_python_json_dumps() {
-        let c = carrier(&[
-            (
-                "traceparent",
-                "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
-            ),
-            ("baggage", "k=v%20w"),
-            ("other", "x"),
-        ]);
         assert_eq!(
-            String::from_utf8(encode(&c)).unwrap(),
-            r#"{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "baggage": "k=v%20w"}"#
+            String::from_utf8(encode([
+                ("traceparent", "00-ab-01"),
+                ("baggage", "k=v%20w")
+            ]))
+            .unwrap(),
+            r#"{"traceparent": "00-ab-01", "baggage": "k=v%20w"}"#
         );
-        assert_eq!(encode(&Carrier::new()), b"{}");
-        let odd = carrier(&[("tracestate", "a\"\\\n\u{1}é😀/")]);
+        assert_eq!(encode([]), b"{}");
+        let odd = "a\"\\\n\u{1}\u{7f}é😀/";
+        let bytes = encode([("tracestate", odd)]);
         assert_eq!(
-            String::from_utf8(encode(&odd)).unwrap(),
-            r#"{"tracestate": "a\"\\\n\u0001\u00e9\ud83d\ude00/"}"#
+            String::from_utf8(bytes.clone()).unwrap(),
+            r#"{"tracestate": "a\"\\\n\u0001\u007f\u00e9\ud83d\ude00/"}"#
         );
-        assert_eq!(decode(&encode(&odd)).unwrap(), odd);
+        assert_eq!(decode(&bytes, 100).unwrap(), pairs(&[("tracestate", odd)]));
     }
 
     #[test]
     fn decodes_any_flat_object_of_strings() {
-        let c = decode(b" {\n\"traceparent\" :\"t\",\"x\":\"y\",\"baggage\":\"b\\/\\u00e9\"} ")
-            .unwrap();
-        assert_eq!(c, carrier(&[("traceparent", "t"), ("baggage", "b/é")]));
-        assert_eq!(decode(b"{}").unwrap(), Carrier::new());
+        let p = decode(
+            b" {\n\"traceparent\" :\"t\",\"x\":\"y\",\"baggage\":\"b\\/\\u00e9\"} ",
+            100,
+        )
+        .unwrap();
         assert_eq!(
-            decode(br#"{"baggage":"a","baggage":"b"}"#).unwrap()["baggage"],
-            "b"
+            p,
+            pairs(&[("traceparent", "t"), ("x", "y"), ("baggage", "b/é")])
+        );
+        assert_eq!(decode(b"{}", 100).unwrap(), pairs(&[]));
+        assert_eq!(
+            decode(br#"{"baggage":"a","baggage":"b"}"#, 100).unwrap(),
+            pairs(&[("baggage", "a"), ("baggage", "b")])
         );
     }
 
@@ -246,9 +240,11 @@ mod tests {
             b"{\"a\":\"\xff\"}",
             b"{\"a\":{\"b\":\"c\"}}",
         ] {
-            assert_eq!(decode(bad), None, "{:?}", String::from_utf8_lossy(bad));
+            assert_eq!(decode(bad, 100), None, "{:?}", String::from_utf8_lossy(bad));
         }
-        let long = format!("{{\"baggage\":\"{}\"}}", "x".repeat(MAX_FIELD + 1));
-        assert_eq!(decode(long.as_bytes()), None);
+        // a string over the limit, escaped or not
+        assert_eq!(decode(br#"{"a":"12345"}"#, 4), None);
+        assert_eq!(decode(br#"{"a":"\u00e9\u00e9\u00e9"}"#, 4), None);
+        assert!(decode(br#"{"a":"1234"}"#, 4).is_some());
     }
 }

@@ -123,6 +123,32 @@ mod tests {
     }
 
     #[test]
+    fn json_carrier_holds_the_w3c_fields_only() {
+        let mut map = Carrier::new();
+        map.insert("baggage".into(), "k=v".into());
+        map.insert("other".into(), "x".into());
+        map.insert("tracestate".into(), String::new());
+        map.insert("traceparent".into(), "00-ab-01".into());
+        let bytes = encode_json_carrier(&map);
+        assert_eq!(
+            bytes,
+            br#"{"traceparent": "00-ab-01", "baggage": "k=v"}"#.to_vec()
+        );
+        let back = decode_json_carrier(br#"{"x":"1","baggage":"a","baggage":"b"}"#).unwrap();
+        assert_eq!(back.len(), 1);
+        assert_eq!(
+            back["baggage"], "b",
+            "a later duplicate wins, as in json.loads"
+        );
+        let long = format!("{{\"baggage\":\"{}\"}}", "x".repeat(MAX_FIELD + 1));
+        assert_eq!(decode_json_carrier(long.as_bytes()), None);
+        // a list field over the limit loses whole members on the way out
+        map.insert("baggage".into(), members(80, 200).join(","));
+        let back = decode_json_carrier(&encode_json_carrier(&map)).unwrap();
+        assert!(back["baggage"].len() <= MAX_FIELD);
+    }
+
+    #[test]
     fn blank_members_and_spaces_are_left_out() {
         assert_eq!(fit_members(" a=1 ,, \t,b=2\t", 100, 128), "a=1,b=2");
         assert_eq!(fit_members(",,,", 100, 128), "");
