@@ -175,6 +175,9 @@ pub const K8S_JOB_NAME: &str = "k8s.job.name";
 pub const EXCEPTION_TYPE: &str = "exception.type";
 /// `exception.message`
 pub const EXCEPTION_MESSAGE: &str = "exception.message";
+/// `exception.stacktrace` (written when a backtrace is captured:
+/// `RUST_BACKTRACE` / `RUST_LIB_BACKTRACE`)
+pub const EXCEPTION_STACKTRACE: &str = "exception.stacktrace";
 
 // === gen_ai.* (GenAI semantic conventions) ===
 /// `gen_ai.operation.name`: the GenAI operation, e.g. `text_completion`,

@@ -3,6 +3,7 @@
 //! `exception.type`, `exception.message` and, when a backtrace is captured
 //! (`RUST_BACKTRACE` / `RUST_LIB_BACKTRACE`), `exception.stacktrace`.
 
+use crate::api::semconv as sc;
 use opentelemetry::trace::{Status, TraceContextExt};
 use opentelemetry::{Context, KeyValue};
 use std::backtrace::{Backtrace, BacktraceStatus};
@@ -40,11 +41,11 @@ pub(crate) fn record_exception(cx: &Context, ty: &str, message: String, stack: O
     }
     span.set_status(Status::error(format!("{}: {message}", short_type_name(ty))));
     let mut attrs = vec![
-        KeyValue::new("exception.type", ty.to_owned()),
-        KeyValue::new("exception.message", message),
+        KeyValue::new(sc::EXCEPTION_TYPE, ty.to_owned()),
+        KeyValue::new(sc::EXCEPTION_MESSAGE, message),
     ];
     if let Some(stack) = stack {
-        attrs.push(KeyValue::new("exception.stacktrace", stack));
+        attrs.push(KeyValue::new(sc::EXCEPTION_STACKTRACE, stack));
     }
     span.add_event("exception", attrs);
 }
