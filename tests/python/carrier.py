@@ -6,6 +6,8 @@ python3 carrier.py inject BAGGAGE_JSON   open a span with that baggage; print
                                           {"trace_id", "span_id", "http": map, "bytes_hex"}
 python3 carrier.py extract               read {"http": map, "bytes_hex": hex} on stdin;
                                           print what each one carries
+python3 carrier.py reencode              read a carrier map on stdin, extract it, inject
+                                          it again, print the NCCL bytes as hex
 """
 import json
 import sys
@@ -55,6 +57,10 @@ def main() -> int:
             "bytes": seen(propagate.extract(from_bytes)),
             "bytes_map": from_bytes,
         }))
+    elif mode == "reencode":
+        carrier = {}
+        propagate.inject(carrier, context=propagate.extract(json.load(sys.stdin)))
+        print(json.dumps({"bytes_hex": json.dumps(carrier).encode("utf-8").hex()}))
     else:
         raise SystemExit("unknown mode " + mode)
     return 0
