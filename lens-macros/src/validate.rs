@@ -395,6 +395,14 @@ pub(crate) fn family(def: &FamilyDef) -> syn::Result<FamilyPlan> {
         .zip(&resolved)
         .map(|(p, (b, o))| (p.name.to_string(), *b, *o))
         .collect();
+    // A base preset the family does not state is inherited as it is, so the
+    // family's preset list is complete and the runtime never has to merge
+    // the base family's presets into a consumer family's.
+    for (name, mask) in BASE_PRESETS.iter().filter(|(n, _)| *n != "all") {
+        if !presets.iter().any(|(p, _, _)| p == name) {
+            presets.push(((*name).to_owned(), *mask, 0));
+        }
+    }
     let all_own = if own.len() >= 64 {
         u64::MAX
     } else {

@@ -49,10 +49,11 @@ pub use api::propagation::http;
 pub use api::propagation::mpi_collective;
 pub use api::propagation::{
     broadcast_trace_context, context_from_bytes, context_from_env, context_from_env_lookup,
-    context_to_bytes, create_linked_span, env_for_child, extract_context, extract_from,
-    inject_context, inject_into, pp_trace_carrier, set_pp_trace_carrier, w3c, Carrier, Collective,
-    CollectiveError, LocalCollective, ENV_CARRIER_VARS,
+    context_to_bytes, context_to_json_bytes, create_linked_span, env_for_child, extract_context,
+    extract_from, inject_context, inject_into, pp_trace_carrier, set_pp_trace_carrier, w3c,
+    Carrier, Collective, CollectiveError, LocalCollective, ENV_CARRIER_VARS,
 };
+pub use api::scope::{meter, tracer, SCOPE_NAME};
 pub use api::semconv;
 #[cfg(feature = "sdk-core")]
 pub use api::span::{clear_tracer_provider, set_tracer_provider};

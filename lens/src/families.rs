@@ -1,4 +1,7 @@
 //! The consumer families shipped with lens, declared with lens's own macro.
+//! `megatron` extends the base presets (it lists `default` / `per_step` as
+//! members); `nemo_rl` and `nemo_gym` state theirs completely, equal to the
+//! Python library's.
 
 crate::define_span_group! {
     /// Megatron-style pretraining. Presets: `default` = job, checkpoint,
@@ -27,11 +30,10 @@ crate::define_span_group! {
 }
 
 crate::define_span_group! {
-    /// NeMo-RL-style post-training (GRPO, PPO, DPO). Presets: `default` =
-    /// job, checkpoint, evaluate, rollout, policy_update (one span per phase
-    /// of an RL iteration); `per_step` = every base group + rollout,
-    /// generation, reward, advantage, policy_update; `all` = everything
-    /// (adds per-batch logprob, reference_policy and data_processing).
+    /// NeMo-RL-style post-training (GRPO, PPO, DPO). Presets, as the Python
+    /// library's: `default` = job, checkpoint, evaluate; `per_step` = job,
+    /// checkpoint, evaluate, step and the eight RL groups; `all` = every base
+    /// and RL group.
     pub nemo_rl {
         groups: [
             /// Collecting a batch of rollouts.
@@ -52,17 +54,30 @@ crate::define_span_group! {
             data_processing,
         ],
         presets: {
-            default: [default, rollout, policy_update],
-            per_step: [per_step, default, generation, reward, advantage],
+            default: [job, checkpoint, evaluate],
+            per_step: [
+                job,
+                checkpoint,
+                evaluate,
+                step,
+                rollout,
+                generation,
+                logprob,
+                reward,
+                advantage,
+                policy_update,
+                reference_policy,
+                data_processing,
+            ],
         },
     }
 }
 
 crate::define_span_group! {
-    /// NeMo-Gym-style RL environment servers. Presets: `default` = job,
-    /// checkpoint, evaluate, server, rollout_collection (request-level
-    /// spans); `per_step` = every base group + server, rollout_collection,
-    /// verify; `all` = everything (adds aggregate_metrics).
+    /// NeMo-Gym-style RL environment servers. Presets, as the Python
+    /// library's: `default` = job, checkpoint, evaluate, server; `per_step` =
+    /// job, checkpoint, evaluate, server, rollout_collection, verify,
+    /// aggregate_metrics; `all` = every base and Gym group.
     pub nemo_gym {
         groups: [
             /// One server request.
@@ -75,8 +90,16 @@ crate::define_span_group! {
             aggregate_metrics,
         ],
         presets: {
-            default: [default, server, rollout_collection],
-            per_step: [per_step, default, verify],
+            default: [job, checkpoint, evaluate, server],
+            per_step: [
+                job,
+                checkpoint,
+                evaluate,
+                server,
+                rollout_collection,
+                verify,
+                aggregate_metrics,
+            ],
         },
     }
 }

@@ -49,7 +49,7 @@ extern crate self as lens;
 /// | `name = "train.step"` | span name (default: the function's name) |
 /// | `fields(k = expr, "a.b" = expr, c.d = expr, e)` | attributes, evaluated only when the group is on |
 /// | `args(a, b)` | record these scalar parameters (none are recorded by default) |
-/// | `err` | an `Err` return sets ERROR status and adds an `exception` event with its `Display` |
+/// | `err` | an `Err` return sets ERROR status `TypeName: message` and adds an `exception` event (type, message, stack trace when `RUST_BACKTRACE` is on) |
 ///
 /// ```
 /// use lens::trace_fn;
@@ -131,14 +131,24 @@ pub use lens_macros::span_cm;
 /// other presets; `all` is implicit. At most 64 groups; names are lowercase;
 /// duplicates and unknown names are compile errors.
 ///
+/// A preset is stated *completely*: `default: [job, request]` is exactly
+/// those two groups, and resolving `default` against this family does not add
+/// the base `default`. To *extend* a base preset, list it as a member:
+/// `default: [default, request]` is job, checkpoint, evaluate and request. A
+/// base preset (`default`, `per_step`) the family does not state is
+/// inherited unchanged.
+///
 /// ```
+/// use lens::{groups, SpanGroupSet};
 /// lens::define_span_group! {
 ///     /// Spans of my serving stack.
 ///     pub serving {
 ///         groups: [request, batch, kv_cache],
 ///         presets: {
+///             // extension: the base `default` plus `request`
 ///             default: [default, request],
-///             per_step: [per_step, request, batch],
+///             // complete: exactly these groups
+///             per_step: [job, step, request, batch],
 ///         },
 ///     }
 /// }
@@ -146,8 +156,10 @@ pub use lens_macros::span_cm;
 /// #[lens::trace_fn(group = serving::BATCH)]
 /// fn run_batch() {}
 ///
-/// let set = lens::SpanGroupSet::resolve("default", &[&serving::FAMILY]).unwrap();
-/// assert!(set.contains(&serving::REQUEST) && set.contains(&lens::groups::JOB));
+/// let set = SpanGroupSet::resolve("default", &[&serving::FAMILY]).unwrap();
+/// assert!(set.contains(&serving::REQUEST) && set.contains(&groups::EVALUATE));
+/// let set = SpanGroupSet::resolve("per_step", &[&serving::FAMILY]).unwrap();
+/// assert_eq!(set.names(), ["job", "step", "request", "batch"]);
 /// ```
 #[doc(inline)]
 pub use lens_macros::define_span_group;
@@ -167,9 +179,8 @@ pub use lens_runtime::{Instrument, Instrumented, IntoInstrumentSpan};
 /// (feature `http`), environment variables and bytes; trace broadcast over a
 /// [`Collective`](propagation::Collective); linked spans.
 ///
-/// Available without the `sdk` feature too; baggage travels once the `sdk`
-/// feature is on anywhere in the build (the W3C Baggage propagator lives in
-/// the OpenTelemetry SDK crate).
+/// Available without the `sdk` feature too, baggage included (lens's own
+/// W3C Baggage propagator, whose encoding round-trips with the Python SDK).
 pub mod propagation {
     #[cfg(feature = "http")]
     pub use lens_runtime::http;
@@ -177,9 +188,10 @@ pub mod propagation {
     pub use lens_runtime::mpi_collective;
     pub use lens_runtime::{
         broadcast_trace_context, context_from_bytes, context_from_env, context_from_env_lookup,
-        context_to_bytes, create_linked_span, env_for_child, extract_context, extract_from,
-        inject_context, inject_into, pp_trace_carrier, set_pp_trace_carrier, w3c, Carrier,
-        Collective, CollectiveError, LocalCollective, ENV_CARRIER_VARS,
+        context_to_bytes, context_to_json_bytes, create_linked_span, env_for_child,
+        extract_context, extract_from, inject_context, inject_into, pp_trace_carrier,
+        set_pp_trace_carrier, w3c, Carrier, Collective, CollectiveError, LocalCollective,
+        ENV_CARRIER_VARS,
     };
 }
 /// Instrument sets: inference (GenAI), RL, Gym and training metrics. They
@@ -216,6 +228,7 @@ pub use lens_runtime::{
     registered_export_strategies, remove_export_strategy, replace_export_strategy, should_export,
     StrategyError,
 };
+pub use lens_runtime::{meter, tracer, SCOPE_NAME};
 #[cfg(feature = "sdk-core")]
 pub use lens_runtime::{
     setup_telemetry, setup_telemetry_from_env, shared_run_id, ForkSafeIdGenerator, OtlpProtocol,

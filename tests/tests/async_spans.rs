@@ -62,7 +62,7 @@ fn check(f: &common::Fixture) {
         .rev()
         .find(|s| s.name == "reward")
         .unwrap();
-    assert_eq!(failed.status, Status::error("reward overflow 500"));
+    assert_eq!(failed.status, Status::error("String: reward overflow 500"));
 }
 
 fn assert_send<T: Send>(t: T) -> T {

@@ -76,7 +76,7 @@ fn spans_over_grpc_and_http_from_every_program_shape() {
                 Some(format!("{run_id}-rank2").as_str())
             );
             assert_eq!(get(&job.resource, "service.name"), Some("nemo"));
-            assert_eq!(job.scope.split_whitespace().next(), Some("lens"));
+            assert_eq!(job.scope.split_whitespace().next(), Some("nemo.lens"));
         }
     }
     assert_eq!(
@@ -126,7 +126,8 @@ fn slurm_resource_and_error_status_arrive() {
     assert_eq!(get(res, "team"), Some("llm"));
     assert!(get(res, "host.name").is_some() && get(res, "process.pid").is_some());
     assert_eq!(save.status_code, "STATUS_CODE_ERROR");
-    assert_eq!(save.status_message, "disk full");
+    // as the Python library writes it: `TypeName: message`
+    assert_eq!(save.status_message, "String: disk full");
     let ev = &save.events[0];
     assert_eq!(ev.name, "exception");
     assert_eq!(get(&ev.attributes, "exception.message"), Some("disk full"));

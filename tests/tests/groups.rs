@@ -58,32 +58,67 @@ fn several_families_at_once() {
     let s = SpanGroupSet::resolve("default, layer, generation", fams).unwrap();
     assert!(s.contains(&megatron::LAYER) && s.contains(&nemo_rl::GENERATION));
     // `default` expands in every family that defines it
-    assert!(s.contains(&megatron::INFERENCE));
-    assert!(s.contains(&nemo_rl::ROLLOUT) && s.contains(&nemo_rl::POLICY_UPDATE));
-    assert!(!s.contains(&nemo_rl::LOGPROB));
+    assert!(s.contains(&megatron::INFERENCE) && s.contains(&JOB));
+    assert!(!s.contains(&nemo_rl::ROLLOUT) && !s.contains(&nemo_rl::LOGPROB));
+    // megatron's `per_step` extends the base one, so the union holds every
+    // base group; nemo_rl's adds its eight
+    let p = SpanGroupSet::resolve("per_step", fams).unwrap();
+    assert!(p.contains(&OPTIMIZER) && p.contains(&nemo_rl::LOGPROB));
+    assert!(!p.contains(&megatron::LAYER));
     let all = SpanGroupSet::resolve("all", fams).unwrap();
     assert_eq!(all.names().len(), 8 + 8 + 6);
 }
 
+/// The presets of the Python library, exactly (issue 14).
 #[test]
-fn rl_and_gym_presets() {
-    let p = SpanGroupSet::resolve("per_step", &[&nemo_rl::FAMILY]).unwrap();
-    for g in [
-        &nemo_rl::ROLLOUT,
-        &nemo_rl::GENERATION,
-        &nemo_rl::REWARD,
-        &nemo_rl::ADVANTAGE,
-        &nemo_rl::POLICY_UPDATE,
-        &STEP,
-    ] {
-        assert!(p.contains(g), "{}", g.name());
-    }
-    assert!(!p.contains(&nemo_rl::LOGPROB));
-    let g = SpanGroupSet::resolve("default", &[&nemo_gym::FAMILY]).unwrap();
-    assert!(g.contains(&nemo_gym::SERVER) && g.contains(&nemo_gym::ROLLOUT_COLLECTION));
-    assert!(!g.contains(&nemo_gym::VERIFY));
-    let g = SpanGroupSet::resolve("per_step", &[&nemo_gym::FAMILY]).unwrap();
-    assert!(g.contains(&nemo_gym::VERIFY) && !g.contains(&nemo_gym::AGGREGATE_METRICS));
+fn rl_and_gym_presets_equal_the_python_library() {
+    let names = |spec: &str, fam: &'static lens::SpanGroupFamily| {
+        SpanGroupSet::resolve(spec, &[fam]).unwrap().names()
+    };
+    assert_eq!(
+        names("default", &nemo_rl::FAMILY),
+        ["job", "checkpoint", "evaluate"]
+    );
+    assert_eq!(
+        names("per_step", &nemo_rl::FAMILY),
+        [
+            "job",
+            "checkpoint",
+            "evaluate",
+            "step",
+            "rollout",
+            "generation",
+            "logprob",
+            "reward",
+            "advantage",
+            "policy_update",
+            "reference_policy",
+            "data_processing"
+        ]
+    );
+    assert_eq!(names("all", &nemo_rl::FAMILY).len(), 8 + 8);
+    assert_eq!(
+        names("default", &nemo_gym::FAMILY),
+        ["job", "checkpoint", "evaluate", "server"]
+    );
+    assert_eq!(
+        names("per_step", &nemo_gym::FAMILY),
+        [
+            "job",
+            "checkpoint",
+            "evaluate",
+            "server",
+            "rollout_collection",
+            "verify",
+            "aggregate_metrics"
+        ]
+    );
+    assert_eq!(names("all", &nemo_gym::FAMILY).len(), 8 + 4);
+    // megatron extends the base presets (unchanged by issue 14)
+    assert_eq!(
+        names("default", &megatron::FAMILY),
+        ["job", "checkpoint", "evaluate", "inference"]
+    );
 }
 
 #[test]

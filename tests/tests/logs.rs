@@ -353,7 +353,7 @@ fn lens_span_ids_reach_log_and_tracing_records_in_process() {
     for l in f.logs.get_emitted_logs().unwrap() {
         assert!(l.record.timestamp().is_some(), "event time is set");
         assert_eq!(l.record.target().map(|t| t.as_ref()), Some("trainer"));
-        assert_eq!(l.instrumentation.name(), "lens");
+        assert_eq!(l.instrumentation.name(), "nemo.lens");
     }
     assert_eq!(f.spans.get_finished_spans().unwrap().len(), 1);
 }

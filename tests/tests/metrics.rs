@@ -301,7 +301,11 @@ fn every_instrument_arrives_as_specified() {
         if monotonic.is_some() {
             assert_eq!(m.is_monotonic, monotonic, "{name} monotonic");
         }
-        assert_eq!(m.scope.split_whitespace().next(), Some("lens"), "{name}");
+        assert_eq!(
+            m.scope.split_whitespace().next(),
+            Some("nemo.lens"),
+            "{name}"
+        );
         assert!(!m.points.is_empty(), "{name} has no point");
     }
 

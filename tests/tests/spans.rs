@@ -38,7 +38,7 @@ fn names_attributes_and_nesting_across_primitives() {
     assert_eq!(attr(&st, "nv.dl.rank"), Some(Value::I64(3)));
     assert_eq!(attr(&opt, "lr"), Some(Value::F64(0.1)));
     assert_eq!(attr(&job, "nemo.run.id"), Some(Value::from("r1")));
-    assert_eq!(job.instrumentation_scope.name(), "lens");
+    assert_eq!(job.instrumentation_scope.name(), "nemo.lens");
 }
 
 #[test]
@@ -270,19 +270,22 @@ fn err_return_sets_error_status_and_exception_event() {
     assert!(save_question(true).is_err());
     let spans = f.spans();
     assert_eq!(spans[0].status, Status::Unset);
-    assert_eq!(spans[1].status, Status::error("disk full"));
+    // as the Python library writes it: `TypeName: message`
+    assert_eq!(spans[1].status, Status::error("DiskFull: disk full"));
     let ev = &spans[1].events.events[0];
     assert_eq!(ev.name, "exception");
     assert!(ev
         .attributes
         .iter()
         .any(|kv| kv.key.as_str() == "exception.message" && kv.value == Value::from("disk full")));
-    assert!(ev
-        .attributes
-        .iter()
-        .any(|kv| kv.key.as_str() == "exception.type" && kv.value.as_str().contains("DiskFull")));
+    assert!(
+        ev.attributes
+            .iter()
+            .any(|kv| kv.key.as_str() == "exception.type"
+                && kv.value.as_str().ends_with("::DiskFull"))
+    );
     assert_eq!(spans[2].name, "save_q");
-    assert_eq!(spans[2].status, Status::error("bad number"));
+    assert_eq!(spans[2].status, Status::error("String: bad number"));
 }
 
 #[trace_fn(group = "step")]
@@ -298,8 +301,8 @@ fn panic_unwinding_through_a_guard_marks_error_with_message() {
     assert!(r.is_err());
     let outer = f.span("panicking_step");
     let inner = f.span("inner");
-    assert_eq!(outer.status, Status::error("loss is NaN"));
-    assert_eq!(inner.status, Status::error("loss is NaN"));
+    assert_eq!(outer.status, Status::error("panic: loss is NaN"));
+    assert_eq!(inner.status, Status::error("panic: loss is NaN"));
     assert_child(&inner, &outer);
     // context restored after the unwind
     assert!(!lens::otel::Context::current()
@@ -320,7 +323,26 @@ fn guard_methods_set_status_and_record_error() {
     }
     assert_eq!(f.span("s").status, Status::Ok);
     assert_eq!(attr(&f.span("s"), "loss"), Some(Value::F64(0.5)));
-    assert_eq!(f.span("e").status, Status::error("boom"));
+    assert_eq!(f.span("e").status, Status::error("str: boom"));
+}
+
+/// `lens::tracer` is the Python library's `get_tracer`: scope `nemo.lens`
+/// by default, with lens's version, on the installed provider.
+#[test]
+fn free_tracer_defaults_to_the_nemo_lens_scope() {
+    use lens::otel::trace::Tracer as _;
+    let f = fixture("all");
+    lens::tracer("").in_span("free.default", |_| {});
+    lens::tracer("my.component").in_span("free.named", |_| {});
+    let d = f.span("free.default");
+    assert_eq!(d.instrumentation_scope.name(), lens::SCOPE_NAME);
+    assert_eq!(d.instrumentation_scope.name(), "nemo.lens");
+    assert_eq!(
+        d.instrumentation_scope.version(),
+        Some(env!("CARGO_PKG_VERSION"))
+    );
+    let n = f.span("free.named");
+    assert_eq!(n.instrumentation_scope.name(), "my.component");
 }
 
 #[test]

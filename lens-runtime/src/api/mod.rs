@@ -7,5 +7,6 @@ pub(crate) mod future;
 pub(crate) mod groups;
 pub(crate) mod metrics;
 pub(crate) mod propagation;
+pub(crate) mod scope;
 pub mod semconv;
 pub(crate) mod span;

@@ -62,6 +62,17 @@ pub const NV_DL_WORLD_SIZE: &str = "nv.dl.world_size";
 pub const NV_DL_LOCAL_RANK: &str = "nv.dl.local_rank";
 /// `nv.dl.iteration`: training iteration.
 pub const NV_DL_ITERATION: &str = "nv.dl.iteration";
+/// `nv.dl.tensor_parallel_size`: ranks one layer is split across (TP).
+pub const NV_DL_TENSOR_PARALLEL_SIZE: &str = "nv.dl.tensor_parallel_size";
+/// `nv.dl.pipeline_parallel_size`: pipeline stages the model is split into
+/// (PP).
+pub const NV_DL_PIPELINE_PARALLEL_SIZE: &str = "nv.dl.pipeline_parallel_size";
+/// `nv.dl.data_parallel_size`: model replicas (DP).
+pub const NV_DL_DATA_PARALLEL_SIZE: &str = "nv.dl.data_parallel_size";
+/// `nv.dl.batch_size`: samples per (global) batch.
+pub const NV_DL_BATCH_SIZE: &str = "nv.dl.batch_size";
+/// `nv.dl.sequence_length`: tokens per sequence.
+pub const NV_DL_SEQUENCE_LENGTH: &str = "nv.dl.sequence_length";
 
 // nv.dl.* metrics (training instrument set, `metrics::TrainingMetrics`)
 /// Metric `nv.dl.step.duration`: histogram, `s`, wall time of one training
@@ -106,17 +117,19 @@ pub const SLURM_JOB_ID: &str = "slurm.job.id";
 pub const SLURM_JOB_NAME: &str = "slurm.job.name";
 /// `slurm.nodelist` (`SLURM_JOB_NODELIST`)
 pub const SLURM_NODELIST: &str = "slurm.nodelist";
-/// `slurm.nnodes` (`SLURM_JOB_NUM_NODES`)
+/// `slurm.nnodes` (`SLURM_NNODES`, else `SLURM_JOB_NUM_NODES`), a string
 pub const SLURM_NNODES: &str = "slurm.nnodes";
-/// `slurm.ntasks` (`SLURM_NTASKS`)
+/// `slurm.ntasks` (`SLURM_NTASKS`), a string
 pub const SLURM_NTASKS: &str = "slurm.ntasks";
-/// `slurm.partition` (`SLURM_JOB_PARTITION`)
+/// `slurm.partition` (`SLURM_JOB_PARTITION`, else `SLURM_PARTITION`)
 pub const SLURM_PARTITION: &str = "slurm.partition";
 /// `slurm.cluster.name` (`SLURM_CLUSTER_NAME`)
 pub const SLURM_CLUSTER_NAME: &str = "slurm.cluster.name";
 /// The job-level SLURM attributes and the variables each is read from
 /// (the first set wins): what resource detection records and what
-/// `lens slurm-env --stage sbatch` appends.
+/// `lens slurm-env --stage sbatch` appends. As in the Python library, they
+/// are recorded only inside a job (the first entry, `slurm.job.id`, is
+/// set), and every value is the variable's text, counts included.
 ///
 /// ```
 /// let (attr, vars) = lens::semconv::SLURM_JOB_SOURCES[0];
@@ -126,9 +139,9 @@ pub const SLURM_JOB_SOURCES: &[(&str, &[&str])] = &[
     (SLURM_JOB_ID, &["SLURM_JOB_ID", "SLURM_JOBID"]),
     (SLURM_JOB_NAME, &["SLURM_JOB_NAME"]),
     (SLURM_NODELIST, &["SLURM_JOB_NODELIST", "SLURM_NODELIST"]),
-    (SLURM_NNODES, &["SLURM_JOB_NUM_NODES", "SLURM_NNODES"]),
+    (SLURM_NNODES, &["SLURM_NNODES", "SLURM_JOB_NUM_NODES"]),
     (SLURM_NTASKS, &["SLURM_NTASKS"]),
-    (SLURM_PARTITION, &["SLURM_JOB_PARTITION"]),
+    (SLURM_PARTITION, &["SLURM_JOB_PARTITION", "SLURM_PARTITION"]),
     (SLURM_CLUSTER_NAME, &["SLURM_CLUSTER_NAME"]),
 ];
 /// `slurm.step.id` (`SLURM_STEP_ID`): the job step (task stage of
@@ -162,6 +175,9 @@ pub const K8S_JOB_NAME: &str = "k8s.job.name";
 pub const EXCEPTION_TYPE: &str = "exception.type";
 /// `exception.message`
 pub const EXCEPTION_MESSAGE: &str = "exception.message";
+/// `exception.stacktrace` (written when a backtrace is captured:
+/// `RUST_BACKTRACE` / `RUST_LIB_BACKTRACE`)
+pub const EXCEPTION_STACKTRACE: &str = "exception.stacktrace";
 
 // === gen_ai.* (GenAI semantic conventions) ===
 /// `gen_ai.operation.name`: the GenAI operation, e.g. `text_completion`,
@@ -188,6 +204,10 @@ pub const METRIC_GEN_AI_SERVER_REQUEST_DURATION: &str = "gen_ai.server.request.d
 pub const METRIC_GEN_AI_CLIENT_TOKEN_USAGE: &str = "gen_ai.client.token.usage";
 
 // === rl.* (RL post-training, `metrics::RlMetrics`) ===
+/// `rl.algorithm`: the RL algorithm, e.g. `grpo`, `ppo`, `dpo`.
+pub const RL_ALGORITHM: &str = "rl.algorithm";
+/// `rl.num_rollouts`: rollouts collected in a step or phase.
+pub const RL_NUM_ROLLOUTS: &str = "rl.num_rollouts";
 /// Metric `rl.reward.mean`: gauge, `1`, mean reward of the last batch.
 pub const METRIC_RL_REWARD_MEAN: &str = "rl.reward.mean";
 /// Metric `rl.kl_divergence`: gauge, `1`, KL divergence to the reference
@@ -215,6 +235,10 @@ pub const METRIC_RL_GENERATION_DURATION_MS: &str = "rl.generation.duration_ms";
 pub const METRIC_RL_ROLLOUT_DURATION_MS: &str = "rl.rollout.duration_ms";
 
 // === gym.* (RL environment servers, `metrics::GymMetrics`) ===
+/// `gym.server.name`: the environment server's name.
+pub const GYM_SERVER_NAME: &str = "gym.server.name";
+/// `gym.server.type`: the kind of server (`agent`, `model`, `resources`).
+pub const GYM_SERVER_TYPE: &str = "gym.server.type";
 /// Metric `gym.server.request_duration_ms`: histogram, `ms`, one request to
 /// an environment server.
 pub const METRIC_GYM_SERVER_REQUEST_DURATION_MS: &str = "gym.server.request_duration_ms";

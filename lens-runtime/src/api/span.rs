@@ -8,6 +8,7 @@ use std::fmt::{self, Display};
 use std::mem::ManuallyDrop;
 use std::sync::atomic::Ordering;
 
+use exception::record_exception;
 #[cfg(feature = "sdk-core")]
 pub(crate) use panic::install_panic_hook;
 use panic::{forget_panic_message, panic_message, PANIC_RECORDED};
@@ -82,7 +83,8 @@ impl SpanInner {
     #[inline(always)]
     fn finish(&mut self) {
         if std::thread::panicking() {
-            record_exception(&self.cx, "panic", panic_message());
+            let (message, stack) = panic_message();
+            record_exception(&self.cx, "panic", message, stack);
         } else if PANIC_RECORDED.load(Ordering::Relaxed) {
             forget_panic_message();
         }
@@ -198,15 +200,26 @@ impl LensSpan {
             .add_event(name, crate::api::attr::collect(attributes));
     }
 
-    /// Marks the span ERROR with the error's `Display` text and adds an
-    /// `exception` event (`exception.type`, `exception.message`).
+    /// Marks the span ERROR and adds an `exception` event, as the Python
+    /// library does for an exception: the status description is
+    /// `TypeName: message` (the last path segment of `E`'s type name and
+    /// the error's `Display` text); the event carries `exception.type` (the
+    /// full type name), `exception.message` and, when a backtrace is
+    /// captured (`RUST_BACKTRACE=1`), `exception.stacktrace`.
     ///
     /// ```
     /// let s = lens::detached_span("x");
-    /// s.record_error(&"disk full");
+    /// s.record_error("disk full"); // status "str: disk full" when recorded
+    /// let e = "x".parse::<u32>().unwrap_err();
+    /// s.record_error(&e); // "ParseIntError: invalid digit found in string"
     /// ```
     pub fn record_error<E: Display + ?Sized>(&self, err: &E) {
-        record_exception(self.cx(), std::any::type_name::<E>(), err.to_string());
+        record_exception(
+            self.cx(),
+            std::any::type_name::<E>(),
+            err.to_string(),
+            exception::captured_backtrace(),
+        );
     }
 
     /// Sets the span status.
@@ -241,18 +254,6 @@ impl crate::api::attr::SpanAttributeTarget for SpanGuard {
     fn set_checked_attribute(&self, attribute: KeyValue) {
         self.cx().span().set_attribute(attribute);
     }
-}
-
-fn record_exception(cx: &Context, ty: &str, message: String) {
-    let span = cx.span();
-    span.set_status(Status::error(message.clone()));
-    span.add_event(
-        "exception",
-        vec![
-            KeyValue::new("exception.type", ty.to_owned()),
-            KeyValue::new("exception.message", message),
-        ],
-    );
 }
 
 impl Drop for LensSpan {
@@ -350,6 +351,7 @@ pub fn record_result<T, E: Display>(guard: &Option<SpanGuard>, result: &Result<T
     }
 }
 
+pub(crate) mod exception;
 pub(crate) mod open;
 pub(crate) mod panic;
 pub(crate) mod tracer;

@@ -226,22 +226,21 @@ pub(crate) fn gpu_count(detect: &Detect<'_>) -> Option<i64> {
     gpu_worker::visible_count(raw.as_deref(), worker).map(|n| n as i64)
 }
 
-/// The job's SLURM attributes ([`sc::SLURM_JOB_SOURCES`]); the node and
-/// task counts as integers when they parse.
+/// The job's SLURM attributes ([`sc::SLURM_JOB_SOURCES`]), as the Python
+/// library records them: only inside a job (`SLURM_JOB_ID` set), every
+/// value a string (the node and task counts too, so one backend column
+/// holds one type whichever language wrote it, and `lens slurm-env`, which
+/// can only write strings, agrees).
 fn slurm(d: &Detect<'_>) -> Vec<KeyValue> {
+    let in_job = sc::SLURM_JOB_SOURCES
+        .first()
+        .is_some_and(|(_, vars)| d.first(vars).is_some());
+    if !in_job {
+        return Vec::new();
+    }
     sc::SLURM_JOB_SOURCES
         .iter()
-        .filter_map(|&(k, vars)| {
-            let raw = d.first(vars)?;
-            let value = match k {
-                sc::SLURM_NNODES | sc::SLURM_NTASKS => raw
-                    .parse::<i64>()
-                    .map(Value::I64)
-                    .unwrap_or_else(|_| Value::from(raw)),
-                _ => Value::from(raw),
-            };
-            Some(KeyValue::new(k, value))
-        })
+        .filter_map(|&(k, vars)| Some(KeyValue::new(k, Value::from(d.first(vars)?))))
         .collect()
 }
 
@@ -467,6 +466,50 @@ mod tests {
         let e = parse_resource_attributes(&long).unwrap_err();
         assert_eq!(e.member.chars().count(), 64);
         assert!(e.to_string().contains("has no '='"));
+    }
+
+    /// Issue 14: SLURM attributes only inside a job, every value a string,
+    /// read from the Python library's variables first.
+    #[test]
+    fn slurm_attributes_as_the_python_library_writes_them() {
+        let job = HashMap::from([
+            ("SLURM_JOB_ID", "77"),
+            ("SLURM_NNODES", "2"),
+            ("SLURM_JOB_NUM_NODES", "4"),
+            ("SLURM_NTASKS", "16"),
+            ("SLURM_PARTITION", "from-input"),
+        ]);
+        let d = detect(&job, Path::new("/nonexistent"));
+        let attrs = slurm(&d);
+        let raw = |k: &str| {
+            attrs
+                .iter()
+                .find(|kv| kv.key.as_str() == k)
+                .map(|kv| kv.value.clone())
+        };
+        assert_eq!(
+            raw("slurm.nnodes"),
+            Some(Value::from("2")),
+            "SLURM_NNODES first"
+        );
+        assert_eq!(
+            raw("slurm.ntasks"),
+            Some(Value::from("16")),
+            "a string, not an int"
+        );
+        assert_eq!(raw("slurm.partition"), Some(Value::from("from-input")));
+        let with_job_partition = HashMap::from([
+            ("SLURM_JOB_ID", "77"),
+            ("SLURM_JOB_NUM_NODES", "4"),
+            ("SLURM_JOB_PARTITION", "batch"),
+            ("SLURM_PARTITION", "other"),
+        ]);
+        let attrs = slurm(&detect(&with_job_partition, Path::new("/nonexistent")));
+        assert_eq!(value(&attrs, "slurm.nnodes").as_deref(), Some("4"));
+        assert_eq!(value(&attrs, "slurm.partition").as_deref(), Some("batch"));
+        // outside a job (no SLURM_JOB_ID): nothing, even with other SLURM_*
+        let no_job = HashMap::from([("SLURM_NTASKS", "16"), ("SLURM_JOB_PARTITION", "batch")]);
+        assert!(slurm(&detect(&no_job, Path::new("/nonexistent"))).is_empty());
     }
 
     #[test]

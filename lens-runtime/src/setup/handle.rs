@@ -191,7 +191,7 @@ impl TelemetryHandle {
     /// h.tracer().in_span("raw", |_| {});
     /// ```
     pub fn tracer(&self) -> opentelemetry::global::BoxedTracer {
-        opentelemetry::global::tracer(span::SCOPE_NAME)
+        crate::api::scope::tracer("")
     }
 
     /// A meter of the installed provider (a no-op meter when not exporting).
@@ -201,7 +201,7 @@ impl TelemetryHandle {
     /// h.meter().u64_counter("requests").build().add(1, &[]);
     /// ```
     pub fn meter(&self) -> opentelemetry::metrics::Meter {
-        opentelemetry::global::meter(span::SCOPE_NAME)
+        crate::api::scope::meter("")
     }
 
     /// The logger provider, when logs are enabled on an exporting rank.

@@ -73,7 +73,7 @@ pub(crate) fn discard_provider() -> (SdkTracerProvider, DiscardExporter) {
 /// A raw SDK tracer from `provider`, with the same instrumentation scope
 /// lens uses, so both variants take the same SDK paths.
 pub(crate) fn raw_tracer(provider: &SdkTracerProvider) -> SdkTracer {
-    let scope = lens::otel::InstrumentationScope::builder("lens")
+    let scope = lens::otel::InstrumentationScope::builder(lens::SCOPE_NAME)
         .with_version(env!("CARGO_PKG_VERSION"))
         .build();
     provider.tracer_with_scope(scope)

@@ -68,4 +68,17 @@ fn instrument_sets_and_w3c_propagation_work_without_the_sdk() {
     let back = lens::propagation::extract_context(&carrier);
     assert_eq!(back.span().span_context().trace_id(), remote.trace_id());
     assert!(back.span().span_context().is_remote());
+
+    // Baggage travels without the SDK too (lens's own propagator), and the
+    // JSON byte carrier of the Python library reads back.
+    use lens::otel::baggage::BaggageExt;
+    let cx = lens::otel::Context::new()
+        .with_remote_span_context(remote.clone())
+        .with_baggage([lens::otel::KeyValue::new("job", "a b+c")]);
+    let mut map = lens::propagation::Carrier::new();
+    lens::propagation::inject_into(&cx, &mut map);
+    assert_eq!(map["baggage"], "job=a%20b%2Bc");
+    let bytes = lens::propagation::context_to_json_bytes(&cx);
+    let back = lens::propagation::context_from_bytes(&bytes).unwrap();
+    assert_eq!(back.baggage().get("job").unwrap().as_str(), "a b+c");
 }

@@ -137,7 +137,7 @@ fn the_first_span_created_during_unwinding_does_not_abort() {
         &f,
     );
     let s = span_named(&dir, "during.unwind");
-    assert_eq!(s.status_message.as_deref(), Some("boom"), "{s:?}");
+    assert_eq!(s.status_message.as_deref(), Some("panic: boom"), "{s:?}");
 }
 
 #[test]
@@ -146,7 +146,11 @@ fn resume_unwind_is_not_labelled_with_an_older_panic() {
     let f = run_with_timeout(&mut fault("resume-unwind", None, &dir), TIMEOUT);
     check(f.status.success(), "resume_unwind", &f);
     let s = span_named(&dir, "resumed");
-    assert_ne!(s.status_message.as_deref(), Some("old panic"), "{s:?}");
+    assert_ne!(
+        s.status_message.as_deref(),
+        Some("panic: old panic"),
+        "{s:?}"
+    );
     assert!(
         s.status_message.is_some(),
         "the span must still be marked ERROR: {s:?}"

@@ -73,8 +73,9 @@ impl SpanGroupSet {
 
     /// Resolves a spec such as `"default,step"`, `"per_step"` or `"all"`
     /// against the base family plus `families`. Names are case-insensitive,
-    /// blank parts are ignored, and a preset name expands in every family
-    /// that defines it.
+    /// blank parts are ignored, and a preset name expands in every consumer
+    /// family that defines it (in the base family only when none does: a
+    /// consumer family's presets are complete, as in the Python library).
     ///
     /// ```
     /// use lens::{groups, SpanGroupSet};
@@ -111,8 +112,22 @@ impl SpanGroupSet {
     fn add_name(&mut self, name: &str) -> bool {
         let mut matched = false;
         let mut base_bits = 0;
-        for (fam, mask) in &mut self.entries {
+        // A consumer family states its presets completely (a preset that
+        // extends the base one lists it as a member), so the base family's
+        // preset of the same name applies only when no consumer family in
+        // the set defines one: `per_step` with `nemo_rl` is nemo_rl's
+        // `per_step`, not its union with the base `per_step`.
+        let consumer_defines = |n: &str| {
+            self.entries[1..]
+                .iter()
+                .any(|(f, _)| f.presets.iter().any(|p| p.name.eq_ignore_ascii_case(n)))
+        };
+        let skip_base_preset = consumer_defines(name);
+        for (i, (fam, mask)) in self.entries.iter_mut().enumerate() {
             for p in fam.presets {
+                if i == 0 && skip_base_preset {
+                    continue;
+                }
                 if p.name.eq_ignore_ascii_case(name) {
                     *mask |= p.own;
                     base_bits |= p.base;

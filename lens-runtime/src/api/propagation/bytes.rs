@@ -1,6 +1,7 @@
 //! The byte carrier: a context as a few hundred bytes for tensor and NCCL transfers; garbage in gives `None`, never a panic.
 
 use super::carrier::*;
+use super::json;
 use opentelemetry::trace::TraceContextExt;
 use opentelemetry::Context;
 use std::borrow::Cow;
@@ -126,18 +127,81 @@ pub(super) fn decode_carrier(bytes: &[u8]) -> Option<Carrier> {
     rest.is_empty().then_some(map)
 }
 
-/// The context serialised by [`context_to_bytes`]; any other input
-/// (garbage, truncation, an invalid traceparent) gives `None`, never a panic
-/// and never the caller's current context.
+/// The context serialised by [`context_to_bytes`] (the compact binary
+/// form) or by [`context_to_json_bytes`] / the Python library (the W3C
+/// carrier map as UTF-8 JSON, e.g. `{"traceparent": "00-…", "baggage":
+/// "k=v"}`); any other input (garbage, truncation, JSON that is not a flat
+/// object of strings, a field over 8,192 bytes, an invalid traceparent)
+/// gives `None`, never a panic and never the caller's current context.
 ///
 /// ```
-/// use lens::{propagation::context_from_bytes, propagation::context_to_bytes};
+/// use lens::otel::trace::TraceContextExt as _;
+/// use lens::propagation::{context_from_bytes, context_to_bytes};
 /// let span = lens::detached_span("send");
 /// let bytes = context_to_bytes(span.context());
 /// # let _ = context_from_bytes(&bytes);
+/// // what a Python rank sends
+/// let json = br#"{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}"#;
+/// let cx = context_from_bytes(json).unwrap();
+/// assert_eq!(cx.span().span_context().span_id().to_string(), "b7ad6b7169203331");
+/// assert!(context_from_bytes(br#"{"traceparent": 7}"#).is_none());
 /// ```
 pub fn context_from_bytes(bytes: &[u8]) -> Option<Context> {
-    let map = decode_carrier(bytes)?;
+    let map = if bytes.starts_with(MAGIC) {
+        decode_carrier(bytes)?
+    } else {
+        decode_json_carrier(bytes)?
+    };
     let cx = extract_with(&map);
     cx.span().span_context().is_valid().then_some(cx)
+}
+
+/// Serialises `cx` as the Python library's NCCL carrier does: the W3C
+/// carrier map (`traceparent`, `tracestate`, `baggage`, each only when
+/// present) as UTF-8 JSON in the form of Python's `json.dumps`, so a Python
+/// rank reads it with `json.loads` and `propagate.extract`. `{}` when `cx`
+/// carries nothing. Fields are fitted to 8,192 bytes as in
+/// [`context_to_bytes`]. [`context_from_bytes`] reads it back.
+///
+/// ```
+/// use lens::otel::trace::TraceContextExt as _;
+/// use lens::propagation::{context_from_bytes, context_to_json_bytes, extract_context, Carrier};
+/// let mut c = Carrier::new();
+/// c.insert("traceparent".into(), "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into());
+/// let bytes = context_to_json_bytes(&extract_context(&c));
+/// assert_eq!(
+///     bytes,
+///     br#"{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}"#
+/// );
+/// assert!(context_from_bytes(&bytes).unwrap().span().span_context().is_valid());
+/// assert_eq!(context_to_json_bytes(&lens::otel::Context::new()), b"{}");
+/// ```
+pub fn context_to_json_bytes(cx: &Context) -> Vec<u8> {
+    let mut map = Carrier::new();
+    inject_with(cx, &mut map);
+    encode_json_carrier(&map)
+}
+
+/// `map`'s W3C fields in carrier order, fitted to [`MAX_FIELD`], absent
+/// and empty ones left out, as JSON.
+pub(super) fn encode_json_carrier(map: &Carrier) -> Vec<u8> {
+    let fitted: Vec<(&str, Cow<'_, str>)> = ENV_CARRIER_VARS
+        .iter()
+        .map(|(k, _)| (*k, fit_field(k, map.get(*k).map_or("", String::as_str))))
+        .filter(|(_, v)| !v.is_empty())
+        .collect();
+    json::encode(fitted.iter().map(|(k, v)| (*k, v.as_ref())))
+}
+
+/// The W3C fields of a JSON carrier (later duplicates win, as in Python's
+/// `json.loads`; other keys are ignored); `None` unless `bytes` is a flat
+/// JSON object of strings of at most [`MAX_FIELD`] bytes each.
+pub(super) fn decode_json_carrier(bytes: &[u8]) -> Option<Carrier> {
+    let pairs = json::decode(bytes, MAX_FIELD)?;
+    Some(
+        pairs
+            .into_iter()
+            .filter(|(k, _)| ENV_CARRIER_VARS.iter().any(|(name, _)| name == k))
+            .collect(),
+    )
 }

@@ -1,13 +1,12 @@
 //! Carriers: string maps, HTTP headers, environment variables; linked spans and the pipeline-parallel carrier slot.
 
+use super::baggage::BaggagePropagator;
 use super::w3c::W3cPropagator;
 use crate::api::attr::AttributeValue;
 use crate::api::span::{self, LensSpan};
 use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
 use opentelemetry::trace::{Link, SpanBuilder, TraceContextExt};
 use opentelemetry::Context;
-#[cfg(feature = "sdk-core")]
-use opentelemetry_sdk::propagation::BaggagePropagator;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -23,21 +22,16 @@ pub const ENV_CARRIER_VARS: [(&str, &str); 3] = [
     ("baggage", "BAGGAGE"),
 ];
 
-// Baggage travels with the `sdk` feature, whose crate holds the W3C Baggage
-// propagator (the API crate has none). Features unify across a build, so a
-// library built without `sdk` carries baggage as soon as the application
-// that links it enables `sdk`.
+// Baggage is lens's own W3C Baggage propagator (API only, so it travels
+// without the `sdk` feature too), encoded to round-trip with Python.
 pub(super) fn inject_with(cx: &Context, injector: &mut dyn Injector) {
     W3cPropagator::new().inject_context(cx, injector);
-    #[cfg(feature = "sdk-core")]
     BaggagePropagator::new().inject_context(cx, injector);
 }
 
 pub(super) fn extract_with(extractor: &dyn Extractor) -> Context {
     let cx = W3cPropagator::new().extract_with_context(&Context::new(), extractor);
-    #[cfg(feature = "sdk-core")]
-    let cx = BaggagePropagator::new().extract_with_context(&cx, extractor);
-    cx
+    BaggagePropagator::new().extract_with_context(&cx, extractor)
 }
 
 /// Injects `cx` (its span and baggage) into any OpenTelemetry injector.

@@ -5,12 +5,14 @@
 //! Extraction always starts from an empty context, never from the caller's
 //! current one: invalid input gives a context without a remote parent.
 
+mod baggage;
 mod bytes;
 mod carrier;
 mod collective;
+mod json;
 pub mod w3c;
 
-pub use bytes::{context_from_bytes, context_to_bytes};
+pub use bytes::{context_from_bytes, context_to_bytes, context_to_json_bytes};
 #[cfg(feature = "http")]
 pub use carrier::http;
 pub use carrier::{
@@ -30,9 +32,9 @@ use w3c::W3cPropagator;
 /// nothing). The Rust SDK's default global propagator does nothing.
 #[cfg(feature = "sdk-core")]
 pub(crate) fn install_global(trace_context: bool, baggage: bool) {
+    use baggage::BaggagePropagator;
     use opentelemetry::propagation::TextMapCompositePropagator;
     use opentelemetry::propagation::TextMapPropagator;
-    use opentelemetry_sdk::propagation::BaggagePropagator;
     let mut parts: Vec<Box<dyn TextMapPropagator + Send + Sync>> = Vec::new();
     if trace_context {
         parts.push(Box::new(W3cPropagator::new()));
@@ -121,6 +123,32 @@ mod tests {
     }
 
     #[test]
+    fn json_carrier_holds_the_w3c_fields_only() {
+        let mut map = Carrier::new();
+        map.insert("baggage".into(), "k=v".into());
+        map.insert("other".into(), "x".into());
+        map.insert("tracestate".into(), String::new());
+        map.insert("traceparent".into(), "00-ab-01".into());
+        let bytes = encode_json_carrier(&map);
+        assert_eq!(
+            bytes,
+            br#"{"traceparent": "00-ab-01", "baggage": "k=v"}"#.to_vec()
+        );
+        let back = decode_json_carrier(br#"{"x":"1","baggage":"a","baggage":"b"}"#).unwrap();
+        assert_eq!(back.len(), 1);
+        assert_eq!(
+            back["baggage"], "b",
+            "a later duplicate wins, as in json.loads"
+        );
+        let long = format!("{{\"baggage\":\"{}\"}}", "x".repeat(MAX_FIELD + 1));
+        assert_eq!(decode_json_carrier(long.as_bytes()), None);
+        // a list field over the limit loses whole members on the way out
+        map.insert("baggage".into(), members(80, 200).join(","));
+        let back = decode_json_carrier(&encode_json_carrier(&map)).unwrap();
+        assert!(back["baggage"].len() <= MAX_FIELD);
+    }
+
+    #[test]
     fn blank_members_and_spaces_are_left_out() {
         assert_eq!(fit_members(" a=1 ,, \t,b=2\t", 100, 128), "a=1,b=2");
         assert_eq!(fit_members(",,,", 100, 128), "");
@@ -129,7 +157,7 @@ mod tests {
 
     #[test]
     fn utf8_is_never_cut() {
-        // baggage properties are not percent-encoded by the SDK
+        // baggage properties are not percent-encoded (W3C: they are sent as given)
         let member = |i: usize| format!("k{i}=v;p={}", "é".repeat(100));
         let list: Vec<String> = (0..60).map(member).collect();
         let joined = list.join(",");

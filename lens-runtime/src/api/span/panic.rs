@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Once;
 
 thread_local! {
-    static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
+    // the message and, when backtraces are on, the backtrace of the panic
+    static LAST_PANIC: RefCell<Option<(String, Option<String>)>> = const { RefCell::new(None) };
 }
 
 /// Set once any panic message was recorded, so that span ends can forget a
@@ -32,9 +33,12 @@ pub(crate) fn install_panic_hook() {
                 .map(|s| (*s).to_owned())
                 .or_else(|| payload.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "Box<dyn Any>".to_owned());
+            // captured here, at the panic site: by the time a guard's drop
+            // runs, the frames below it are unwound
+            let stack = super::exception::captured_backtrace();
             let _ = LAST_PANIC.try_with(|p| {
                 if let Ok(mut p) = p.try_borrow_mut() {
-                    *p = Some(msg);
+                    *p = Some((msg, stack));
                 }
             });
             PANIC_RECORDED.store(true, Ordering::Relaxed);
@@ -43,17 +47,17 @@ pub(crate) fn install_panic_hook() {
     });
 }
 
-/// The message of the panic unwinding through a span: the one the hook
-/// recorded on this thread. A panic re-raised with `resume_unwind` does not
+/// The message (and backtrace, when captured) of the panic unwinding
+/// through a span: the one the hook recorded on this thread. A panic re-raised with `resume_unwind` does not
 /// run the hook; a message left from an earlier, caught panic is forgotten
 /// at the first span start or end outside a panic, so it is not reused for
 /// it (the span is labelled "panicked").
-pub(crate) fn panic_message() -> String {
+pub(crate) fn panic_message() -> (String, Option<String>) {
     LAST_PANIC
         .try_with(|p| p.try_borrow().ok().and_then(|p| p.clone()))
         .ok()
         .flatten()
-        .unwrap_or_else(|| "panicked".to_owned())
+        .unwrap_or_else(|| ("panicked".to_owned(), None))
 }
 
 #[cold]

@@ -4,8 +4,7 @@
 #[cfg(feature = "sdk-core")]
 use crate::api::span::panic::install_panic_hook;
 
-/// Instrumentation scope name of every lens span.
-pub(crate) const SCOPE_NAME: &str = "lens";
+pub(crate) use crate::api::scope::SCOPE_NAME;
 
 #[cfg(feature = "sdk-core")]
 pub(crate) mod slot {

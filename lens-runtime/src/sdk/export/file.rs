@@ -358,7 +358,7 @@ mod tests {
             events,
             links,
             status: Status::Unset,
-            instrumentation_scope: InstrumentationScope::builder("lens")
+            instrumentation_scope: InstrumentationScope::builder(crate::api::span::SCOPE_NAME)
                 .with_attributes(non_finite_attrs())
                 .build(),
         }
