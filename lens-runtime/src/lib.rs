@@ -8,6 +8,7 @@
 //! | layer | what | needs |
 //! |---|---|---|
 //! | `setup/` | builder, handle (shutdown), signal hook | everything below |
+//! | `bridge/` | the `tracing` bridge: a `tracing_subscriber` layer making lens spans (feature `tracing`) | api, config, the log bridge of `sdk/` when built |
 //! | `sdk/` | pipeline per backend, exporters, batch processor, ids, sampler, GPU metrics, log bridge, redaction, fork | the OpenTelemetry SDK |
 //! | `host/` | facts about the host: resource detection (rank, SLURM, K8s, GPUs) | config, api |
 //! | `config/` | `LensConfig`, `OTEL_*` settings, export strategies | api |
@@ -15,6 +16,8 @@
 //! | `diag`, `vars` | best-effort diagnostics on stderr; the one reader of the environment | std |
 
 mod api;
+#[cfg(feature = "tracing")]
+mod bridge;
 mod config;
 #[cfg(feature = "sdk")]
 mod diag;
@@ -57,6 +60,8 @@ pub use api::semconv;
 #[cfg(feature = "sdk")]
 pub use api::span::{clear_tracer_provider, set_tracer_provider};
 pub use api::span::{start_detached, LensSpan, SpanGuard, SpanStatus};
+#[cfg(feature = "tracing")]
+pub use bridge::{tracing_layer, TracingBridge, TracingLayer, TracingMode};
 #[cfg(feature = "sdk")]
 pub use config::otel::OtlpProtocol;
 pub use config::strategy::{

@@ -193,6 +193,22 @@ pub mod metrics {
     };
 }
 
+/// The `tracing` bridge: `tracing` spans (candle's, burn's, your server's)
+/// become lens spans in lens's own pipeline, gated by span groups. See
+/// [`TracingBridge`](tracing::TracingBridge) for the configuration and the
+/// README's "Using Lens with `tracing`".
+///
+/// ```
+/// use lens::logs::tracing_subscriber::{layer::SubscriberExt as _, registry};
+/// // NEMO_LENS_TRACING_GROUPS="candle_transformers=forward_backward:per_entry"
+/// let subscriber = registry().with(lens::tracing::layer());
+/// # drop(subscriber);
+/// ```
+#[cfg(feature = "tracing")]
+pub mod tracing {
+    pub use lens_runtime::{tracing_layer as layer, TracingBridge, TracingLayer, TracingMode};
+}
+
 /// Opt-in GPU telemetry through NVML.
 #[cfg(feature = "sdk")]
 pub mod gpu {
