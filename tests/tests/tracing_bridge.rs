@@ -454,3 +454,51 @@ fn events_become_log_records_when_the_log_bridge_is_on() {
         "the record carries the bridged span's ids"
     );
 }
+
+// --- end to end: the probe as its own process, a real collector ------------
+
+#[test]
+fn bridged_spans_reach_the_collector_in_one_trace() {
+    use tests::{get, Rotel};
+    let rotel = Rotel::start();
+    let mut cmd = tests::lens_command(env!("CARGO_BIN_EXE_lens-probe"));
+    cmd.args(["tracing", "sync"])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", rotel.grpc_endpoint())
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+        .env("NEMO_LENS_RUN_ID", "tracing-bridge")
+        .env(
+            "NEMO_LENS_TRACING_GROUPS",
+            "probe_model=forward_backward:per_entry,probe_server=step",
+        );
+    tests::run_ok(&mut cmd);
+    let r = rotel.wait_for(Duration::from_secs(20), "bridged spans", |r| {
+        r.spans_named("probe.block").len() == 3 && !r.spans_named("probe.lens.child").is_empty()
+    });
+    let job = r.span("probe.job");
+    let steps = r.spans_named("probe.step");
+    let blocks = r.spans_named("probe.block");
+    assert_eq!((steps.len(), blocks.len()), (3, 3));
+    for b in &blocks {
+        assert!(
+            steps.iter().any(|s| s.span_id == b.parent_id),
+            "each entry is a child of its step"
+        );
+        assert_eq!(b.trace_id, job.trace_id);
+        assert_eq!(get(&b.attributes, "index"), Some("0"));
+        assert_eq!(
+            b.scope.split_whitespace().next(),
+            Some("lens"),
+            "lens's own tracer"
+        );
+    }
+    let req = r.span("probe.request");
+    assert_eq!(req.parent_id, job.span_id);
+    assert_eq!(get(&req.attributes, "prompt"), Some("[REDACTED]"));
+    assert_eq!(req.events.len(), 1);
+    assert_eq!(req.events[0].name, "generated");
+    let child = r.span("probe.lens.child");
+    assert_eq!(
+        child.parent_id, req.span_id,
+        "a lens span inside a bridged span"
+    );
+}
