@@ -84,7 +84,7 @@ async fn run(
         });
         json!({ "reward": if ok { 1.0 } else { 0.0 } })
     }
-    .instrument(span)
+    .in_span(span)
     .await;
     app.metrics.record(&GymRecord {
         request_duration_ms: Some(started.elapsed().as_secs_f64() * 1e3),
@@ -121,7 +121,7 @@ async fn demo_client(
         }
         Ok::<_, Box<dyn Error>>(())
     }
-    .instrument(collection)
+    .in_span(collection)
     .await?;
     metrics.record(&GymRecord {
         rollout_duration_ms: Some(started.elapsed().as_secs_f64() * 1e3),

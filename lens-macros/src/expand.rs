@@ -85,9 +85,10 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, plan: TraceFnPlan, func: ItemFn) -> T
     let ItemFn {
         attrs,
         vis,
-        sig,
+        mut sig,
         block,
     } = func;
+    let is_async = sig.asyncness.is_some();
     let (outer, inner): (Vec<_>, Vec<_>) = attrs
         .into_iter()
         .partition(|a| matches!(a.style, syn::AttrStyle::Outer));
@@ -112,7 +113,7 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, plan: TraceFnPlan, func: ItemFn) -> T
         .as_ref()
         .map_or_else(proc_macro2::Span::call_site, |e| e.span());
     let enabled = is_enabled(&group);
-    let body = if sig.asyncness.is_some() {
+    let body = if is_async {
         let fake_return = ret_ty.map(|t| {
             // a return edge of the declared type, so the async block's
             // output is inferred from the signature (and a wrong tail
@@ -125,12 +126,14 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, plan: TraceFnPlan, func: ItemFn) -> T
                 }
             }
         });
+        // the span is made here, when the function is called (the `fn`
+        // returns the instrumented future; see `asyncfn`)
         let call = if args.err.is_some() {
             // a non-`Result` output or an error type without `Display` is
             // reported on `err`
-            quote_spanned!(err_span=> ::lens::__private::instrument_result(async move { #fake_return #block }, __lens_span).await)
+            quote_spanned!(err_span=> ::lens::__private::instrument_result(async move { #fake_return #block }, __lens_span))
         } else {
-            quote!(::lens::__private::instrument(async move { #fake_return #block }, __lens_span).await)
+            quote!(::lens::__private::instrument(async move { #fake_return #block }, __lens_span))
         };
         quote! {
             let __lens_span = if #enabled {
@@ -175,8 +178,14 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, plan: TraceFnPlan, func: ItemFn) -> T
             #block
         }
     };
+    let allow = is_async.then(|| {
+        crate::asyncfn::desugar_signature(&mut sig);
+        // an `async fn` of a trait implemented as `fn -> impl Future`
+        quote!(#[allow(refining_impl_trait)])
+    });
     quote! {
         #(#outer)*
+        #allow
         #vis #sig {
             #(#inner)*
             #body

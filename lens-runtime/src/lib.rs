@@ -110,6 +110,12 @@ pub mod __private {
     pub use std::sync::atomic::AtomicU64;
     pub use std::vec::Vec;
 
+    /// Names lifetimes in the bound of the future an instrumented `async fn`
+    /// returns, so that it captures them (Rust 2021 `impl Trait` captures
+    /// only the lifetimes its bounds name); implemented by every type.
+    pub trait Captures<T: ?Sized> {}
+    impl<T: ?Sized, U: ?Sized> Captures<U> for T {}
+
     /// Pushes `key = value` unless the value is `None`.
     #[inline]
     pub fn push<V: AttributeValue + ?Sized>(

@@ -84,9 +84,23 @@ extern crate self as lens;
 /// }
 /// ```
 ///
-/// An `async fn` creates the span on first poll and wraps its body in a
-/// future that attaches the span's context on every poll (never across an
-/// `.await`), so the span covers the whole future.
+/// An `async fn` creates its span when it is *called* (a child of the
+/// caller's current context, as for a synchronous function) and returns its
+/// body as a future that attaches the span's context on every poll (never
+/// across an `.await`), so the span covers the whole future and
+/// `tokio::spawn(handle(req))`, `join_all` or a first poll on another thread
+/// keep the caller's trace. For that the macro writes it as a `fn` returning
+/// `impl Future` (the signature rustdoc shows); a lifetime hidden in a path
+/// argument (`x: Foo` for `Foo<'a>`) must then be written (`Foo<'_>`).
+///
+/// ```text
+/// async fn handle(&self, n: u64) -> u64 { body }
+/// // becomes
+/// fn handle<'l0>(&'l0 self, n: u64) -> impl Future<Output = u64> + Captures<(&'l0 (), ..)> {
+///     let span = if JOB.is_enabled() { Some(start_detached("handle", attrs)) } else { None };
+///     instrument(async move { body }, span)
+/// }
+/// ```
 #[doc(inline)]
 pub use lens_macros::trace_fn;
 
@@ -248,12 +262,12 @@ pub mod groups {
 }
 
 /// Opens a span that is not attached to the current context, e.g. to
-/// instrument a future with [`Instrument::instrument`]. Always on.
+/// instrument a future with [`Instrument::in_span`]. Always on.
 ///
 /// ```
 /// use lens::Instrument;
 /// async fn generate() -> usize { 3 }
-/// let fut = generate().instrument(lens::detached_span("rollout.generate"));
+/// let fut = generate().in_span(lens::detached_span("rollout.generate"));
 /// # drop(fut);
 /// ```
 pub fn detached_span(name: impl Into<std::borrow::Cow<'static, str>>) -> LensSpan {

@@ -9,7 +9,7 @@ use lens::otel::trace::Status;
 use lens::otel::Value;
 use lens::otel_sdk::trace::SpanData;
 use lens::tracing::TracingBridge;
-use lens::{groups, managed_span, span_cm};
+use lens::{groups, managed_span, span_cm, Instrument as _};
 use std::time::Duration;
 use tracing::Instrument as _;
 use tracing_subscriber::layer::SubscriberExt as _;
@@ -210,6 +210,42 @@ fn gating_by_target_group_and_level() {
     assert_eq!(names, ["kept", "group.on"]);
 }
 
+/// Counts the spans another layer of the subscriber sees.
+#[derive(Clone, Default)]
+struct Seen(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Seen {
+    fn on_new_span(
+        &self,
+        attrs: &tracing::span::Attributes<'_>,
+        _: &tracing::span::Id,
+        _: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        self.0
+            .lock()
+            .unwrap()
+            .push(attrs.metadata().name().to_owned());
+    }
+}
+
+#[test]
+fn other_layers_see_what_the_bridge_does_not_route() {
+    let f = fixture("step");
+    let seen = Seen::default();
+    let subscriber = tracing_subscriber::registry().with(seen.clone()).with(
+        TracingBridge::new()
+            .route("app", &groups::CHECKPOINT)
+            .layer(),
+    );
+    tracing::subscriber::with_default(subscriber, || {
+        tracing::info_span!(target: "elsewhere", "unrouted").in_scope(|| {});
+        // routed to a group that is off: not created, for any layer
+        tracing::info_span!(target: "app", "routed.off").in_scope(|| {});
+    });
+    assert_eq!(*seen.0.lock().unwrap(), ["unrouted"]);
+    assert!(f.spans().is_empty());
+}
+
 #[test]
 fn default_group_from_the_environment() {
     let f = fixture("step");
@@ -281,13 +317,12 @@ async fn tracing_leaf(i: u32) -> u32 {
 #[tracing::instrument(target = "app", skip_all)]
 async fn request() -> u32 {
     // a lens span inside the tracing span, in a task on another worker
-    let worker = lens::Instrument::instrument(
-        async {
-            tokio::task::yield_now().await;
-            tracing_leaf(7).await
-        },
-        lens::detached_span("lens.worker"),
-    );
+    // both `Instrument` traits in scope: `.in_span` and `.in_current_span`
+    let worker = async {
+        tokio::task::yield_now().await;
+        tracing_leaf(7).await
+    }
+    .in_span(lens::detached_span("lens.worker"));
     let task = tokio::spawn(worker.in_current_span());
     task.await.unwrap()
 }
@@ -315,7 +350,7 @@ fn mixed_lens_and_tracing_tree_across_tokio_spawn() {
                     .await
                     .unwrap()
             };
-            let out = lens::Instrument::instrument(spawned, lens::detached_span("lens.root")).await;
+            let out = spawned.in_span(lens::detached_span("lens.root")).await;
             assert_eq!(out, 7);
         })
     });

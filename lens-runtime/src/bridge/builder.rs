@@ -6,8 +6,6 @@ use super::route::{Route, Routes, TracingMode};
 use super::spec::{parse_level, parse_route, parse_routes, DEFAULT_VAR, GROUPS_VAR, LEVEL_VAR};
 use crate::api::groups::{known_families, SpanGroup, SpanGroupFamily};
 use crate::config::ConfigError;
-use tracing::Subscriber;
-use tracing_subscriber::registry::LookupSpan;
 
 /// The bridge's configuration: which `tracing` targets are recorded, in
 /// which span group and mode, and the level floor. Build the layer with
@@ -250,10 +248,7 @@ impl TracingBridge {
     /// let subscriber = registry().with(lens::tracing::TracingBridge::new().layer());
     /// # drop(subscriber);
     /// ```
-    pub fn layer<S>(self) -> TracingLayer<S>
-    where
-        S: Subscriber + for<'a> LookupSpan<'a>,
-    {
+    pub fn layer(self) -> TracingLayer {
         TracingLayer::new(self.routes)
     }
 }

@@ -1,13 +1,11 @@
-//! The per-layer filter: each callsite's route, found once and kept in the
+//! The bridge's filter: each callsite's route, found once and kept in the
 //! callsite table; per span, the route's group bit.
 
 use super::callsites::Callsites;
 use super::route::{Route, Routes, TracingMode};
 use super::spec::target_matches;
-use std::sync::Arc;
 use tracing::subscriber::Interest;
 use tracing::Metadata;
-use tracing_subscriber::layer::{Context as LayerContext, Filter};
 
 /// Targets never bridged by the default group: the OpenTelemetry crates
 /// and the network stack the OTLP exporter runs on (their spans, made while
@@ -96,55 +94,35 @@ impl Shared {
         }
     }
 
-    /// Whether an event may be recorded: a span event (level floor), or a
-    /// log record of the log bridge (its own level).
-    #[inline]
-    fn event_wanted(&self, meta: &Metadata<'_>) -> bool {
-        #[cfg(feature = "sdk")]
-        if crate::sdk::logs::tracing_level_bridged(meta.level()) {
-            return true;
-        }
-        *meta.level() <= self.floor
-    }
-}
-
-/// The per-layer filter: a span is let through when its callsite's group is
-/// enabled (lifetime mode) or has a route at all (per-entry mode, whose
-/// group is tested at every entry).
-#[derive(Debug, Clone)]
-pub(crate) struct BridgeFilter {
-    pub(crate) shared: Arc<Shared>,
-}
-
-impl<S> Filter<S> for BridgeFilter {
-    #[inline]
-    fn enabled(&self, meta: &Metadata<'_>, _cx: &LayerContext<'_, S>) -> bool {
+    /// `Layer::register_callsite`: a routed span callsite is `sometimes`
+    /// (its group is tested per span); everything else is `always` for the
+    /// bridge (other layers decide), so the bridge never hides what it does
+    /// not route.
+    pub(crate) fn register(&self, meta: &'static Metadata<'static>) -> Interest {
         if !meta.is_span() {
-            return self.shared.event_wanted(meta);
+            return Interest::always();
         }
-        match self.shared.route(meta) {
-            None => false,
-            Some(r) => r.mode == TracingMode::PerEntry || r.group.is_enabled(),
-        }
-    }
-
-    fn callsite_enabled(&self, meta: &'static Metadata<'static>) -> Interest {
-        if !meta.is_span() {
-            return if meta.target().starts_with("opentelemetry") {
-                Interest::never()
-            } else {
-                Interest::sometimes()
-            };
-        }
-        let i = self.shared.resolve(meta);
-        self.shared
-            .callsites
+        let i = self.resolve(meta);
+        self.callsites
             .insert(meta as *const Metadata<'static> as usize, i);
         if i == 0 {
-            Interest::never()
+            Interest::always()
         } else {
-            // the group may be switched at any time: test it per span
             Interest::sometimes()
+        }
+    }
+
+    /// `Layer::enabled`: `false` only for a routed lifetime-mode span whose
+    /// group is off (the span is then not created at all); a per-entry span
+    /// is created (its group is tested at every entry).
+    #[inline]
+    pub(crate) fn enabled(&self, meta: &Metadata<'_>) -> bool {
+        if !meta.is_span() {
+            return true;
+        }
+        match self.route(meta) {
+            Some(r) if r.mode == TracingMode::Lifetime => r.group.is_enabled(),
+            _ => true,
         }
     }
 }

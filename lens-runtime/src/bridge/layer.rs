@@ -3,7 +3,7 @@
 //! span events or log records.
 
 use super::fields::{merge, Fields};
-use super::filter::{BridgeFilter, Shared};
+use super::filter::Shared;
 use super::route::{Route, Routes, TracingMode};
 use crate::api::span::{start_detached_builder, start_detached_in, LensSpan, SpanGuard};
 use opentelemetry::trace::{SpanBuilder, SpanKind, Status, TraceContextExt};
@@ -15,7 +15,6 @@ use std::sync::Arc;
 use tracing::span::{Attributes, Id, Record};
 use tracing::subscriber::Interest;
 use tracing::{Event, Metadata, Subscriber};
-use tracing_subscriber::filter::Filtered;
 use tracing_subscriber::layer::{Context as LayerContext, Layer};
 use tracing_subscriber::registry::LookupSpan;
 
@@ -62,16 +61,36 @@ fn entry_context(id: u64) -> Option<Context> {
         .flatten()
 }
 
-/// The layer proper (behind [`BridgeFilter`]).
+/// The layer [`tracing_layer`](crate::tracing_layer) and
+/// [`TracingBridge::layer`](crate::TracingBridge::layer) return: add it to a
+/// `tracing_subscriber` registry, next to any other layers.
+///
+/// A span of a target routed to a group that is off (lifetime mode) is not
+/// created at all, so no layer of the subscriber sees it: the group is the
+/// switch for the targets routed to it. Targets the bridge does not route
+/// are left to the other layers.
+///
+/// ```
+/// use lens::logs::tracing_subscriber::{layer::SubscriberExt as _, registry};
+/// let subscriber = registry().with(lens::tracing::layer());
+/// # drop(subscriber);
+/// ```
 #[derive(Debug)]
-pub(crate) struct BridgeLayer {
+pub struct TracingLayer {
     shared: Arc<Shared>,
     /// Forward events to the log bridge here (no `LogBridgeLayer` below).
     #[cfg_attr(not(feature = "sdk"), allow(dead_code))]
     forward_logs: bool,
 }
 
-impl BridgeLayer {
+impl TracingLayer {
+    pub(crate) fn new(routes: Routes) -> Self {
+        TracingLayer {
+            shared: Arc::new(Shared::new(routes)),
+            forward_logs: true,
+        }
+    }
+
     /// The lens context of a recorded span (its own, or its entry's on this
     /// thread), else of its nearest recorded ancestor.
     fn context_of<S>(&self, id: &Id, ctx: &LayerContext<'_, S>) -> Option<Context>
@@ -111,10 +130,19 @@ impl BridgeLayer {
     }
 }
 
-impl<S> Layer<S> for BridgeLayer
+impl<S> Layer<S> for TracingLayer
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
+    fn register_callsite(&self, meta: &'static Metadata<'static>) -> Interest {
+        self.shared.register(meta)
+    }
+
+    #[inline]
+    fn enabled(&self, meta: &Metadata<'_>, _ctx: LayerContext<'_, S>) -> bool {
+        self.shared.enabled(meta)
+    }
+
     fn on_layer(&mut self, _subscriber: &mut S) {
         #[cfg(feature = "sdk")]
         {
@@ -290,100 +318,5 @@ where
             return Some(marker as *const _ as *const ());
         }
         None
-    }
-}
-
-/// The layer [`tracing_layer`](crate::tracing_layer) and
-/// [`TracingBridge::layer`](crate::TracingBridge::layer) return: add it to a `tracing_subscriber`
-/// registry next to any other layers (it filters only what it records
-/// itself, never what the other layers see).
-///
-/// ```
-/// use lens::logs::tracing_subscriber::{layer::SubscriberExt as _, registry};
-/// let subscriber = registry().with(lens::tracing::layer());
-/// # drop(subscriber);
-/// ```
-pub struct TracingLayer<S> {
-    inner: Filtered<BridgeLayer, BridgeFilter, S>,
-}
-
-impl<S> std::fmt::Debug for TracingLayer<S> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TracingLayer")
-            .field("inner", &self.inner)
-            .finish()
-    }
-}
-
-impl<S> TracingLayer<S>
-where
-    S: Subscriber + for<'a> LookupSpan<'a>,
-{
-    pub(crate) fn new(bridge: Routes) -> Self {
-        let shared = Arc::new(Shared::new(bridge));
-        let layer = BridgeLayer {
-            shared: shared.clone(),
-            forward_logs: true,
-        };
-        TracingLayer {
-            inner: Filtered::new(layer, BridgeFilter { shared }),
-        }
-    }
-}
-
-// Every method forwards to the filtered layer (`downcast_raw` included:
-// `tracing_subscriber` finds per-layer filters through it).
-impl<S> Layer<S> for TracingLayer<S>
-where
-    S: Subscriber + for<'a> LookupSpan<'a>,
-{
-    fn on_register_dispatch(&self, subscriber: &tracing::Dispatch) {
-        self.inner.on_register_dispatch(subscriber);
-    }
-    fn on_layer(&mut self, subscriber: &mut S) {
-        self.inner.on_layer(subscriber);
-    }
-    fn register_callsite(&self, meta: &'static Metadata<'static>) -> Interest {
-        self.inner.register_callsite(meta)
-    }
-    fn enabled(&self, meta: &Metadata<'_>, ctx: LayerContext<'_, S>) -> bool {
-        self.inner.enabled(meta, ctx)
-    }
-    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: LayerContext<'_, S>) {
-        self.inner.on_new_span(attrs, id, ctx);
-    }
-    fn max_level_hint(&self) -> Option<tracing::level_filters::LevelFilter> {
-        self.inner.max_level_hint()
-    }
-    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: LayerContext<'_, S>) {
-        self.inner.on_record(id, values, ctx);
-    }
-    fn on_follows_from(&self, id: &Id, follows: &Id, ctx: LayerContext<'_, S>) {
-        self.inner.on_follows_from(id, follows, ctx);
-    }
-    fn event_enabled(&self, event: &Event<'_>, ctx: LayerContext<'_, S>) -> bool {
-        self.inner.event_enabled(event, ctx)
-    }
-    fn on_event(&self, event: &Event<'_>, ctx: LayerContext<'_, S>) {
-        self.inner.on_event(event, ctx);
-    }
-    fn on_enter(&self, id: &Id, ctx: LayerContext<'_, S>) {
-        self.inner.on_enter(id, ctx);
-    }
-    fn on_exit(&self, id: &Id, ctx: LayerContext<'_, S>) {
-        self.inner.on_exit(id, ctx);
-    }
-    fn on_close(&self, id: Id, ctx: LayerContext<'_, S>) {
-        self.inner.on_close(id, ctx);
-    }
-    fn on_id_change(&self, old: &Id, new: &Id, ctx: LayerContext<'_, S>) {
-        self.inner.on_id_change(old, new, ctx);
-    }
-    unsafe fn downcast_raw(&self, id: TypeId) -> Option<*const ()> {
-        if id == TypeId::of::<Self>() {
-            return Some(self as *const Self as *const ());
-        }
-        // SAFETY: forwarded as is; the caller upholds the contract.
-        unsafe { self.inner.downcast_raw(id) }
     }
 }

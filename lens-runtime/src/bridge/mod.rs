@@ -56,8 +56,6 @@ use crate::config::ConfigError;
 pub use builder::TracingBridge;
 pub use layer::TracingLayer;
 pub use route::TracingMode;
-use tracing::Subscriber;
-use tracing_subscriber::registry::LookupSpan;
 
 /// The bridge configured from the environment
 /// ([`TracingBridge::from_env`]), as a layer. An invalid variable is
@@ -73,10 +71,7 @@ use tracing_subscriber::registry::LookupSpan;
 ///     let _e = span.enter(); // no NEMO_LENS_TRACING_* set: nothing recorded
 /// });
 /// ```
-pub fn tracing_layer<S>() -> TracingLayer<S>
-where
-    S: Subscriber + for<'a> LookupSpan<'a>,
-{
+pub fn tracing_layer() -> TracingLayer {
     match TracingBridge::from_env() {
         Ok(bridge) => bridge.layer(),
         Err(e) => {

@@ -127,14 +127,6 @@ pub(crate) fn forwarder_below<S: tracing::Subscriber>(subscriber: &S) -> bool {
     }
 }
 
-/// Whether the log bridge would take `tracing` events at `level` at all
-/// (one relaxed load): the tracing bridge asks before looking further.
-#[cfg_attr(not(feature = "tracing"), allow(dead_code))] // the tracing bridge
-#[inline]
-pub(crate) fn tracing_level_bridged(level: &tracing::Level) -> bool {
-    level_passes(Level::from_tracing(level))
-}
-
 /// The bridge configuration that takes a `tracing` event of `metadata` as
 /// a log record, if the latest setup asked for one (level, `tracing` on,
 /// target accepted).

@@ -47,8 +47,8 @@ mod state;
 
 #[cfg(feature = "tracing")]
 pub(crate) use facades::{
-    forward_tracing_event, forwarder_below, tracing_event_taker, tracing_level_bridged,
-    ForwardsTracingEvents, FORWARDS_TRACING_EVENTS,
+    forward_tracing_event, forwarder_below, tracing_event_taker, ForwardsTracingEvents,
+    FORWARDS_TRACING_EVENTS,
 };
 pub use facades::{LogBridgeLayer, LogBridgeLogger};
 pub use options::{Level, LogBridgeError, LogBridgeOptions};
