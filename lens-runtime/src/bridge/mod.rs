@@ -13,9 +13,11 @@
 //! * **Span groups.** Each callsite's target is mapped to a lens span group
 //!   once (longest module-path prefix wins; a target with no entry takes
 //!   the default, `off` unless set); a span is recorded when that group's
-//!   bit is on, tested per span exactly as `managed_span!` tests it. Spans
-//!   below the level floor, of a target mapped to `off`, and of the
-//!   OpenTelemetry crates are never recorded.
+//!   bit is on, tested per span exactly as `managed_span!` tests it (in
+//!   `Layer::enabled`: a routed span whose group is off is not created, for
+//!   any layer of the subscriber). Spans below the level floor, of a target
+//!   mapped to `off`, and of the OpenTelemetry crates are never recorded;
+//!   targets the bridge does not route are left to the other layers.
 //! * **Re-entered spans.** `lifetime` (the default): one lens span from the
 //!   `tracing` span's creation to its close, however often it is entered:
 //!   right for async code, whose spans are entered on every poll.
