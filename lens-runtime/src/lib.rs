@@ -57,6 +57,7 @@ pub use api::propagation::{
     CollectiveError, LocalCollective, ENV_CARRIER_VARS,
 };
 pub use api::semconv;
+pub use api::span::opts::{IntoLink, IntoParentContext};
 #[cfg(feature = "sdk")]
 pub use api::span::{clear_tracer_provider, set_tracer_provider};
 pub use api::span::{start_detached, LensSpan, SpanGuard, SpanStatus};
@@ -105,7 +106,12 @@ pub mod __private {
     pub use crate::api::attr::{AttributeValue, REDACTED};
     pub use crate::api::future::{instrument, instrument_result};
     pub use crate::api::groups::{base, Preset, SpanGroup, SpanGroupFamily};
+    pub use crate::api::span::opts::{
+        record_ok, record_ok_current, record_return, record_return_current, start_detached_with,
+        start_span_with, IntoLink, IntoParentContext,
+    };
     pub use crate::api::span::{record_result, start_detached, start_span, LensSpan, SpanGuard};
+    pub use opentelemetry::trace::SpanKind;
     pub use opentelemetry::{Key, KeyValue};
     pub use std::sync::atomic::AtomicU64;
     pub use std::vec::Vec;

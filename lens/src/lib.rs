@@ -50,6 +50,21 @@ extern crate self as lens;
 /// | `fields(k = expr, "a.b" = expr, c.d = expr, e)` | attributes, evaluated only when the group is on |
 /// | `args(a, b)` | record these scalar parameters (none are recorded by default) |
 /// | `err` | an `Err` return sets ERROR status and adds an `exception` event with its `Display` |
+/// | `ret` | records the return value as the `return` attribute (a scalar; with `err`, only the `Ok` value) |
+/// | `kind = server` | the span kind: `internal` (default), `server`, `client`, `producer`, `consumer` |
+/// | `parent = expr` | an explicit parent instead of the current context: a [`LensSpan`], [`SpanGuard`], `Context` or `SpanContext`, by reference, or an `Option` of one ([`IntoParentContext`]) |
+/// | `links(expr, ...)` | follows-from links to other spans ([`IntoLink`]) |
+///
+/// ```
+/// use lens::{trace_fn, LensSpan};
+///
+/// #[trace_fn(group = "job", kind = server, parent = request, links(batch), ret)]
+/// fn handle(request: &lens::otel::Context, batch: &LensSpan) -> u64 {
+///     200
+/// }
+/// let batch = lens::detached_span("batch");
+/// handle(&lens::otel::Context::current(), &batch);
+/// ```
 ///
 /// ```
 /// use lens::trace_fn;
@@ -251,7 +266,7 @@ pub use lens_runtime::{
     setup_telemetry, setup_telemetry_from_env, shared_run_id, ForkSafeIdGenerator, OtlpProtocol,
     RankAwareSampler, SetupError, ShutdownError, TelemetryBuilder, TelemetryHandle,
 };
-pub use lens_runtime::{LensSpan, SpanGuard, SpanStatus};
+pub use lens_runtime::{IntoLink, IntoParentContext, LensSpan, SpanGuard, SpanStatus};
 
 /// The eight base groups and the base family.
 pub mod groups {

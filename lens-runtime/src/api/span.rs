@@ -44,7 +44,6 @@ fn start_builder(builder: SpanBuilder) -> Context {
 
 /// Starts a span from `builder` as a child of `parent` (not of the current
 /// context); the returned context is `parent` plus the new span.
-#[cfg_attr(not(feature = "tracing"), allow(dead_code))] // the tracing bridge
 #[inline(always)]
 fn start_builder_in(builder: SpanBuilder, parent: &Context) -> Context {
     #[cfg(feature = "sdk")]
@@ -132,7 +131,6 @@ pub(crate) fn start_detached_builder(builder: SpanBuilder) -> LensSpan {
 
 /// Starts a span from a full builder as a child of `parent` (an explicit
 /// parent context, not the current one), without attaching it.
-#[cfg_attr(not(feature = "tracing"), allow(dead_code))] // the tracing bridge
 pub(crate) fn start_detached_in(builder: SpanBuilder, parent: &Context) -> LensSpan {
     LensSpan::new(start_builder_in(builder, parent))
 }
@@ -373,5 +371,6 @@ pub fn record_result<T, E: Display>(guard: &Option<SpanGuard>, result: &Result<T
 }
 
 pub(crate) mod open;
+pub(crate) mod opts;
 pub(crate) mod panic;
 pub(crate) mod tracer;
