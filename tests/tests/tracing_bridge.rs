@@ -314,8 +314,17 @@ async fn tracing_leaf(i: u32) -> u32 {
     i
 }
 
+/// A lens `async fn`: its span is made when called, inside `request`.
+#[lens::trace_fn(group = "step", name = "lens.handler")]
+async fn lens_handler() -> u32 {
+    tokio::task::yield_now().await;
+    1
+}
+
 #[tracing::instrument(target = "app", skip_all)]
 async fn request() -> u32 {
+    // spawned plainly: the call captures `request` as the parent
+    let handler = tokio::spawn(lens_handler());
     // a lens span inside the tracing span, in a task on another worker
     // both `Instrument` traits in scope: `.in_span` and `.in_current_span`
     let worker = async {
@@ -324,7 +333,7 @@ async fn request() -> u32 {
     }
     .in_span(lens::detached_span("lens.worker"));
     let task = tokio::spawn(worker.in_current_span());
-    task.await.unwrap()
+    task.await.unwrap() * handler.await.unwrap()
 }
 
 #[test]
@@ -365,9 +374,10 @@ fn mixed_lens_and_tracing_tree_across_tokio_spawn() {
     assert_child(&worker, &req); // lens inside tracing, another task
     assert_child(&leaf, &worker); // tracing inside lens again
     assert_child(&lens_leaf, &leaf);
+    assert_child(&f.span("lens.handler"), &req); // a spawned #[trace_fn] async fn
     assert_eq!(
         spans.len(),
-        5,
+        6,
         "{:?}",
         spans.iter().map(|s| &s.name).collect::<Vec<_>>()
     );
