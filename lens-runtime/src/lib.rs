@@ -42,8 +42,9 @@ pub use api::groups::{
     SpanGroupError, SpanGroupFamily, SpanGroupSet,
 };
 pub use api::metrics::{
-    GymMetrics, GymRecord, InferenceMetrics, InferenceRecord, RlMetrics, RlRecord, TrainingMetrics,
-    TrainingRecord, DURATION_MS_BUCKETS, GEN_AI_DURATION_BUCKETS_S, GEN_AI_TOKEN_BUCKETS,
+    GymMetrics, GymRecord, InferenceMetrics, InferenceRecord, RlMetrics, RlRecord, TokenTimer,
+    TrainingMetrics, TrainingRecord, DURATION_MS_BUCKETS, GEN_AI_DURATION_BUCKETS_S,
+    GEN_AI_TOKEN_BUCKETS, GEN_AI_TPOT_BUCKETS_S, GEN_AI_TTFT_BUCKETS_S,
     MAX_INFERENCE_ATTRIBUTE_SETS, STEP_DURATION_BUCKETS_S,
 };
 #[cfg(feature = "http")]

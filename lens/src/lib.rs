@@ -216,9 +216,10 @@ pub mod propagation {
 /// record into whatever global meter provider the application installs.
 pub mod metrics {
     pub use lens_runtime::{
-        GymMetrics, GymRecord, InferenceMetrics, InferenceRecord, RlMetrics, RlRecord,
+        GymMetrics, GymRecord, InferenceMetrics, InferenceRecord, RlMetrics, RlRecord, TokenTimer,
         TrainingMetrics, TrainingRecord, DURATION_MS_BUCKETS, GEN_AI_DURATION_BUCKETS_S,
-        GEN_AI_TOKEN_BUCKETS, MAX_INFERENCE_ATTRIBUTE_SETS, STEP_DURATION_BUCKETS_S,
+        GEN_AI_TOKEN_BUCKETS, GEN_AI_TPOT_BUCKETS_S, GEN_AI_TTFT_BUCKETS_S,
+        MAX_INFERENCE_ATTRIBUTE_SETS, STEP_DURATION_BUCKETS_S,
     };
 }
 
@@ -298,7 +299,7 @@ pub use opentelemetry as otel;
 pub use opentelemetry_sdk as otel_sdk;
 
 mod families;
-pub use families::{megatron, nemo_gym, nemo_rl};
+pub use families::{inference_server, megatron, nemo_gym, nemo_rl};
 
 /// Items used by the code the macros generate. Not public API.
 #[doc(hidden)]

@@ -217,6 +217,22 @@ fn nemo_rl_grpo_phases_and_metrics() {
 }
 
 #[test]
+fn token_streaming_records_ttft_and_tpot() {
+    let (spans, metrics, _) = contents(&run_to_file("token_streaming", &tmp("streaming")));
+    has_all(&spans, &["generate", "prefill", "decode"]);
+    assert!(!spans.contains("sample"), "`sample` is only under `all`");
+    has_all(
+        &metrics,
+        &[
+            "gen_ai.server.time_to_first_token",
+            "gen_ai.server.time_per_output_token",
+            "gen_ai.server.request.duration",
+            "gen_ai.client.token.usage",
+        ],
+    );
+}
+
+#[test]
 fn nemo_gym_server_joins_the_callers_trace() {
     let text = run_to_file("nemo_gym_server", &tmp("gym"));
     let (spans, metrics, _) = contents(&text);
