@@ -58,6 +58,8 @@ pub use api::propagation::{
     CollectiveError, LocalCollective, ENV_CARRIER_VARS,
 };
 pub use api::semconv;
+#[cfg(feature = "tower")]
+pub use api::serving::{RouteFn, ServerFuture, ServerLayer, ServerService};
 pub use api::span::opts::{IntoLink, IntoParentContext};
 #[cfg(feature = "sdk")]
 pub use api::span::{clear_tracer_provider, set_tracer_provider};

@@ -239,6 +239,19 @@ pub mod tracing {
     pub use lens_runtime::{tracing_layer as layer, TracingBridge, TracingLayer, TracingMode};
 }
 
+/// Server middleware (feature `tower`): [`ServerLayer`](serving::ServerLayer)
+/// makes one SERVER span per HTTP request, a child of the caller's W3C
+/// context, gated by a span group. See the README's "Serving".
+///
+/// ```
+/// let layer = lens::serving::ServerLayer::new(&lens::inference_server::REQUEST);
+/// # drop(layer);
+/// ```
+#[cfg(feature = "tower")]
+pub mod serving {
+    pub use lens_runtime::{RouteFn, ServerFuture, ServerLayer, ServerService};
+}
+
 /// Opt-in GPU telemetry through NVML.
 #[cfg(feature = "sdk")]
 pub mod gpu {

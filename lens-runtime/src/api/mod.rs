@@ -8,4 +8,6 @@ pub(crate) mod groups;
 pub(crate) mod metrics;
 pub(crate) mod propagation;
 pub mod semconv;
+#[cfg(feature = "tower")]
+pub(crate) mod serving;
 pub(crate) mod span;
