@@ -17,6 +17,7 @@ use axum::extract::{MatchedPath, State};
 use axum::routing::post;
 use axum::{Json, Router};
 use lens::metrics::{GymMetrics, GymRecord};
+use lens::propagation::http::InjectContext as _;
 use lens::serving::ServerLayer;
 use lens::{managed_span, nemo_gym, trace_fn, Instrument, SpanGuard};
 use serde::Deserialize;
@@ -99,11 +100,9 @@ async fn demo_client(
     let started = Instant::now();
     async {
         for i in 0..8 {
-            let mut headers = reqwest::header::HeaderMap::new();
-            lens::propagation::http::inject_headers(&mut headers);
             let reply: Value = client
                 .post(format!("http://{addr}/run"))
-                .headers(headers)
+                .inject_context() // traceparent of the current span
                 .json(&json!({ "task": format!("t{}", i % 3), "response": format!("answer t{}", i % 2) }))
                 .send()
                 .await?
