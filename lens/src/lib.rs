@@ -215,6 +215,7 @@ pub mod propagation {
 /// need only the OpenTelemetry metrics API: without the `sdk` feature they
 /// record into whatever global meter provider the application installs.
 pub mod metrics {
+    pub use crate::generation::Generation;
     pub use lens_runtime::{
         GymMetrics, GymRecord, InferenceMetrics, InferenceRecord, RlMetrics, RlRecord, TokenTimer,
         TrainingMetrics, TrainingRecord, DURATION_MS_BUCKETS, GEN_AI_DURATION_BUCKETS_S,
@@ -312,6 +313,7 @@ pub use opentelemetry as otel;
 pub use opentelemetry_sdk as otel_sdk;
 
 mod families;
+mod generation;
 pub use families::{inference_server, megatron, nemo_gym, nemo_rl};
 
 /// Items used by the code the macros generate. Not public API.

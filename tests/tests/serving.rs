@@ -113,3 +113,36 @@ fn no_route_names_the_span_by_method_and_an_off_group_records_nothing() {
     let names: Vec<_> = f.spans().iter().map(|s| s.name.to_string()).collect();
     assert_eq!(names, ["handler", "GET", "handler"]);
 }
+
+#[test]
+fn a_generation_has_request_prefill_and_decode_spans() {
+    use lens::metrics::{Generation, InferenceMetrics, InferenceRecord};
+    let f = common::fixture_with("request,prefill,decode", &[&lens::inference_server::FAMILY]);
+    let metrics = InferenceMetrics::new(&lens::otel::global::meter("test"));
+    let record = {
+        let _caller = lens::span_cm!("caller");
+        let mut g = Generation::start(&metrics);
+        for _ in 0..3 {
+            g.token();
+        }
+        g.finish(InferenceRecord {
+            input_tokens: Some(5),
+            ..Default::default()
+        })
+    };
+    assert_eq!(record.output_tokens, Some(3));
+    assert!(record.time_to_first_token_s.is_some() && record.time_per_output_token_s.is_some());
+    let request = f.span("request");
+    common::assert_child(&request, &f.span("caller"));
+    common::assert_child(&f.span("prefill"), &request);
+    common::assert_child(&f.span("decode"), &request);
+    assert_eq!(
+        attr(&request, "gen_ai.usage.output_tokens"),
+        Some(Value::I64(3))
+    );
+    let (prefill, decode) = (f.span("prefill"), f.span("decode"));
+    assert!(
+        prefill.end_time <= decode.start_time,
+        "decode starts at the first token"
+    );
+}
