@@ -65,7 +65,7 @@ pub use api::span::opts::{IntoLink, IntoParentContext};
 pub use api::span::{clear_tracer_provider, set_tracer_provider};
 pub use api::span::{start_detached, LensSpan, SpanGuard, SpanStatus};
 #[cfg(feature = "tracing")]
-pub use bridge::{tracing_layer, TracingBridge, TracingLayer, TracingMode};
+pub use bridge::{tracing_layer, tracing_layer_with, TracingBridge, TracingLayer, TracingMode};
 #[cfg(feature = "sdk")]
 pub use config::otel::OtlpProtocol;
 pub use config::strategy::{

@@ -237,7 +237,34 @@ pub mod metrics {
 /// ```
 #[cfg(feature = "tracing")]
 pub mod tracing {
-    pub use lens_runtime::{tracing_layer as layer, TracingBridge, TracingLayer, TracingMode};
+    pub use lens_runtime::{TracingBridge, TracingLayer, TracingMode};
+
+    /// The bridge configured from the environment (`NEMO_LENS_TRACING_GROUPS`,
+    /// `NEMO_LENS_TRACING_DEFAULT`, `NEMO_LENS_TRACING_LEVEL`), as a layer.
+    /// Group names are looked up in the base family, the families lens ships
+    /// (`megatron`, `nemo_rl`, `nemo_gym`, `inference_server`) and every
+    /// registered family. An invalid variable is reported on stderr
+    /// (variable, value, what is accepted) and the layer then records
+    /// nothing; [`TracingBridge::from_env_with`] returns the error instead.
+    ///
+    /// ```
+    /// use lens::logs::tracing_subscriber::{layer::SubscriberExt as _, registry};
+    /// // e.g. NEMO_LENS_TRACING_GROUPS="candle_transformers=layer:per_entry,my_server=server"
+    /// let subscriber = registry().with(lens::tracing::layer());
+    /// # drop(subscriber);
+    /// let env = |v: &str| (v == "NEMO_LENS_TRACING_GROUPS")
+    ///     .then(|| "candle_transformers=layer:per_entry,my_server=server".to_owned());
+    /// lens::tracing::TracingBridge::from_lookup(&[&lens::megatron::FAMILY, &lens::nemo_gym::FAMILY], env)?;
+    /// # Ok::<(), lens::ConfigError>(())
+    /// ```
+    pub fn layer() -> TracingLayer {
+        lens_runtime::tracing_layer_with(&[
+            &crate::megatron::FAMILY,
+            &crate::nemo_rl::FAMILY,
+            &crate::nemo_gym::FAMILY,
+            &crate::inference_server::FAMILY,
+        ])
+    }
 }
 
 /// Server middleware (feature `tower`): [`ServerLayer`](serving::ServerLayer)

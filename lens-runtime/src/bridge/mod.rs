@@ -54,6 +54,7 @@ mod layer;
 mod route;
 mod spec;
 
+use crate::api::groups::SpanGroupFamily;
 use crate::config::ConfigError;
 pub use builder::TracingBridge;
 pub use layer::TracingLayer;
@@ -74,7 +75,21 @@ pub use route::TracingMode;
 /// });
 /// ```
 pub fn tracing_layer() -> TracingLayer {
-    match TracingBridge::from_env() {
+    tracing_layer_with(&[])
+}
+
+/// [`tracing_layer`], also looking group names up in `families` (the
+/// `lens` facade passes the families it ships, so `layer` or `server` are
+/// valid without registering `megatron` or `nemo_gym` first).
+///
+/// ```
+/// use lens::logs::tracing_subscriber::{layer::SubscriberExt as _, registry};
+/// let layer = lens_runtime::tracing_layer_with(&[&lens::megatron::FAMILY]);
+/// let subscriber = registry().with(layer);
+/// # drop(subscriber);
+/// ```
+pub fn tracing_layer_with(families: &[&'static SpanGroupFamily]) -> TracingLayer {
+    match TracingBridge::from_env_with(families) {
         Ok(bridge) => bridge.layer(),
         Err(e) => {
             report(&e);
