@@ -1,6 +1,8 @@
-//! A NeMo-Gym-style RL environment server over HTTP (axum): it extracts the
-//! caller's `traceparent`, opens `server` / `verify` / `aggregate_metrics`
-//! spans (the `nemo_gym` family) and records gym metrics (`gym.*`).
+//! A NeMo-Gym-style RL environment server over HTTP (axum): the
+//! `lens::serving::ServerLayer` tower layer makes a SERVER span per request
+//! (`POST /run`, a child of the caller's `traceparent`, gated by the
+//! `nemo_gym` family's `server` group); the handler opens `verify` /
+//! `aggregate_metrics` spans and records gym metrics (`gym.*`).
 //!
 //! ```text
 //! cargo run --release -p examples --example nemo_gym_server              # demo: serve + 8 client requests, then exit
@@ -11,11 +13,12 @@
 //! `rollout_collection` span and sends each rollout with its context in the
 //! request headers, so the server's spans land in the trainer's trace.
 
-use axum::extract::State;
-use axum::http::HeaderMap;
+use axum::extract::{MatchedPath, State};
 use axum::routing::post;
 use axum::{Json, Router};
 use lens::metrics::{GymMetrics, GymRecord};
+use lens::propagation::http::InjectContext as _;
+use lens::serving::ServerLayer;
 use lens::{managed_span, nemo_gym, trace_fn, Instrument, SpanGuard};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -48,24 +51,15 @@ fn aggregate(app: &App) -> f64 {
     app.passed.load(Ordering::Relaxed) as f64 / served as f64
 }
 
-async fn run(
-    State(app): State<Arc<App>>,
-    headers: HeaderMap,
-    Json(rollout): Json<Rollout>,
-) -> Json<Value> {
+/// The handler; the request's SERVER span (from `ServerLayer`, a child of
+/// the trainer's context) is current while it runs.
+async fn run(State(app): State<Arc<App>>, Json(rollout): Json<Rollout>) -> Json<Value> {
     let started = Instant::now();
-    // the trainer's context, then a server span under it (detached: it
-    // travels with the future, current on every poll)
-    let span = {
-        let _parent = lens::propagation::http::extract_headers(&headers).attach();
-        managed_span!(
-            nemo_gym::SERVER,
-            "gym.request",
-            route = "/run",
-            task = rollout.task.as_str()
-        )
-        .map(SpanGuard::into_span)
-    };
+    lens::safe_set_span_attributes(
+        &lens::otel::Context::current(),
+        &[("task", &rollout.task.as_str())],
+        &[],
+    );
     let app2 = app.clone();
     let body = async move {
         let verify_started = Instant::now();
@@ -84,7 +78,6 @@ async fn run(
         });
         json!({ "reward": if ok { 1.0 } else { 0.0 } })
     }
-    .instrument(span)
     .await;
     app.metrics.record(&GymRecord {
         request_duration_ms: Some(started.elapsed().as_secs_f64() * 1e3),
@@ -107,11 +100,9 @@ async fn demo_client(
     let started = Instant::now();
     async {
         for i in 0..8 {
-            let mut headers = reqwest::header::HeaderMap::new();
-            lens::propagation::http::inject_headers(&mut headers);
             let reply: Value = client
                 .post(format!("http://{addr}/run"))
-                .headers(headers)
+                .inject_context() // traceparent of the current span
                 .json(&json!({ "task": format!("t{}", i % 3), "response": format!("answer t{}", i % 2) }))
                 .send()
                 .await?
@@ -121,7 +112,7 @@ async fn demo_client(
         }
         Ok::<_, Box<dyn Error>>(())
     }
-    .instrument(collection)
+    .in_span(collection)
     .await?;
     metrics.record(&GymRecord {
         rollout_duration_ms: Some(started.elapsed().as_secs_f64() * 1e3),
@@ -157,8 +148,12 @@ fn main() -> Result<(), Box<dyn Error>> {
             tokio::net::TcpListener::bind(serve.as_deref().unwrap_or("127.0.0.1:0")).await?;
         let addr = listener.local_addr()?;
         println!("nemo_gym_server listening on http://{addr}/run");
+        // one SERVER span per request, named by the route template
+        let server_spans = ServerLayer::new(&nemo_gym::SERVER)
+            .with_route(|ext| ext.get::<MatchedPath>().map(|m| m.as_str().to_owned()));
         let router = Router::new()
             .route("/run", post(run))
+            .route_layer(server_spans)
             .with_state(app.clone());
         let server = tokio::spawn(async move { axum::serve(listener, router).await });
         if serve.is_some() {

@@ -81,19 +81,72 @@ fn contains_impl_trait(ty: &TokenStream) -> bool {
     })
 }
 
+/// The call that starts the span of a `#[trace_fn]`: detached (an `async
+/// fn`'s, handed to its future) or attached (a synchronous function's);
+/// `kind`, `parent` and `links` take the `_with` entry points, so a plain
+/// site stays on the shortest path.
+fn start_call(
+    args: &TraceFnArgs,
+    plan: &TraceFnPlan,
+    detached: bool,
+    attrs_vec: TokenStream,
+) -> TokenStream {
+    let name = &plan.name;
+    if plan.kind.is_none() && args.parent.is_none() && args.links.is_empty() {
+        return if detached {
+            quote!(::lens::__private::start_detached(#name, #attrs_vec))
+        } else {
+            quote!(::lens::__private::start_span(#name, #attrs_vec))
+        };
+    }
+    let kind = match &plan.kind {
+        Some(k) => quote!(::lens::__private::SpanKind::#k),
+        None => quote!(::lens::__private::SpanKind::Internal),
+    };
+    // each expression is spanned on itself, so a wrong type is reported there
+    let parent = match &args.parent {
+        Some(e) => {
+            let sp = first_last_span(&e.to_token_stream()).0;
+            quote_spanned!(sp=> ::lens::__private::IntoParentContext::into_parent_context(#e))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    let n = args.links.len();
+    let links = args.links.iter().map(|e| {
+        let sp = first_last_span(&e.to_token_stream()).0;
+        quote_spanned!(sp=> __lens_links.extend(::lens::__private::IntoLink::into_link(#e));)
+    });
+    let links = quote!({
+        let mut __lens_links = ::lens::__private::Vec::with_capacity(#n);
+        #(#links)*
+        __lens_links
+    });
+    let f = if detached {
+        quote!(start_detached_with)
+    } else {
+        quote!(start_span_with)
+    };
+    quote!(::lens::__private::#f(#name, #attrs_vec, #kind, #parent, #links))
+}
+
 pub(crate) fn trace_fn(args: &TraceFnArgs, plan: TraceFnPlan, func: ItemFn) -> TokenStream {
     let ItemFn {
         attrs,
         vis,
-        sig,
+        mut sig,
         block,
     } = func;
+    let is_async = sig.asyncness.is_some();
     let (outer, inner): (Vec<_>, Vec<_>) = attrs
         .into_iter()
         .partition(|a| matches!(a.style, syn::AttrStyle::Outer));
-    let group = plan.group;
-    let name = plan.name;
+    let group = plan.group.clone();
     let attrs_vec = attributes(&args.fields, &args.args);
+    let start = start_call(args, &plan, is_async, attrs_vec);
+    let ret_span = args
+        .ret
+        .as_ref()
+        .map_or_else(proc_macro2::Span::call_site, |r| r.span());
     let ret_ty: Option<TokenStream> = match &sig.output {
         ReturnType::Default => Some(quote!(())),
         ReturnType::Type(_, ty) => {
@@ -103,7 +156,7 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, plan: TraceFnPlan, func: ItemFn) -> T
     };
     // Where rustc should point for errors about the return type (the
     // written type, else the function's name) and about `err`.
-    let ret_span = match &sig.output {
+    let ty_span = match &sig.output {
         ReturnType::Default => sig.ident.span(),
         ReturnType::Type(_, ty) => first_last_span(&ty.to_token_stream()).0,
     };
@@ -112,12 +165,12 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, plan: TraceFnPlan, func: ItemFn) -> T
         .as_ref()
         .map_or_else(proc_macro2::Span::call_site, |e| e.span());
     let enabled = is_enabled(&group);
-    let body = if sig.asyncness.is_some() {
+    let body = if is_async {
         let fake_return = ret_ty.map(|t| {
             // a return edge of the declared type, so the async block's
             // output is inferred from the signature (and a wrong tail
             // expression is reported in the body, against `-> T`)
-            quote_spanned! {ret_span=>
+            quote_spanned! {ty_span=>
                 #[allow(unknown_lints, unreachable_code, clippy::diverging_sub_expression, clippy::let_unit_value, clippy::unreachable, clippy::empty_loop, clippy::let_with_type_underscore, clippy::needless_return)]
                 if false {
                     let __lens_fake_return: #t = loop {};
@@ -125,29 +178,64 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, plan: TraceFnPlan, func: ItemFn) -> T
                 }
             }
         });
+        // the span is made here, when the function is called (the `fn`
+        // returns the instrumented future; see `asyncfn`)
+        // with `ret`, the body's output is recorded on the span, current
+        // while the future is polled
+        let fut = match (&args.ret, &args.err) {
+            (None, _) => quote!(async move { #fake_return #block }),
+            (Some(_), err) => {
+                let record = if err.is_some() {
+                    quote_spanned!(ret_span=> ::lens::__private::record_ok_current(__lens_on, &__lens_out);)
+                } else {
+                    quote_spanned!(ret_span=> ::lens::__private::record_return_current(__lens_on, &__lens_out);)
+                };
+                quote!(async move {
+                    let __lens_out = async move { #fake_return #block }.await;
+                    #record
+                    __lens_out
+                })
+            }
+        };
         let call = if args.err.is_some() {
             // a non-`Result` output or an error type without `Display` is
             // reported on `err`
-            quote_spanned!(err_span=> ::lens::__private::instrument_result(async move { #fake_return #block }, __lens_span).await)
+            quote_spanned!(err_span=> ::lens::__private::instrument_result(#fut, __lens_span))
         } else {
-            quote!(::lens::__private::instrument(async move { #fake_return #block }, __lens_span).await)
+            quote!(::lens::__private::instrument(#fut, __lens_span))
         };
+        let on = args
+            .ret
+            .is_some()
+            .then(|| quote!(let __lens_on = ::core::option::Option::is_some(&__lens_span);));
         quote! {
             let __lens_span = if #enabled {
-                ::core::option::Option::Some(::lens::__private::start_detached(#name, #attrs_vec))
+                ::core::option::Option::Some(#start)
             } else {
                 ::core::option::Option::None
             };
+            #on
             #call
         }
-    } else if args.err.is_some() {
+    } else if args.err.is_some() || args.ret.is_some() {
         let annot = ret_ty.map(|t| quote!(-> #t));
         // a non-`Result` return type or an error type without `Display` is
-        // reported on `err`
-        let record = quote_spanned!(err_span=> ::lens::__private::record_result(&__lens_guard, &__lens_ret););
+        // reported on `err`; a return value that is not an attribute value,
+        // on `ret`
+        let record_err = args.err.is_some().then(|| quote_spanned!(err_span=> ::lens::__private::record_result(&__lens_guard, &__lens_ret);));
+        let record_ret = match (&args.ret, &args.err) {
+            (None, _) => None,
+            (Some(_), Some(_)) => Some(
+                quote_spanned!(ret_span=> ::lens::__private::record_ok(&__lens_guard, &__lens_ret);),
+            ),
+            (Some(_), None) => Some(
+                quote_spanned!(ret_span=> ::lens::__private::record_return(&__lens_guard, &__lens_ret);),
+            ),
+        };
+        let record = quote!(#record_err #record_ret);
         quote! {
             let __lens_guard = if #enabled {
-                ::core::option::Option::Some(::lens::__private::start_span(#name, #attrs_vec))
+                ::core::option::Option::Some(#start)
             } else {
                 ::core::option::Option::None
             };
@@ -168,15 +256,21 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, plan: TraceFnPlan, func: ItemFn) -> T
     } else {
         quote! {
             let __lens_guard = if #enabled {
-                ::core::option::Option::Some(::lens::__private::start_span(#name, #attrs_vec))
+                ::core::option::Option::Some(#start)
             } else {
                 ::core::option::Option::None
             };
             #block
         }
     };
+    let allow = is_async.then(|| {
+        crate::asyncfn::desugar_signature(&mut sig);
+        // an `async fn` of a trait implemented as `fn -> impl Future`
+        quote!(#[allow(refining_impl_trait)])
+    });
     quote! {
         #(#outer)*
+        #allow
         #vis #sig {
             #(#inner)*
             #body

@@ -12,6 +12,7 @@ use proc_macro2::TokenStream as TokenStream2;
 use quote::quote;
 use syn::parse::Parser;
 
+mod asyncfn;
 mod expand;
 mod parse;
 mod tables;

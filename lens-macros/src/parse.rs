@@ -148,9 +148,26 @@ pub(crate) struct TraceFnArgs {
     /// Whether `args(...)` came before `fields(...)` (to report a key given
     /// by both on the later one).
     pub(crate) args_first: bool,
+    /// `kind = server`: the span kind (checked in `validate`).
+    pub(crate) kind: Option<Ident>,
+    /// `ret`: record the return value (the `Ok` value with `err`).
+    pub(crate) ret: Option<Ident>,
+    /// `parent = expr`: an explicit parent.
+    pub(crate) parent: Option<Expr>,
+    /// `links(expr, ...)`: follows-from links.
+    pub(crate) links: Vec<Expr>,
 }
 
-const TRACE_FN_OPTIONS: &str = "group, name, fields, args, err";
+const TRACE_FN_OPTIONS: &str = "group, name, fields, args, err, ret, kind, parent, links";
+
+/// The span kinds `kind = ...` accepts.
+pub(crate) const SPAN_KINDS: &[(&str, &str)] = &[
+    ("internal", "Internal"),
+    ("server", "Server"),
+    ("client", "Client"),
+    ("producer", "Producer"),
+    ("consumer", "Consumer"),
+];
 
 impl TraceFnArgs {
     /// Parses the options, collecting every error (not only the first): after
@@ -239,11 +256,45 @@ impl TraceFnArgs {
                 self.args_first = self.fields.is_empty();
                 self.args.extend(idents);
             }
-            "err" => {
+            "err" | "ret" => {
                 if !input.is_empty() && !input.peek(Token![,]) {
-                    return Err(input.error("`err` takes no value: write `err`"));
+                    return Err(syn::Error::new(
+                        opt.span(),
+                        format!("`{name}` takes no value: write `{name}`"),
+                    ));
                 }
-                self.err = Some(opt.clone());
+                if name == "err" {
+                    self.err = Some(opt.clone());
+                } else {
+                    self.ret = Some(opt.clone());
+                }
+            }
+            "kind" => {
+                expect_eq(input, &opt, "kind = server")?;
+                if !input.peek(Ident::peek_any) {
+                    return Err(
+                        input.error(format!("expected a span kind; one of: {}", kind_list()))
+                    );
+                }
+                self.kind = Some(Ident::parse_any(input)?);
+            }
+            "parent" => {
+                expect_eq(input, &opt, "parent = &request_span")?;
+                self.parent = Some(input.parse()?);
+            }
+            "links" => {
+                let content = expect_list(input, &opt, "links(&producer_span, remote_context)")?;
+                let exprs = Punctuated::<Expr, Token![,]>::parse_terminated(&content)?;
+                if exprs.is_empty() {
+                    push_err(
+                        errors,
+                        syn::Error::new(
+                            opt.span(),
+                            "`links()` is empty: name at least one span to link, or remove `links`",
+                        ),
+                    );
+                }
+                self.links.extend(exprs);
             }
             _ => {
                 let msg = if name == "skip" || name == "skip_all" {
@@ -256,6 +307,15 @@ impl TraceFnArgs {
         }
         Ok(())
     }
+}
+
+/// `internal, server, client, producer, consumer`.
+pub(crate) fn kind_list() -> String {
+    SPAN_KINDS
+        .iter()
+        .map(|(k, _)| *k)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn push_err(errors: &mut Option<syn::Error>, e: syn::Error) {

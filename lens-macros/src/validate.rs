@@ -94,6 +94,8 @@ pub(crate) fn span_macro(args: &SpanMacroArgs) -> syn::Result<()> {
 pub(crate) struct TraceFnPlan {
     pub(crate) group: TokenStream,
     pub(crate) name: syn::LitStr,
+    /// The `SpanKind` variant of `kind = ...`.
+    pub(crate) kind: Option<syn::Ident>,
 }
 
 pub(crate) fn trace_fn(args: &TraceFnArgs, func: &ItemFn) -> syn::Result<TraceFnPlan> {
@@ -156,6 +158,45 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, func: &ItemFn) -> syn::Result<TraceFn
             push(&mut errors, syn::Error::new(err.span(), format!("`err` records the `Err` of a returned `Result`, but `{}` returns `{returns}`; remove `err`", func.sig.ident)));
         }
     }
+    let kind = match &args.kind {
+        None => None,
+        Some(k) => {
+            let written = k.unraw().to_string();
+            match crate::parse::SPAN_KINDS.iter().find(|(n, _)| *n == written) {
+                Some((_, variant)) => Some(syn::Ident::new(variant, k.span())),
+                None => {
+                    let hint = crate::parse::SPAN_KINDS
+                        .iter()
+                        .find(|(n, _)| n.eq_ignore_ascii_case(&written))
+                        .map(|(n, _)| format!(" (kinds are lowercase: `{n}`)"))
+                        .unwrap_or_default();
+                    push(
+                        &mut errors,
+                        syn::Error::new(
+                            k.span(),
+                            format!(
+                                "unknown span kind `{written}`{hint}; expected one of: {}",
+                                crate::parse::kind_list()
+                            ),
+                        ),
+                    );
+                    None
+                }
+            }
+        }
+    };
+    if let (Some(ret), syn::ReturnType::Default) = (&args.ret, &func.sig.output) {
+        push(
+            &mut errors,
+            syn::Error::new(
+                ret.span(),
+                format!(
+                    "`ret` records the return value, but `{}` returns `()`; remove `ret`",
+                    func.sig.ident
+                ),
+            ),
+        );
+    }
     if let Some(e) = errors {
         return Err(e);
     }
@@ -165,6 +206,7 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, func: &ItemFn) -> syn::Result<TraceFn
     Ok(TraceFnPlan {
         group: group.unwrap_or_default(),
         name,
+        kind,
     })
 }
 

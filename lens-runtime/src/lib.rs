@@ -8,6 +8,7 @@
 //! | layer | what | needs |
 //! |---|---|---|
 //! | `setup/` | builder, handle (shutdown), signal hook | everything below |
+//! | `bridge/` | the `tracing` bridge: a `tracing_subscriber` layer making lens spans (feature `tracing`) | api, config, the log bridge of `sdk/` when built |
 //! | `sdk/` | pipeline per backend, exporters, batch processor, ids, sampler, GPU metrics, log bridge, redaction, fork | the OpenTelemetry SDK |
 //! | `host/` | facts about the host: resource detection (rank, SLURM, K8s, GPUs) | config, api |
 //! | `config/` | `LensConfig`, `OTEL_*` settings, export strategies | api |
@@ -15,6 +16,8 @@
 //! | `diag`, `vars` | best-effort diagnostics on stderr; the one reader of the environment | std |
 
 mod api;
+#[cfg(feature = "tracing")]
+mod bridge;
 mod config;
 #[cfg(feature = "sdk-core")]
 mod diag;
@@ -39,8 +42,9 @@ pub use api::groups::{
     SpanGroupError, SpanGroupFamily, SpanGroupSet,
 };
 pub use api::metrics::{
-    GymMetrics, GymRecord, InferenceMetrics, InferenceRecord, RlMetrics, RlRecord, TrainingMetrics,
-    TrainingRecord, DURATION_MS_BUCKETS, GEN_AI_DURATION_BUCKETS_S, GEN_AI_TOKEN_BUCKETS,
+    GymMetrics, GymRecord, InferenceMetrics, InferenceRecord, RlMetrics, RlRecord, TokenTimer,
+    TrainingMetrics, TrainingRecord, DURATION_MS_BUCKETS, GEN_AI_DURATION_BUCKETS_S,
+    GEN_AI_TOKEN_BUCKETS, GEN_AI_TPOT_BUCKETS_S, GEN_AI_TTFT_BUCKETS_S,
     MAX_INFERENCE_ATTRIBUTE_SETS, STEP_DURATION_BUCKETS_S,
 };
 #[cfg(feature = "http")]
@@ -55,9 +59,14 @@ pub use api::propagation::{
 };
 pub use api::scope::{meter, tracer, SCOPE_NAME};
 pub use api::semconv;
+#[cfg(feature = "tower")]
+pub use api::serving::{RouteFn, ServerFuture, ServerLayer, ServerService};
+pub use api::span::opts::{IntoLink, IntoParentContext};
 #[cfg(feature = "sdk-core")]
 pub use api::span::{clear_tracer_provider, set_tracer_provider};
 pub use api::span::{start_detached, LensSpan, SpanGuard, SpanStatus};
+#[cfg(feature = "tracing")]
+pub use bridge::{tracing_layer, tracing_layer_with, TracingBridge, TracingLayer, TracingMode};
 #[cfg(feature = "sdk-core")]
 pub use config::otel::OtlpProtocol;
 pub use config::strategy::{
@@ -103,10 +112,21 @@ pub mod __private {
     pub use crate::api::attr::{AttributeValue, REDACTED};
     pub use crate::api::future::{instrument, instrument_result};
     pub use crate::api::groups::{base, Preset, SpanGroup, SpanGroupFamily};
+    pub use crate::api::span::opts::{
+        record_ok, record_ok_current, record_return, record_return_current, start_detached_with,
+        start_span_with, IntoLink, IntoParentContext,
+    };
     pub use crate::api::span::{record_result, start_detached, start_span, LensSpan, SpanGuard};
+    pub use opentelemetry::trace::SpanKind;
     pub use opentelemetry::{Key, KeyValue};
     pub use std::sync::atomic::AtomicU64;
     pub use std::vec::Vec;
+
+    /// Names lifetimes in the bound of the future an instrumented `async fn`
+    /// returns, so that it captures them (Rust 2021 `impl Trait` captures
+    /// only the lifetimes its bounds name); implemented by every type.
+    pub trait Captures<T: ?Sized> {}
+    impl<T: ?Sized, U: ?Sized> Captures<U> for T {}
 
     /// Pushes `key = value` unless the value is `None`.
     #[inline]

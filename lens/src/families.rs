@@ -103,3 +103,26 @@ crate::define_span_group! {
         },
     }
 }
+
+crate::define_span_group! {
+    /// Inference servers: the phases of one generation request. Presets:
+    /// `default` = job, checkpoint, evaluate, request (one span per
+    /// request); `per_step` = every base group + request, prefill, decode;
+    /// `all` = everything (adds a span per sampled token).
+    pub inference_server {
+        groups: [
+            /// One generation request, arrival to last token.
+            request,
+            /// The prompt's forward pass (up to the first token).
+            prefill,
+            /// The decode loop (after the first token).
+            decode,
+            /// Sampling one token (very fine-grained).
+            sample,
+        ],
+        presets: {
+            default: [default, request],
+            per_step: [per_step, default, prefill, decode],
+        },
+    }
+}

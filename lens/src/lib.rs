@@ -50,6 +50,21 @@ extern crate self as lens;
 /// | `fields(k = expr, "a.b" = expr, c.d = expr, e)` | attributes, evaluated only when the group is on |
 /// | `args(a, b)` | record these scalar parameters (none are recorded by default) |
 /// | `err` | an `Err` return sets ERROR status `TypeName: message` and adds an `exception` event (type, message, stack trace when `RUST_BACKTRACE` is on) |
+/// | `ret` | records the return value as the `return` attribute (a scalar; with `err`, only the `Ok` value) |
+/// | `kind = server` | the span kind: `internal` (default), `server`, `client`, `producer`, `consumer` |
+/// | `parent = expr` | an explicit parent instead of the current context: a [`LensSpan`], [`SpanGuard`], `Context` or `SpanContext`, by reference, or an `Option` of one ([`IntoParentContext`]) |
+/// | `links(expr, ...)` | follows-from links to other spans ([`IntoLink`]) |
+///
+/// ```
+/// use lens::{trace_fn, LensSpan};
+///
+/// #[trace_fn(group = "job", kind = server, parent = request, links(batch), ret)]
+/// fn handle(request: &lens::otel::Context, batch: &LensSpan) -> u64 {
+///     200
+/// }
+/// let batch = lens::detached_span("batch");
+/// handle(&lens::otel::Context::current(), &batch);
+/// ```
 ///
 /// ```
 /// use lens::trace_fn;
@@ -84,9 +99,23 @@ extern crate self as lens;
 /// }
 /// ```
 ///
-/// An `async fn` creates the span on first poll and wraps its body in a
-/// future that attaches the span's context on every poll (never across an
-/// `.await`), so the span covers the whole future.
+/// An `async fn` creates its span when it is *called* (a child of the
+/// caller's current context, as for a synchronous function) and returns its
+/// body as a future that attaches the span's context on every poll (never
+/// across an `.await`), so the span covers the whole future and
+/// `tokio::spawn(handle(req))`, `join_all` or a first poll on another thread
+/// keep the caller's trace. For that the macro writes it as a `fn` returning
+/// `impl Future` (the signature rustdoc shows); a lifetime hidden in a path
+/// argument (`x: Foo` for `Foo<'a>`) must then be written (`Foo<'_>`).
+///
+/// ```text
+/// async fn handle(&self, n: u64) -> u64 { body }
+/// // becomes
+/// fn handle<'l0>(&'l0 self, n: u64) -> impl Future<Output = u64> + Captures<(&'l0 (), ..)> {
+///     let span = if JOB.is_enabled() { Some(start_detached("handle", attrs)) } else { None };
+///     instrument(async move { body }, span)
+/// }
+/// ```
 #[doc(inline)]
 pub use lens_macros::trace_fn;
 
@@ -198,11 +227,69 @@ pub mod propagation {
 /// need only the OpenTelemetry metrics API: without the `sdk` feature they
 /// record into whatever global meter provider the application installs.
 pub mod metrics {
+    pub use crate::generation::Generation;
     pub use lens_runtime::{
-        GymMetrics, GymRecord, InferenceMetrics, InferenceRecord, RlMetrics, RlRecord,
+        GymMetrics, GymRecord, InferenceMetrics, InferenceRecord, RlMetrics, RlRecord, TokenTimer,
         TrainingMetrics, TrainingRecord, DURATION_MS_BUCKETS, GEN_AI_DURATION_BUCKETS_S,
-        GEN_AI_TOKEN_BUCKETS, MAX_INFERENCE_ATTRIBUTE_SETS, STEP_DURATION_BUCKETS_S,
+        GEN_AI_TOKEN_BUCKETS, GEN_AI_TPOT_BUCKETS_S, GEN_AI_TTFT_BUCKETS_S,
+        MAX_INFERENCE_ATTRIBUTE_SETS, STEP_DURATION_BUCKETS_S,
     };
+}
+
+/// The `tracing` bridge: `tracing` spans (candle's, burn's, your server's)
+/// become lens spans in lens's own pipeline, gated by span groups. See
+/// [`TracingBridge`](tracing::TracingBridge) for the configuration and the
+/// README's "Using Lens with `tracing`".
+///
+/// ```
+/// use lens::logs::tracing_subscriber::{layer::SubscriberExt as _, registry};
+/// // NEMO_LENS_TRACING_GROUPS="candle_transformers=forward_backward:per_entry"
+/// let subscriber = registry().with(lens::tracing::layer());
+/// # drop(subscriber);
+/// ```
+#[cfg(feature = "tracing")]
+pub mod tracing {
+    pub use lens_runtime::{TracingBridge, TracingLayer, TracingMode};
+
+    /// The bridge configured from the environment (`NEMO_LENS_TRACING_GROUPS`,
+    /// `NEMO_LENS_TRACING_DEFAULT`, `NEMO_LENS_TRACING_LEVEL`), as a layer.
+    /// Group names are looked up in the base family, the families lens ships
+    /// (`megatron`, `nemo_rl`, `nemo_gym`, `inference_server`) and every
+    /// registered family. An invalid variable is reported on stderr
+    /// (variable, value, what is accepted) and the layer then records
+    /// nothing; [`TracingBridge::from_env_with`] returns the error instead.
+    ///
+    /// ```
+    /// use lens::logs::tracing_subscriber::{layer::SubscriberExt as _, registry};
+    /// // e.g. NEMO_LENS_TRACING_GROUPS="candle_transformers=layer:per_entry,my_server=server"
+    /// let subscriber = registry().with(lens::tracing::layer());
+    /// # drop(subscriber);
+    /// let env = |v: &str| (v == "NEMO_LENS_TRACING_GROUPS")
+    ///     .then(|| "candle_transformers=layer:per_entry,my_server=server".to_owned());
+    /// lens::tracing::TracingBridge::from_lookup(&[&lens::megatron::FAMILY, &lens::nemo_gym::FAMILY], env)?;
+    /// # Ok::<(), lens::ConfigError>(())
+    /// ```
+    pub fn layer() -> TracingLayer {
+        lens_runtime::tracing_layer_with(&[
+            &crate::megatron::FAMILY,
+            &crate::nemo_rl::FAMILY,
+            &crate::nemo_gym::FAMILY,
+            &crate::inference_server::FAMILY,
+        ])
+    }
+}
+
+/// Server middleware (feature `tower`): [`ServerLayer`](serving::ServerLayer)
+/// makes one SERVER span per HTTP request, a child of the caller's W3C
+/// context, gated by a span group. See the README's "Serving".
+///
+/// ```
+/// let layer = lens::serving::ServerLayer::new(&lens::inference_server::REQUEST);
+/// # drop(layer);
+/// ```
+#[cfg(feature = "tower")]
+pub mod serving {
+    pub use lens_runtime::{RouteFn, ServerFuture, ServerLayer, ServerService};
 }
 
 /// Opt-in GPU telemetry through NVML (the `gpu` feature).
@@ -234,7 +321,7 @@ pub use lens_runtime::{
     setup_telemetry, setup_telemetry_from_env, shared_run_id, ForkSafeIdGenerator, OtlpProtocol,
     RankAwareSampler, SetupError, ShutdownError, TelemetryBuilder, TelemetryHandle,
 };
-pub use lens_runtime::{LensSpan, SpanGuard, SpanStatus};
+pub use lens_runtime::{IntoLink, IntoParentContext, LensSpan, SpanGuard, SpanStatus};
 
 /// The eight base groups and the base family.
 pub mod groups {
@@ -245,12 +332,12 @@ pub mod groups {
 }
 
 /// Opens a span that is not attached to the current context, e.g. to
-/// instrument a future with [`Instrument::instrument`]. Always on.
+/// instrument a future with [`Instrument::in_span`]. Always on.
 ///
 /// ```
 /// use lens::Instrument;
 /// async fn generate() -> usize { 3 }
-/// let fut = generate().instrument(lens::detached_span("rollout.generate"));
+/// let fut = generate().in_span(lens::detached_span("rollout.generate"));
 /// # drop(fut);
 /// ```
 pub fn detached_span(name: impl Into<std::borrow::Cow<'static, str>>) -> LensSpan {
@@ -266,7 +353,8 @@ pub use opentelemetry as otel;
 pub use opentelemetry_sdk as otel_sdk;
 
 mod families;
-pub use families::{megatron, nemo_gym, nemo_rl};
+mod generation;
+pub use families::{inference_server, megatron, nemo_gym, nemo_rl};
 
 /// Items used by the code the macros generate. Not public API.
 #[doc(hidden)]

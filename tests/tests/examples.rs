@@ -217,6 +217,22 @@ fn nemo_rl_grpo_phases_and_metrics() {
 }
 
 #[test]
+fn token_streaming_records_ttft_and_tpot() {
+    let (spans, metrics, _) = contents(&run_to_file("token_streaming", &tmp("streaming")));
+    has_all(&spans, &["generate", "prefill", "decode"]);
+    assert!(!spans.contains("sample"), "`sample` is only under `all`");
+    has_all(
+        &metrics,
+        &[
+            "gen_ai.server.time_to_first_token",
+            "gen_ai.server.time_per_output_token",
+            "gen_ai.server.request.duration",
+            "gen_ai.client.token.usage",
+        ],
+    );
+}
+
+#[test]
 fn nemo_gym_server_joins_the_callers_trace() {
     let text = run_to_file("nemo_gym_server", &tmp("gym"));
     let (spans, metrics, _) = contents(&text);
@@ -224,7 +240,7 @@ fn nemo_gym_server_joins_the_callers_trace() {
         &spans,
         &[
             "rollout_collection",
-            "gym.request",
+            "POST /run",
             "verify",
             "aggregate_metrics",
         ],
@@ -266,4 +282,28 @@ fn examples_export_over_otlp_when_an_endpoint_is_set() {
     );
     let g = r.metric("rl.reward.mean");
     assert_eq!(g.data_type, "Gauge");
+}
+
+#[test]
+fn nemo_gym_server_spans_reach_the_collector_in_the_clients_trace() {
+    // the tower layer's SERVER spans, under the reqwest client's span
+    let rotel = Rotel::start();
+    let mut cmd = clean_command(example_binary("nemo_gym_server"));
+    cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", rotel.grpc_endpoint())
+        .env("NEMO_LENS_RUN_ID", "gym-otlp");
+    run_ok(&mut cmd);
+    let r = rotel.wait_for(Duration::from_secs(20), "gym server spans", |r| {
+        r.spans_named("POST /run").len() == 8 && !r.spans_named("rollout_collection").is_empty()
+    });
+    let client = r.span("rollout_collection");
+    for s in r.spans_named("POST /run") {
+        assert_eq!(s.parent_id, client.span_id, "a child of the client's span");
+        assert_eq!(s.trace_id, client.trace_id);
+        assert_eq!(get(&s.attributes, "http.route"), Some("/run"));
+        assert_eq!(get(&s.attributes, "http.request.method"), Some("POST"));
+        assert_eq!(get(&s.attributes, "http.response.status_code"), Some("200"));
+    }
+    let verify = r.spans_named("verify");
+    assert_eq!(verify.len(), 8);
+    assert!(verify.iter().all(|v| v.trace_id == client.trace_id));
 }

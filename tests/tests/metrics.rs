@@ -31,6 +31,8 @@ const INFERENCE: InferenceRecord<'static> = InferenceRecord {
     model: Some("llama"),
     operation: None,
     provider: None,
+    time_to_first_token_s: None,
+    time_per_output_token_s: None,
 };
 const INFERENCE_CHAT: InferenceRecord<'static> = InferenceRecord {
     duration_s: Some(1.5),
@@ -39,6 +41,8 @@ const INFERENCE_CHAT: InferenceRecord<'static> = InferenceRecord {
     model: None,
     operation: Some("chat"),
     provider: Some("vllm"),
+    time_to_first_token_s: None,
+    time_per_output_token_s: None,
 };
 const RL: RlRecord = RlRecord {
     reward_mean: Some(0.5),

@@ -7,7 +7,7 @@ use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
 
 pin_project_lite::pin_project! {
-    /// A future running inside a span. Made by [`Instrument::instrument`].
+    /// A future running inside a span. Made by [`Instrument::in_span`].
     #[derive(Debug)]
     #[must_use = "futures do nothing unless polled"]
     pub struct Instrumented<F> {
@@ -40,22 +40,52 @@ impl<T: IntoInstrumentSpan> IntoInstrumentSpan for Option<T> {
     }
 }
 
-/// Runs any future inside a span.
+/// Runs any future inside a span: [`in_span`](Self::in_span).
 ///
 /// ```
 /// use lens::Instrument;
 /// async fn rollout() -> u32 { 7 }
-/// let fut = rollout().instrument(lens::detached_span("rollout"));
+/// let fut = rollout().in_span(lens::detached_span("rollout"));
 /// # drop(fut);
 /// ```
+///
+/// The method was called `instrument` before, like `tracing::Instrument`'s:
+/// with both traits in scope a call to `.instrument(..)` is ambiguous
+/// (E0034). `instrument` stays as a deprecated alias for one release; the
+/// clash ends when it goes.
 pub trait Instrument: Future + Sized {
     /// Wraps `self` so that `span` is current while it is polled and ends
-    /// when it completes or is dropped.
-    fn instrument<S: IntoInstrumentSpan>(self, span: S) -> Instrumented<Self> {
+    /// when it completes or is dropped (`None`, e.g. from a disabled
+    /// `managed_span!`, instruments nothing).
+    ///
+    /// ```
+    /// use lens::Instrument;
+    /// # async fn step() {}
+    /// let fut = step().in_span(lens::managed_span!("step", "train.step"));
+    /// # drop(fut);
+    /// ```
+    fn in_span<S: IntoInstrumentSpan>(self, span: S) -> Instrumented<Self> {
         Instrumented {
             inner: self,
             span: span.into_instrument_span(),
         }
+    }
+
+    /// The former name of [`in_span`](Self::in_span).
+    ///
+    /// ```
+    /// #![allow(deprecated)]
+    /// use lens::Instrument;
+    /// # async fn step() {}
+    /// let fut = step().instrument(lens::detached_span("step"));
+    /// # drop(fut);
+    /// ```
+    #[deprecated(
+        since = "0.1.0",
+        note = "renamed `in_span` (no clash with `tracing::Instrument::instrument`)"
+    )]
+    fn instrument<S: IntoInstrumentSpan>(self, span: S) -> Instrumented<Self> {
+        self.in_span(span)
     }
 }
 impl<F: Future> Instrument for F {}

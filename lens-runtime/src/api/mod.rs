@@ -9,4 +9,6 @@ pub(crate) mod metrics;
 pub(crate) mod propagation;
 pub(crate) mod scope;
 pub mod semconv;
+#[cfg(feature = "tower")]
+pub(crate) mod serving;
 pub(crate) mod span;

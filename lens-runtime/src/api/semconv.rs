@@ -202,6 +202,12 @@ pub const METRIC_GEN_AI_SERVER_REQUEST_DURATION: &str = "gen_ai.server.request.d
 /// Metric `gen_ai.client.token.usage`: histogram, `{token}`, one point per
 /// `gen_ai.token.type`.
 pub const METRIC_GEN_AI_CLIENT_TOKEN_USAGE: &str = "gen_ai.client.token.usage";
+/// Metric `gen_ai.server.time_to_first_token`: histogram, `s`, from the
+/// request's arrival to its first output token.
+pub const METRIC_GEN_AI_SERVER_TIME_TO_FIRST_TOKEN: &str = "gen_ai.server.time_to_first_token";
+/// Metric `gen_ai.server.time_per_output_token`: histogram, `s`, the mean
+/// time between output tokens after the first (the decode phase).
+pub const METRIC_GEN_AI_SERVER_TIME_PER_OUTPUT_TOKEN: &str = "gen_ai.server.time_per_output_token";
 
 // === rl.* (RL post-training, `metrics::RlMetrics`) ===
 /// `rl.algorithm`: the RL algorithm, e.g. `grpo`, `ppo`, `dpo`.

@@ -43,6 +43,20 @@ fn start_builder(builder: SpanBuilder) -> Context {
     })
 }
 
+/// Starts a span from `builder` as a child of `parent` (not of the current
+/// context); the returned context is `parent` plus the new span.
+#[inline(always)]
+fn start_builder_in(builder: SpanBuilder, parent: &Context) -> Context {
+    #[cfg(feature = "sdk-core")]
+    if let Some(tracer) = slot::get() {
+        let span = tracer.build_with_context(builder, parent);
+        return parent.with_span(span);
+    }
+    let tracer = opentelemetry::global::tracer(SCOPE_NAME);
+    let span = tracer.build_with_context(builder, parent);
+    parent.with_span(span)
+}
+
 /// The status of a span, as set by `SpanGuard::set_status`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SpanStatus {
@@ -115,6 +129,12 @@ pub fn start_detached(name: impl Into<Cow<'static, str>>, attributes: Vec<KeyVal
 #[doc(hidden)]
 pub(crate) fn start_detached_builder(builder: SpanBuilder) -> LensSpan {
     LensSpan::new(start_builder(builder))
+}
+
+/// Starts a span from a full builder as a child of `parent` (an explicit
+/// parent context, not the current one), without attaching it.
+pub(crate) fn start_detached_in(builder: SpanBuilder, parent: &Context) -> LensSpan {
+    LensSpan::new(start_builder_in(builder, parent))
 }
 
 /// Starts a span, child of the current context, and makes it current until
@@ -353,5 +373,6 @@ pub fn record_result<T, E: Display>(guard: &Option<SpanGuard>, result: &Result<T
 
 pub(crate) mod exception;
 pub(crate) mod open;
+pub(crate) mod opts;
 pub(crate) mod panic;
 pub(crate) mod tracer;

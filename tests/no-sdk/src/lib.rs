@@ -14,6 +14,6 @@ pub fn step(it: u64) -> Result<u64, String> {
 #[trace_fn(group = lens::nemo_rl::ROLLOUT)]
 pub async fn rollout(n: u32) -> u32 {
     async move { n * 2 }
-        .instrument(managed_span!("job", "inner"))
+        .in_span(managed_span!("job", "inner"))
         .await
 }

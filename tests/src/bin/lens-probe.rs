@@ -10,7 +10,9 @@
 //!   `batches <n>` (n flushed batches of spans; a failed export is reported
 //!   on stdout, not an error, as a training job would carry on),
 //!   `stdout-locked` (flushes a span while holding the stdout lock, as a
-//!   progress printer may);
+//!   progress printer may), `tracing` (the `tracing` bridge, routed by
+//!   `NEMO_LENS_TRACING_GROUPS`: a span made once and entered per step, a
+//!   server span with a lens span and an event inside);
 //! * shapes: `sync` (plain main), `tokio-mt`, `tokio-ct` (inside a user's
 //!   multi-thread / current-thread tokio runtime).
 //!
@@ -221,6 +223,28 @@ fn run(mode: &str, arg: Option<&str>) -> Result<(), Box<dyn std::error::Error>> 
                 log::info!(target: "trainer::loop", "log after second setup");
                 tracing::info!(target: "trainer::loop", "tracing after second setup");
             }
+        }
+        "tracing" => {
+            // the tracing bridge, configured by NEMO_LENS_TRACING_GROUPS:
+            // a candle-style span made once and entered per step, and a
+            // server-style span with a lens span inside
+            use lens::logs::tracing_subscriber::layer::SubscriberExt as _;
+            let subscriber =
+                lens::logs::tracing_subscriber::registry().with(lens::tracing::layer());
+            tracing::subscriber::set_global_default(subscriber)?;
+            let _job = span_cm!("probe.job");
+            let block =
+                tracing::trace_span!(target: "probe_model::layers", "probe.block", index = 0);
+            for i in 0..3u64 {
+                let _step = managed_span!("step", "probe.step", "nv.dl.iteration" = i);
+                let _entry = block.enter();
+                forward_backward(1);
+            }
+            tracing::info_span!(target: "probe_server", "probe.request", prompt = "a secret")
+                .in_scope(|| {
+                    let _child = span_cm!("probe.lens.child");
+                    tracing::info!(target: "probe_server", tokens = 3, "generated");
+                });
         }
         other => return Err(format!("unknown mode {other}").into()),
     }

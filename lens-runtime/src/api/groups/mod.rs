@@ -8,5 +8,7 @@ mod set;
 pub use family::{base, Preset, SpanGroup, SpanGroupFamily};
 #[cfg(feature = "sdk-core")]
 pub(crate) use registry::disable_all_after_fork;
+#[cfg(feature = "tracing")]
+pub(crate) use registry::known_families;
 pub use registry::{is_span_group_enabled, register_family, set_enabled_span_groups};
 pub use set::{SpanGroupError, SpanGroupSet};

@@ -21,6 +21,14 @@ fn registered() -> impl Iterator<Item = &'static SpanGroupFamily> {
     })
 }
 
+/// The base family, then every family registered so far.
+#[cfg(feature = "tracing")]
+pub(crate) fn known_families() -> Vec<&'static SpanGroupFamily> {
+    let mut all = vec![&base::FAMILY];
+    all.extend(registered().filter(|f| !std::ptr::eq(*f, &base::FAMILY)));
+    all
+}
+
 /// Makes `family` known to [`is_span_group_enabled`]. Enabling groups does
 /// this for every family of the set; calling it twice is harmless.
 ///

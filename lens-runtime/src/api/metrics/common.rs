@@ -35,6 +35,26 @@ pub const GEN_AI_TOKEN_BUCKETS: [f64; 14] = [
     67_108_864.0,
 ];
 
+/// Bucket boundaries (seconds) of `gen_ai.server.time_to_first_token`, as
+/// the GenAI semantic conventions recommend.
+///
+/// ```
+/// assert_eq!(lens::metrics::GEN_AI_TTFT_BUCKETS_S[0], 0.001);
+/// ```
+pub const GEN_AI_TTFT_BUCKETS_S: [f64; 16] = [
+    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+];
+
+/// Bucket boundaries (seconds) of `gen_ai.server.time_per_output_token`, as
+/// the GenAI semantic conventions recommend.
+///
+/// ```
+/// assert_eq!(*lens::metrics::GEN_AI_TPOT_BUCKETS_S.last().unwrap(), 2.5);
+/// ```
+pub const GEN_AI_TPOT_BUCKETS_S: [f64; 13] = [
+    0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5,
+];
+
 /// Bucket boundaries (milliseconds) of the `rl.*` and `gym.*` duration
 /// histograms: 1 ms to 10 minutes, 1-2.5-5 per decade (the SDK's default
 /// boundaries stop at 10 s, shorter than many generations and rollouts).

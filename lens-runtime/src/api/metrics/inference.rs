@@ -28,12 +28,20 @@ pub struct InferenceRecord<'a> {
     pub operation: Option<&'a str>,
     /// `gen_ai.provider.name`; default `nemo`.
     pub provider: Option<&'a str>,
+    /// Seconds from arrival to the first output token →
+    /// `gen_ai.server.time_to_first_token`.
+    pub time_to_first_token_s: Option<f64>,
+    /// Mean seconds per output token after the first →
+    /// `gen_ai.server.time_per_output_token`.
+    pub time_per_output_token_s: Option<f64>,
 }
 
 /// Inference instruments, named by the GenAI semantic conventions:
-/// histogram `gen_ai.server.request.duration` (`s`) and histogram
-/// `gen_ai.client.token.usage` (`{token}`, one point per
-/// `gen_ai.token.type`), both with `gen_ai.operation.name`,
+/// histograms `gen_ai.server.request.duration`,
+/// `gen_ai.server.time_to_first_token` and
+/// `gen_ai.server.time_per_output_token` (`s`, each with the convention's
+/// buckets) and histogram `gen_ai.client.token.usage` (`{token}`, one point
+/// per `gen_ai.token.type`), all with `gen_ai.operation.name`,
 /// `gen_ai.provider.name` and, when given, `gen_ai.request.model`.
 ///
 /// ```
@@ -45,6 +53,8 @@ pub struct InferenceRecord<'a> {
 #[derive(Debug)]
 pub struct InferenceMetrics {
     duration: Histogram<f64>,
+    ttft: Histogram<f64>,
+    tpot: Histogram<f64>,
     tokens: Histogram<u64>,
     extra: Box<[KeyValue]>,
     sets: RwLock<Vec<InferenceAttrs>>,
@@ -130,6 +140,20 @@ impl InferenceMetrics {
             "Generative AI server request duration such as time-to-last byte or last output token.",
             &GEN_AI_DURATION_BUCKETS_S,
         );
+        let ttft = histogram(
+            meter,
+            sc::METRIC_GEN_AI_SERVER_TIME_TO_FIRST_TOKEN,
+            UNIT_S,
+            "Time to generate first token for successful responses.",
+            &GEN_AI_TTFT_BUCKETS_S,
+        );
+        let tpot = histogram(
+            meter,
+            sc::METRIC_GEN_AI_SERVER_TIME_PER_OUTPUT_TOKEN,
+            UNIT_S,
+            "Time per output token generated after the first token for successful responses.",
+            &GEN_AI_TPOT_BUCKETS_S,
+        );
         let tokens = meter
             .u64_histogram(sc::METRIC_GEN_AI_CLIENT_TOKEN_USAGE)
             .with_unit(UNIT_TOKEN)
@@ -144,6 +168,8 @@ impl InferenceMetrics {
         );
         InferenceMetrics {
             duration,
+            ttft,
+            tpot,
             tokens,
             extra,
             sets: RwLock::new(vec![default]),
@@ -163,6 +189,8 @@ impl InferenceMetrics {
         if record.duration_s.is_none()
             && record.input_tokens.is_none()
             && record.output_tokens.is_none()
+            && record.time_to_first_token_s.is_none()
+            && record.time_per_output_token_s.is_none()
         {
             return;
         }
@@ -196,6 +224,12 @@ impl InferenceMetrics {
         if let Some(d) = record.duration_s {
             self.duration.record(d, &attrs.request);
         }
+        if let Some(t) = record.time_to_first_token_s {
+            self.ttft.record(t, &attrs.request);
+        }
+        if let Some(t) = record.time_per_output_token_s {
+            self.tpot.record(t, &attrs.request);
+        }
         if let Some(n) = record.input_tokens {
             self.tokens.record(n, &attrs.input);
         }
@@ -213,5 +247,112 @@ impl InferenceMetrics {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .len()
+    }
+}
+
+/// The timing of one streamed generation: made when the request arrives,
+/// told of every output token, it fills the duration, time to first token,
+/// time per output token and output token count of an [`InferenceRecord`].
+///
+/// ```
+/// use lens::metrics::{InferenceMetrics, InferenceRecord, TokenTimer};
+/// let meter = lens::otel::global::meter("doc");
+/// let metrics = InferenceMetrics::new(&meter);
+/// let mut timer = TokenTimer::start();
+/// for _token in ["Hello", ",", " world"] {
+///     timer.token(); // the first call marks the time to first token
+/// }
+/// let record = timer.finish(InferenceRecord { input_tokens: Some(12), model: Some("llama"), ..Default::default() });
+/// assert_eq!(record.output_tokens, Some(3));
+/// assert!(record.time_to_first_token_s.is_some() && record.time_per_output_token_s.is_some());
+/// metrics.record(&record);
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct TokenTimer {
+    start: std::time::Instant,
+    first: Option<std::time::Instant>,
+    last: Option<std::time::Instant>,
+    tokens: u64,
+}
+
+impl TokenTimer {
+    /// Starts timing a request (at its arrival).
+    ///
+    /// ```
+    /// let t = lens::metrics::TokenTimer::start();
+    /// assert_eq!(t.tokens(), 0);
+    /// ```
+    pub fn start() -> Self {
+        TokenTimer {
+            start: std::time::Instant::now(),
+            first: None,
+            last: None,
+            tokens: 0,
+        }
+    }
+
+    /// Counts one output token, now; returns whether it was the first.
+    ///
+    /// ```
+    /// let mut t = lens::metrics::TokenTimer::start();
+    /// assert!(t.token());
+    /// assert!(!t.token());
+    /// ```
+    pub fn token(&mut self) -> bool {
+        self.tokens_now(1)
+    }
+
+    /// Counts `n` output tokens produced together (a decode step of a
+    /// speculative or batched decoder), now; returns whether they were the
+    /// first.
+    ///
+    /// ```
+    /// let mut t = lens::metrics::TokenTimer::start();
+    /// t.tokens_now(4);
+    /// assert_eq!(t.tokens(), 4);
+    /// ```
+    pub fn tokens_now(&mut self, n: u64) -> bool {
+        let now = std::time::Instant::now();
+        let first = self.first.is_none() && n > 0;
+        if first {
+            self.first = Some(now);
+        }
+        self.last = Some(now);
+        self.tokens += n;
+        first
+    }
+
+    /// Output tokens counted so far.
+    ///
+    /// ```
+    /// assert_eq!(lens::metrics::TokenTimer::start().tokens(), 0);
+    /// ```
+    pub fn tokens(&self) -> u64 {
+        self.tokens
+    }
+
+    /// `base` with the duration (arrival to now), the output token count,
+    /// the time to first token and the time per output token (the time
+    /// from the first token to the last over the tokens after the first;
+    /// unset with fewer than two tokens) filled in.
+    ///
+    /// ```
+    /// let r = lens::metrics::TokenTimer::start().finish(Default::default());
+    /// assert_eq!((r.output_tokens, r.time_to_first_token_s), (Some(0), None));
+    /// ```
+    pub fn finish<'a>(&self, base: InferenceRecord<'a>) -> InferenceRecord<'a> {
+        let secs = |a: std::time::Instant, b: std::time::Instant| b.duration_since(a).as_secs_f64();
+        let ttft = self.first.map(|f| secs(self.start, f));
+        let tpot = match (self.first, self.last) {
+            (Some(f), Some(l)) if self.tokens > 1 => Some(secs(f, l) / (self.tokens - 1) as f64),
+            _ => None,
+        };
+        InferenceRecord {
+            duration_s: Some(self.start.elapsed().as_secs_f64()),
+            output_tokens: Some(self.tokens),
+            time_to_first_token_s: ttft,
+            time_per_output_token_s: tpot,
+            ..base
+        }
     }
 }

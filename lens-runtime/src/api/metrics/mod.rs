@@ -40,11 +40,11 @@ mod rl;
 mod training;
 
 pub use common::{
-    DURATION_MS_BUCKETS, GEN_AI_DURATION_BUCKETS_S, GEN_AI_TOKEN_BUCKETS,
-    MAX_INFERENCE_ATTRIBUTE_SETS, STEP_DURATION_BUCKETS_S,
+    DURATION_MS_BUCKETS, GEN_AI_DURATION_BUCKETS_S, GEN_AI_TOKEN_BUCKETS, GEN_AI_TPOT_BUCKETS_S,
+    GEN_AI_TTFT_BUCKETS_S, MAX_INFERENCE_ATTRIBUTE_SETS, STEP_DURATION_BUCKETS_S,
 };
 pub use gym::{GymMetrics, GymRecord};
-pub use inference::{InferenceMetrics, InferenceRecord};
+pub use inference::{InferenceMetrics, InferenceRecord, TokenTimer};
 pub use rl::{RlMetrics, RlRecord};
 pub use training::{TrainingMetrics, TrainingRecord};
 
@@ -152,6 +152,64 @@ mod tests {
         assert_eq!(points, vec![(base("input"), 100), (base("output"), 20)]);
         let bounds: Vec<f64> = h.data_points().next().unwrap().bounds().collect();
         assert_eq!(bounds, GEN_AI_TOKEN_BUCKETS);
+    }
+
+    #[test]
+    fn time_to_first_token_and_per_output_token() {
+        let (p, e) = provider();
+        let m = InferenceMetrics::new(&p.meter("t"));
+        m.record(&InferenceRecord {
+            time_to_first_token_s: Some(0.03),
+            time_per_output_token_s: Some(0.02),
+            model: Some("llama"),
+            ..Default::default()
+        });
+        // a streamed generation timed by TokenTimer
+        let mut timer = TokenTimer::start();
+        assert!(timer.token());
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        assert!(!timer.token());
+        timer.tokens_now(2);
+        let r = timer.finish(InferenceRecord {
+            model: Some("llama"),
+            ..Default::default()
+        });
+        assert_eq!(r.output_tokens, Some(4));
+        let (ttft, tpot) = (
+            r.time_to_first_token_s.unwrap(),
+            r.time_per_output_token_s.unwrap(),
+        );
+        assert!(ttft <= r.duration_s.unwrap());
+        assert!(
+            tpot * 3.0 >= 0.002,
+            "3 tokens after the first, 2 ms apart at least: {tpot}"
+        );
+        m.record(&r);
+        let rms = collect(&p, &e);
+        let all = flat(&rms);
+        for (name, bounds, sum) in [
+            (
+                sc::METRIC_GEN_AI_SERVER_TIME_TO_FIRST_TOKEN,
+                &GEN_AI_TTFT_BUCKETS_S[..],
+                0.03 + ttft,
+            ),
+            (
+                sc::METRIC_GEN_AI_SERVER_TIME_PER_OUTPUT_TOKEN,
+                &GEN_AI_TPOT_BUCKETS_S[..],
+                0.02 + tpot,
+            ),
+        ] {
+            let h = find(&all, name);
+            assert_eq!(h.unit(), "s", "{name}");
+            let AggregatedMetrics::F64(MetricData::Histogram(h)) = h.data() else {
+                panic!("{name} is not an f64 histogram");
+            };
+            let points: Vec<_> = h.data_points().collect();
+            assert_eq!(points.len(), 1, "{name}: one attribute set");
+            assert_eq!(points[0].count(), 2, "{name}");
+            assert!((points[0].sum() - sum).abs() < 1e-9, "{name}");
+            assert_eq!(points[0].bounds().collect::<Vec<_>>(), bounds, "{name}");
+        }
     }
 
     #[test]

@@ -160,6 +160,31 @@ pub mod http {
     pub fn extract_headers(headers: &::http::HeaderMap) -> Context {
         extract_with(&opentelemetry_http::HeaderExtractor(headers))
     }
+
+    /// Client injection for `reqwest` (feature `reqwest`): a request that
+    /// carries the current context (`traceparent`, `tracestate`, `baggage`).
+    ///
+    /// ```
+    /// use lens::propagation::http::InjectContext as _;
+    /// let client = reqwest::Client::new();
+    /// let _span = lens::span_cm!("call");
+    /// let request = client.get("http://127.0.0.1:9/").inject_context();
+    /// # drop(request);
+    /// ```
+    #[cfg(feature = "reqwest")]
+    pub trait InjectContext {
+        /// Adds the current context's headers.
+        fn inject_context(self) -> Self;
+    }
+
+    #[cfg(feature = "reqwest")]
+    impl InjectContext for reqwest::RequestBuilder {
+        fn inject_context(self) -> Self {
+            let mut headers = ::http::HeaderMap::new();
+            inject_headers(&mut headers);
+            self.headers(headers)
+        }
+    }
 }
 
 /// Starts a span, child of the current context, with a Link (not a parent)

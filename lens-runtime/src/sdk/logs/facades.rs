@@ -2,8 +2,9 @@
 //! to the bridge the latest setup configured.
 
 use crate::sdk::logs::options::{target_accepted, Level};
-use crate::sdk::logs::state::{current, emit_once, level_passes};
+use crate::sdk::logs::state::{current, emit_once, level_passes, Active};
 use std::any::TypeId;
+use std::sync::Arc;
 use tracing_subscriber::layer::Context as LayerContext;
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::Layer;
@@ -87,23 +88,64 @@ where
     S: tracing::Subscriber + for<'a> LookupSpan<'a>,
 {
     fn on_layer(&mut self, subscriber: &mut S) {
-        // SAFETY: the returned pointer is only compared with `None`, never
-        // dereferenced.
-        self.duplicate =
-            unsafe { subscriber.downcast_raw(TypeId::of::<LogBridgeLayer>()) }.is_some();
+        self.duplicate = forwarder_below(subscriber);
     }
 
     fn on_event(&self, event: &tracing::Event<'_>, ctx: LayerContext<'_, S>) {
         if self.duplicate {
             return;
         }
-        let metadata = event.metadata();
-        if !level_passes(Level::from_tracing(metadata.level())) {
-            return;
-        }
-        let Some(active) = current() else { return };
-        if active.tracing_on && target_accepted(&active.targets, metadata.target()) {
-            emit_once(|| active.tracing.on_event(event, ctx));
+        if let Some(active) = tracing_event_taker(event.metadata()) {
+            forward_tracing_event(&active, event, ctx);
         }
     }
+}
+
+/// Answered (through `Layer::downcast_raw`) by a layer that forwards
+/// `tracing` events to the log bridge itself (the tracing bridge's layer),
+/// so that a [`LogBridgeLayer`] in the same subscriber stays silent.
+#[derive(Debug)]
+pub(crate) struct ForwardsTracingEvents;
+
+/// The value a forwarding layer's `downcast_raw` points at.
+#[cfg_attr(not(feature = "tracing"), allow(dead_code))] // the tracing bridge
+pub(crate) static FORWARDS_TRACING_EVENTS: ForwardsTracingEvents = ForwardsTracingEvents;
+
+/// Whether the subscriber below already holds a layer that forwards
+/// `tracing` events to the log bridge (a [`LogBridgeLayer`], or the tracing
+/// bridge's layer).
+pub(crate) fn forwarder_below<S: tracing::Subscriber>(subscriber: &S) -> bool {
+    // SAFETY: the returned pointers are only compared with `None`, never
+    // dereferenced.
+    unsafe {
+        subscriber
+            .downcast_raw(TypeId::of::<LogBridgeLayer>())
+            .is_some()
+            || subscriber
+                .downcast_raw(TypeId::of::<ForwardsTracingEvents>())
+                .is_some()
+    }
+}
+
+/// The bridge configuration that takes a `tracing` event of `metadata` as
+/// a log record, if the latest setup asked for one (level, `tracing` on,
+/// target accepted).
+pub(crate) fn tracing_event_taker(metadata: &tracing::Metadata<'_>) -> Option<Arc<Active>> {
+    if !level_passes(Level::from_tracing(metadata.level())) {
+        return None;
+    }
+    let active = current()?;
+    (active.tracing_on && target_accepted(&active.targets, metadata.target())).then_some(active)
+}
+
+/// Sends `event` to the logger provider of `active` (once per thread at a
+/// time: a record produced while emitting one is dropped).
+pub(crate) fn forward_tracing_event<S>(
+    active: &Active,
+    event: &tracing::Event<'_>,
+    ctx: LayerContext<'_, S>,
+) where
+    S: tracing::Subscriber + for<'a> LookupSpan<'a>,
+{
+    emit_once(|| active.tracing.on_event(event, ctx));
 }

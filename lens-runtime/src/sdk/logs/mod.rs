@@ -45,6 +45,11 @@ mod options;
 mod stamp;
 mod state;
 
+#[cfg(feature = "tracing")]
+pub(crate) use facades::{
+    forward_tracing_event, forwarder_below, tracing_event_taker, ForwardsTracingEvents,
+    FORWARDS_TRACING_EVENTS,
+};
 pub use facades::{LogBridgeLayer, LogBridgeLogger};
 pub use options::{Level, LogBridgeError, LogBridgeOptions};
 use stamp::StampingProvider;

@@ -1,0 +1,113 @@
+//! A `tracing` span through the lens bridge, enabled and disabled, side by
+//! side with `tracing-opentelemetry` on the same SDK pipeline (a batch
+//! processor into an exporter that drops everything), and with `tracing`
+//! with no subscriber at all. See docs/PERFORMANCE.md for results.
+//!
+//! Each variant makes, enters and closes one `info_span!` around the same
+//! `#[inline(never)]` body (the per-entry variants enter a span made once).
+//! Subscribers are scoped to each variant with `dispatcher::with_default`.
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use lens::groups;
+use lens::tracing::TracingBridge;
+use std::hint::black_box;
+use tracing_subscriber::layer::SubscriberExt as _;
+
+#[path = "common/mod.rs"]
+mod common;
+
+use common::variants::body;
+
+/// A span of the routed target around the body.
+#[inline(never)]
+fn traced(x: u64) -> u64 {
+    let span = tracing::info_span!(target: "bench_model", "bench.span", n = x);
+    let _e = span.enter();
+    body(x)
+}
+
+/// One entry of a span made once (candle's pattern).
+#[inline(never)]
+fn entered(span: &tracing::Span, x: u64) -> u64 {
+    let _e = span.enter();
+    body(x)
+}
+
+fn per_call(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    mut f: impl FnMut(u64) -> u64,
+) -> u64 {
+    let mut i = 0u64;
+    g.bench_function(name, |b| {
+        b.iter(|| {
+            i = i.wrapping_add(1);
+            f(black_box(i))
+        })
+    });
+    i
+}
+
+fn bridge(c: &mut Criterion) {
+    let (provider, exporter) = common::discard_provider();
+    lens::set_tracer_provider(&provider);
+    let mut g = c.benchmark_group("tracing_bridge");
+    let mut produced = 0u64;
+
+    // `tracing` with no subscriber: the floor a disabled bridge aims at
+    per_call(&mut g, "a_tracing_no_subscriber", traced);
+
+    let lifetime = tracing::Dispatch::new(
+        tracing_subscriber::registry().with(
+            TracingBridge::new()
+                .route("bench_model", &groups::STEP)
+                .layer(),
+        ),
+    );
+    let per_entry = tracing::Dispatch::new(
+        tracing_subscriber::registry().with(
+            TracingBridge::new()
+                .route_per_entry("bench_model", &groups::STEP)
+                .layer(),
+        ),
+    );
+    let otel = tracing::Dispatch::new(
+        tracing_subscriber::registry()
+            .with(tracing_opentelemetry::layer().with_tracer(common::raw_tracer(&provider))),
+    );
+
+    // --- disabled: the group is off --------------------------------------
+    common::lens_off();
+    tracing::dispatcher::with_default(&lifetime, || {
+        per_call(&mut g, "b_bridge_off", traced);
+    });
+    tracing::dispatcher::with_default(&per_entry, || {
+        let span = tracing::info_span!(target: "bench_model", "bench.block");
+        per_call(&mut g, "b_bridge_per_entry_off", |x| entered(&span, x));
+    });
+
+    // --- enabled -----------------------------------------------------------
+    lens::set_enabled_span_groups(&lens::SpanGroupSet::resolve("step", &[]).unwrap());
+    tracing::dispatcher::with_default(&lifetime, || {
+        produced += per_call(&mut g, "c_bridge_on", traced);
+    });
+    tracing::dispatcher::with_default(&otel, || {
+        produced += per_call(&mut g, "d_tracing_opentelemetry", traced);
+    });
+    tracing::dispatcher::with_default(&per_entry, || {
+        let span = tracing::info_span!(target: "bench_model", "bench.block");
+        produced += per_call(&mut g, "e_bridge_per_entry_on", |x| entered(&span, x));
+    });
+    g.finish();
+
+    common::lens_off();
+    let dropped = common::dropped_after_flush(&provider, &exporter, produced);
+    eprintln!(
+        "tracing_bridge: {produced} spans produced, {dropped} dropped by the batch processor"
+    );
+    lens::clear_tracer_provider();
+    let _ = provider.shutdown();
+}
+
+criterion_group!(benches, bridge);
+criterion_main!(benches);
