@@ -60,7 +60,8 @@ cargo clippy --manifest-path tests/no-sdk/Cargo.toml --all-targets -- -D warning
 cargo test --manifest-path tests/no-sdk/Cargo.toml
 
 step "feature profiles: each one README.md lists compiles, clippy-clean"
-for features in sdk-core file gpu otlp-http otlp-grpc "otlp-http,tls" "otlp-grpc,tls" "sdk,tls,http"; do
+for features in sdk-core file gpu logs tracing otlp-http otlp-grpc "otlp-http,tls" "otlp-grpc,tls" \
+  "sdk,tracing,tls,http,tower,reqwest"; do
   echo "-- nemo-lens --no-default-features --features $features"
   cargo clippy -p nemo-lens -p nemo-lens-runtime --no-default-features --features "$features" -- -D warnings
 done

@@ -83,17 +83,19 @@ pub use host::launcher::shared_run_id;
 pub use sdk::gpu::{register_gpu_metrics, visible_gpus};
 #[cfg(feature = "sdk-core")]
 pub use sdk::ids::ForkSafeIdGenerator;
-#[cfg(feature = "sdk-core")]
+#[cfg(feature = "logs")]
 pub use sdk::logs::{
     log, setup_logging_bridge_with_provider, tracing, tracing_subscriber, InstallStatus, Level,
     LogBridge, LogBridgeError, LogBridgeLayer, LogBridgeLogger, LogBridgeOptions,
 };
 #[cfg(feature = "sdk-core")]
 pub use sdk::sampler::RankAwareSampler;
+#[cfg(feature = "logs")]
+pub use setup::setup_logging_bridge;
 #[cfg(feature = "sdk-core")]
 pub use setup::{
-    setup_logging_bridge, setup_telemetry, setup_telemetry_from_env, SetupError, ShutdownError,
-    TelemetryBuilder, TelemetryHandle,
+    setup_telemetry, setup_telemetry_from_env, SetupError, ShutdownError, TelemetryBuilder,
+    TelemetryHandle,
 };
 
 #[cfg(all(test, feature = "sdk-core"))]

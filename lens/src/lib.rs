@@ -298,8 +298,9 @@ pub mod gpu {
     pub use lens_runtime::{register_gpu_metrics, visible_gpus, GpuDevice};
 }
 
-/// The log bridge: `log` and `tracing` records to OpenTelemetry logs.
-#[cfg(feature = "sdk-core")]
+/// The log bridge: `log` and `tracing` records to OpenTelemetry logs (the
+/// `logs` feature).
+#[cfg(feature = "logs")]
 pub mod logs {
     pub use lens_runtime::{
         log, setup_logging_bridge, setup_logging_bridge_with_provider, tracing, tracing_subscriber,

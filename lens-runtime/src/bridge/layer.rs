@@ -79,7 +79,7 @@ fn entry_context(id: u64) -> Option<Context> {
 pub struct TracingLayer {
     shared: Arc<Shared>,
     /// Forward events to the log bridge here (no `LogBridgeLayer` below).
-    #[cfg_attr(not(feature = "sdk-core"), allow(dead_code))]
+    #[cfg_attr(not(feature = "logs"), allow(dead_code))]
     forward_logs: bool,
 }
 
@@ -144,7 +144,7 @@ where
     }
 
     fn on_layer(&mut self, _subscriber: &mut S) {
-        #[cfg(feature = "sdk-core")]
+        #[cfg(feature = "logs")]
         {
             self.forward_logs = !crate::sdk::logs::forwarder_below(_subscriber);
         }
@@ -219,7 +219,7 @@ where
 
     fn on_event(&self, event: &Event<'_>, ctx: LayerContext<'_, S>) {
         let meta = event.metadata();
-        #[cfg(feature = "sdk-core")]
+        #[cfg(feature = "logs")]
         if let Some(active) = crate::sdk::logs::tracing_event_taker(meta) {
             // the log bridge takes it: a log record with the span's ids,
             // never a span event too
@@ -311,7 +311,7 @@ where
         if id == TypeId::of::<Self>() {
             return Some(self as *const Self as *const ());
         }
-        #[cfg(feature = "sdk-core")]
+        #[cfg(feature = "logs")]
         if id == TypeId::of::<crate::sdk::logs::ForwardsTracingEvents>() {
             let marker: &'static crate::sdk::logs::ForwardsTracingEvents =
                 &crate::sdk::logs::FORWARDS_TRACING_EVENTS;

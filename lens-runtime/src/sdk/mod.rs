@@ -9,6 +9,7 @@ pub(crate) mod fork;
 #[cfg(feature = "gpu")]
 pub(crate) mod gpu;
 pub(crate) mod ids;
+#[cfg(feature = "logs")]
 pub(crate) mod logs;
 pub(crate) mod pipeline;
 pub(crate) mod processors;

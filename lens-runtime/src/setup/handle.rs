@@ -66,6 +66,7 @@ pub(super) fn teardown_globals(truncate_open_spans: bool) {
         open::truncate_all(TRUNCATED_REASON);
     }
     open::set_tracking(false);
+    #[cfg(feature = "logs")]
     crate::sdk::logs::deactivate();
     span::clear_tracer_provider();
     opentelemetry::global::set_tracer_provider(

@@ -6,6 +6,7 @@ mod error;
 mod from_env;
 mod handle;
 mod install;
+#[cfg(feature = "logs")]
 mod logs;
 mod signal;
 
@@ -13,4 +14,5 @@ pub use builder::{setup_telemetry, TelemetryBuilder};
 pub use error::SetupError;
 pub use from_env::setup_telemetry_from_env;
 pub use handle::{ShutdownError, TelemetryHandle};
+#[cfg(feature = "logs")]
 pub use logs::setup_logging_bridge;

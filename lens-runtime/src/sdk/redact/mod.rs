@@ -322,6 +322,7 @@ mod tests {
         assert_eq!(redactor().redact_record(&original), original);
     }
 
+    #[cfg(feature = "logs")]
     #[test]
     fn tracing_event_fields_through_the_log_bridge() {
         use tracing_subscriber::layer::SubscriberExt as _;
