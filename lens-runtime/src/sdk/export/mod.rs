@@ -21,6 +21,10 @@ mod proto3;
 mod runtime;
 pub(crate) mod sink;
 #[cfg(feature = "tls")]
+#[cfg_attr(
+    not(any(feature = "otlp-grpc", feature = "otlp-http")),
+    allow(dead_code)
+)]
 mod tls;
 
 use endpoint::transport_error;

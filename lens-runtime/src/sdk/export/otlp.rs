@@ -169,16 +169,13 @@ macro_rules! otlp_exporter {
                         _ => Protocol::HttpBinary,
                     };
                     let b = b.with_http().with_protocol(p);
-                    // always lens's own client in a `tls` build (see
-                    // `Settings::plain`)
                     #[cfg(feature = "tls")]
-                    let b = {
-                        use opentelemetry_otlp::WithHttpConfig;
-                        let client = match &tls {
-                            Some(t) => t.http_client(signal)?,
-                            None => super::tls::Settings::plain().http_client(signal)?,
-                        };
-                        b.with_http_client(client)
+                    let b = match &tls {
+                        Some(t) => {
+                            use opentelemetry_otlp::WithHttpConfig;
+                            b.with_http_client(t.http_client(signal)?)
+                        }
+                        None => b,
                     };
                     b.build()
                 }

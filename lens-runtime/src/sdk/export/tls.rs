@@ -1,5 +1,6 @@
 //! TLS for `https://` OTLP endpoints (the `tls` feature): rustls with the
-//! `ring` provider, for gRPC (tonic) and HTTP (reqwest) alike.
+//! `ring` provider, for gRPC (tonic) and HTTP (hyper with a rustls connector:
+//! plain `http://` keeps the exporter's reqwest client) alike.
 //!
 //! Trust: the webpki roots plus the machine's native certificates, or,
 //! when `OTEL_EXPORTER_OTLP_CERTIFICATE` (or its per-signal form) names a
@@ -23,11 +24,6 @@ pub(crate) struct Settings {
     ca: Option<Vec<u8>>,
     /// PEM client certificate chain and key.
     identity: Option<(Vec<u8>, Vec<u8>)>,
-    /// Trust the webpki and native roots when no CA is given (false for a
-    /// plain `http://` endpoint, which never uses them; tonic needs no
-    /// client for those).
-    #[cfg_attr(not(feature = "otlp-http"), allow(dead_code))]
-    default_roots: bool,
 }
 
 /// A PEM file named by a variable: its bytes and the variable.
@@ -104,20 +100,7 @@ impl Settings {
         Ok(Settings {
             ca: ca.map(|f| f.bytes),
             identity,
-            default_roots: true,
         })
-    }
-
-    /// For a plain `http://` endpoint. A `tls` build still hands the HTTP
-    /// exporter a client of its own: reqwest without a built-in crypto
-    /// provider panics when it builds its default client.
-    #[cfg(feature = "otlp-http")]
-    pub(crate) fn plain() -> Settings {
-        Settings {
-            ca: None,
-            identity: None,
-            default_roots: false,
-        }
     }
 
     /// The tonic TLS configuration (gRPC).
@@ -149,7 +132,6 @@ impl Settings {
                     roots.add(cert).map_err(|e| err(&e))?;
                 }
             }
-            None if !self.default_roots => {}
             None => {
                 roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
                 // unreadable native certificates leave the webpki roots
@@ -179,23 +161,29 @@ impl Settings {
                 std::time::Duration::from_secs(10),
                 std::time::Duration::from_millis,
             );
-        reqwest::Client::builder()
-            .timeout(timeout)
-            .tls_backend_preconfigured(config)
-            .build()
-            .map(KeepsCause)
-            .map_err(|e| err(&e))
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(config)
+            .https_only()
+            .enable_http1()
+            .build();
+        Ok(KeepsCause(HyperClient::new(connector, timeout, None)))
     }
 }
 
-/// The reqwest client, keeping the cause of a failed request: the OTLP
+/// The OTLP HTTP client for `https://`: hyper over lens's rustls connector.
+#[cfg(feature = "otlp-http")]
+type HyperClient = opentelemetry_http::hyper::HyperClient<
+    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
+>;
+
+/// The HTTP client, keeping the cause of a failed request: the OTLP
 /// HTTP exporter reports every transport failure as "network error", which
 /// hides a certificate problem. The cause goes to
 /// [`super::endpoint::note_transport_error`], which the first-failure report
 /// reads.
 #[cfg(feature = "otlp-http")]
 #[derive(Debug)]
-pub(crate) struct KeepsCause(reqwest::Client);
+pub(crate) struct KeepsCause(HyperClient);
 
 #[cfg(feature = "otlp-http")]
 #[async_trait::async_trait]
