@@ -81,6 +81,9 @@ pub(crate) fn register_on(meter: &Meter, worker: &Worker) -> bool {
         // why was warned (NVML did not load or did not answer)
         Some(Err(_)) | None => return false,
         Some(Ok(_)) => {
+            // not a failure (a CPU rank, or CUDA_VISIBLE_DEVICES selects
+            // none): a debug record where `tracing` is in the build
+            #[cfg(any(feature = "logs", feature = "tracing"))]
             tracing::debug!(target: "lens::gpu", "GPU metrics not registered: no visible GPU");
             return false;
         }
