@@ -12,3 +12,5 @@ pub mod semconv;
 #[cfg(feature = "tower")]
 pub(crate) mod serving;
 pub(crate) mod span;
+#[cfg(any(feature = "logs", feature = "tracing"))]
+pub(crate) mod targets;

@@ -3,23 +3,9 @@
 
 use super::callsites::Callsites;
 use super::route::{Route, Routes, TracingMode};
-use super::spec::target_matches;
+use crate::api::targets::{target_matches, INTERNAL_TARGETS};
 use tracing::subscriber::Interest;
 use tracing::Metadata;
-
-/// Targets never bridged by the default group: the OpenTelemetry crates
-/// and the network stack the OTLP exporter runs on (their spans, made while
-/// exporting, would need exporting). An explicit entry still routes them,
-/// except the OpenTelemetry crates.
-const INTERNAL_TARGETS: &[&str] = &[
-    "hyper",
-    "hyper_util",
-    "h2",
-    "tonic",
-    "tower",
-    "tower_http",
-    "reqwest",
-];
 
 /// What the filter and the layer share: the routes and the callsite table.
 #[derive(Debug)]

@@ -309,8 +309,9 @@ pub(crate) fn disabled_bridge(options: &LogBridgeOptions) -> Result<LogBridge, L
 
 #[cfg(test)]
 mod tests {
-    use super::options::{target_accepted, target_matches};
+    use super::options::target_accepted;
     use super::*;
+    use crate::api::targets::target_matches;
 
     #[test]
     fn module_path_targets() {

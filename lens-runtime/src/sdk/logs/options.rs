@@ -1,21 +1,9 @@
 //! What the log bridge forwards: the level, the targets, and errors in
 //! the options.
 
+use crate::api::targets::{is_internal, target_matches};
 use std::fmt;
 use std::str::FromStr;
-
-/// Targets that are never bridged: the OpenTelemetry crates' own internal
-/// logs and the network stack the OTLP exporter runs on. Bridging them could
-/// make every export produce records that need exporting.
-const INTERNAL_TARGETS: &[&str] = &[
-    "hyper",
-    "hyper_util",
-    "h2",
-    "tonic",
-    "tower",
-    "tower_http",
-    "reqwest",
-];
 
 /// The minimum severity a record needs to be bridged.
 ///
@@ -287,17 +275,8 @@ impl LogBridgeOptions {
 }
 
 /// Whether `target` is `prefix` or below it as a module path.
-pub(super) fn target_matches(prefix: &str, target: &str) -> bool {
-    match target.strip_prefix(prefix) {
-        Some(rest) => rest.is_empty() || prefix.ends_with("::") || rest.starts_with("::"),
-        None => false,
-    }
-}
-
 pub(super) fn target_accepted(prefixes: &[String], target: &str) -> bool {
-    if target.starts_with("opentelemetry")
-        || INTERNAL_TARGETS.iter().any(|p| target_matches(p, target))
-    {
+    if is_internal(target) {
         return false;
     }
     prefixes.is_empty() || prefixes.iter().any(|p| target_matches(p, target))
