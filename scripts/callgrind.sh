@@ -45,7 +45,7 @@ EN2=${EN2:-400000}
 REPEAT=${REPEAT:-3}
 MODES=("$@")
 if [ ${#MODES[@]} -eq 0 ]; then
-    MODES=(bare bit_test bit_test_xcrate lens_off lens_managed_off tracing_off fastrace_off
+    MODES=(bare bit_test bit_test_xcrate bit_test_noguard bit_test_noguard_xcrate lens_off lens_managed_off tracing_off fastrace_off
            lens_trace_fn_on lens_on lens_setup_on sdk_on sdk_cx_on sdk_guard_on)
 fi
 

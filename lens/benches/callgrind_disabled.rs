@@ -26,6 +26,8 @@ const MODES: &[&str] = &[
     "bare",
     "bit_test",
     "bit_test_xcrate",
+    "bit_test_noguard",
+    "bit_test_noguard_xcrate",
     "lens_off",
     "lens_managed_off",
     "tracing_off",
@@ -82,6 +84,8 @@ fn run(mode: &str, n: u64) -> Result<(), String> {
         "bare" => disabled!(bare),
         "bit_test" => disabled!(bit_test),
         "bit_test_xcrate" => disabled!(bit_test_xcrate),
+        "bit_test_noguard" => disabled!(bit_test_noguard),
+        "bit_test_noguard_xcrate" => disabled!(bit_test_noguard_xcrate),
         "lens_off" => disabled!(lens_trace_fn),
         "lens_managed_off" => {
             for i in 0..n {
