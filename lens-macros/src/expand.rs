@@ -217,7 +217,22 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, plan: TraceFnPlan, func: ItemFn) -> T
             #on
             #call
         }
-    } else if args.err.is_some() || args.ret.is_some() {
+    } else if args.err.is_none()
+        && args.ret.is_none()
+        && outer.iter().any(|a| a.path().is_ident("track_caller"))
+    {
+        // `#[track_caller]`: the body stays in the function itself (a
+        // closure would report its own location to `Location::caller()`),
+        // at the cost of a guard held across it
+        quote! {
+            let __lens_guard = if #enabled {
+                ::core::option::Option::Some(#start)
+            } else {
+                ::core::option::Option::None
+            };
+            #block
+        }
+    } else {
         let annot = ret_ty.map(|t| quote!(-> #t));
         // a non-`Result` return type or an error type without `Display` is
         // reported on `err`; a return value that is not an attribute value,
@@ -233,34 +248,44 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, plan: TraceFnPlan, func: ItemFn) -> T
             ),
         };
         let record = quote!(#record_err #record_ret);
+        // The disabled path is the floor: load the group's word, test the
+        // bit, run the body, with no guard held across it (so no stack
+        // frame of the site's own). The body is written once, as a closure
+        // made after the span has started (the span's attribute expressions
+        // see the arguments before the body takes them); both branches call
+        // it through one out-of-line function, a tail call when disabled.
+        // `return` and `?` in the body come back to the closure. It is made
+        // under an `FnOnce` bound so that it may return borrows of what it
+        // captured (`&mut self` methods returning `Result<&mut T, E>`).
         quote! {
-            let __lens_guard = if #enabled {
+            let __lens_on: bool = #enabled;
+            let __lens_guard = if __lens_on {
                 ::core::option::Option::Some(#start)
             } else {
                 ::core::option::Option::None
             };
-            // The body runs in a closure so that `return` and `?` still come
-            // back here; it is called through an `FnOnce` bound so that it
-            // may return borrows of what it captured (`&mut self` methods
-            // returning `Result<&mut T, E>`).
-            let __lens_ret = {
-                #[inline(always)]
-                fn __lens_call_once<__LensR, __LensF: ::core::ops::FnOnce() -> __LensR>(f: __LensF) -> __LensR {
-                    f()
-                }
-                __lens_call_once(move || #annot #block)
-            };
-            #record
-            __lens_ret
-        }
-    } else {
-        quote! {
-            let __lens_guard = if #enabled {
-                ::core::option::Option::Some(#start)
+            #[inline(always)]
+            fn __lens_once<__LensR, __LensF: ::core::ops::FnOnce() -> __LensR>(f: __LensF) -> __LensF {
+                f
+            }
+            #[inline(never)]
+            fn __lens_call<__LensR, __LensF: ::core::ops::FnOnce() -> __LensR>(f: __LensF) -> __LensR {
+                f()
+            }
+            let __lens_body = __lens_once(move || #annot #block);
+            // branching on the bool again (not on the `Option`, which the
+            // optimizer cannot see is `Some` after the span's start) lets it
+            // thread the disabled path straight to the tail call
+            if __lens_on {
+                let __lens_ret = __lens_call(__lens_body);
+                #record
+                __lens_ret
             } else {
-                ::core::option::Option::None
-            };
-            #block
+                // `None`: nothing to drop after the call, which is then in
+                // tail position
+                ::core::mem::forget(__lens_guard);
+                __lens_call(__lens_body)
+            }
         }
     };
     let allow = is_async.then(|| {
