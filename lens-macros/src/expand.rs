@@ -129,6 +129,53 @@ fn start_call(
     quote!(::lens::__private::#f(#name, #attrs_vec, #kind, #parent, #links))
 }
 
+/// The parameters a synchronous `#[trace_fn]` hands to its body closure as
+/// arguments rather than captures, so that the body's out-of-line function
+/// takes them in the registers the function itself got them in (a capture
+/// set of more than two words would be passed through memory): every plain
+/// `name` / `mut name` parameter without attributes. `mut` moves to the
+/// closure's parameter. `self`, patterns and parameters with attributes are
+/// captured.
+fn forward_params(sig: &mut syn::Signature) -> Vec<(Option<syn::token::Mut>, Ident)> {
+    let mut out = Vec::new();
+    for input in &mut sig.inputs {
+        let syn::FnArg::Typed(t) = input else {
+            continue;
+        };
+        if !t.attrs.is_empty() {
+            continue;
+        }
+        if let syn::Pat::Ident(p) = t.pat.as_mut() {
+            if p.by_ref.is_none() && p.subpat.is_none() && p.attrs.is_empty() {
+                out.push((p.mutability.take(), p.ident.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// Every identifier the options of a `#[trace_fn]` mention (`args`, and the
+/// tokens of `fields`, `parent` and `links` expressions).
+fn idents_in(args: &TraceFnArgs) -> Vec<Ident> {
+    fn walk(tokens: TokenStream, out: &mut Vec<Ident>) {
+        for t in tokens {
+            match t {
+                proc_macro2::TokenTree::Ident(i) => out.push(i),
+                proc_macro2::TokenTree::Group(g) => walk(g.stream(), out),
+                _ => {}
+            }
+        }
+    }
+    let mut out = args.args.clone();
+    for f in &args.fields {
+        walk(f.value.to_token_stream(), &mut out);
+    }
+    for e in args.parent.iter().chain(&args.links) {
+        walk(e.to_token_stream(), &mut out);
+    }
+    out
+}
+
 pub(crate) fn trace_fn(args: &TraceFnArgs, plan: TraceFnPlan, func: ItemFn) -> TokenStream {
     let ItemFn {
         attrs,
@@ -257,6 +304,28 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, plan: TraceFnPlan, func: ItemFn) -> T
         // `return` and `?` in the body come back to the closure. It is made
         // under an `FnOnce` bound so that it may return borrows of what it
         // captured (`&mut self` methods returning `Result<&mut T, E>`).
+        let forwarded = forward_params(&mut sig);
+        let n = forwarded.len();
+        let tys: Vec<Ident> = (0..n)
+            .map(|i| Ident::new(&format!("__LensA{i}"), proc_macro2::Span::call_site()))
+            .collect();
+        let vals: Vec<Ident> = (0..n)
+            .map(|i| Ident::new(&format!("__lens_a{i}"), proc_macro2::Span::call_site()))
+            .collect();
+        let names: Vec<&Ident> = forwarded.iter().map(|(_, name)| name).collect();
+        // a parameter the span's options read is used even when the body
+        // does not use it; one used nowhere is still reported, on the
+        // closure's parameter (the user's token)
+        let used_by_options = idents_in(args);
+        let pats: Vec<TokenStream> = forwarded
+            .iter()
+            .map(|(mutability, name)| {
+                let allow = used_by_options
+                    .contains(name)
+                    .then(|| quote!(#[allow(unused_variables)]));
+                quote!(#allow #mutability #name)
+            })
+            .collect();
         quote! {
             let __lens_on: bool = #enabled;
             let __lens_guard = if __lens_on {
@@ -264,27 +333,30 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, plan: TraceFnPlan, func: ItemFn) -> T
             } else {
                 ::core::option::Option::None
             };
+            // the closure's parameter types are those of the arguments (so
+            // that an elided lifetime is the function's, not a new
+            // higher-ranked one, and `impl Trait` needs no name)
             #[inline(always)]
-            fn __lens_once<__LensR, __LensF: ::core::ops::FnOnce() -> __LensR>(f: __LensF) -> __LensF {
+            fn __lens_once<__LensR, #(#tys,)* __LensF: ::core::ops::FnOnce(#(#tys),*) -> __LensR>(#(_: &#tys,)* f: __LensF) -> __LensF {
                 f
             }
             #[inline(never)]
-            fn __lens_call<__LensR, __LensF: ::core::ops::FnOnce() -> __LensR>(f: __LensF) -> __LensR {
-                f()
+            fn __lens_call<__LensR, #(#tys,)* __LensF: ::core::ops::FnOnce(#(#tys),*) -> __LensR>(f: __LensF, #(#vals: #tys),*) -> __LensR {
+                f(#(#vals),*)
             }
-            let __lens_body = __lens_once(move || #annot #block);
+            let __lens_body = __lens_once(#(&#names,)* move |#(#pats),*| #annot #block);
             // branching on the bool again (not on the `Option`, which the
             // optimizer cannot see is `Some` after the span's start) lets it
             // thread the disabled path straight to the tail call
             if __lens_on {
-                let __lens_ret = __lens_call(__lens_body);
+                let __lens_ret = __lens_call(__lens_body, #(#names),*);
                 #record
                 __lens_ret
             } else {
                 // `None`: nothing to drop after the call, which is then in
                 // tail position
                 ::core::mem::forget(__lens_guard);
-                __lens_call(__lens_body)
+                __lens_call(__lens_body, #(#names),*)
             }
         }
     };

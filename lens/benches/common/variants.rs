@@ -97,6 +97,20 @@ pub(crate) fn lens_trace_fn(x: u64) -> u64 {
     body(x)
 }
 
+/// Three arguments, uninstrumented: the reference for [`lens_trace_fn3`].
+#[inline(never)]
+pub(crate) fn bare3(x: u64, y: u64, z: u64) -> u64 {
+    body(x) ^ y ^ z
+}
+
+/// `#[trace_fn]` of a function of three arguments, no attributes: the
+/// disabled path hands all three on to the body.
+#[lens::trace_fn(group = "step")]
+#[inline(never)]
+pub(crate) fn lens_trace_fn3(x: u64, y: u64, z: u64) -> u64 {
+    body(x) ^ y ^ z
+}
+
 /// `managed_span!` with one attribute.
 #[inline(never)]
 pub(crate) fn lens_managed_span(i: i64) -> u64 {
