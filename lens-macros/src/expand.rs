@@ -479,3 +479,45 @@ pub(crate) fn family(def: FamilyDef, plan: FamilyPlan) -> TokenStream {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_parameters_are_forwarded_and_lose_their_mut() {
+        let mut sig: syn::Signature = syn::parse_quote! {
+            fn f(&mut self, a: u8, mut b: Vec<u8>, (c, d): (u8, u8), _: u8,
+                 ref e: u8, g @ 1..=2: u8, #[allow(unused)] h: u8, i: impl Fn())
+        };
+        let fwd = forward_params(&mut sig);
+        let names: Vec<String> = fwd.iter().map(|(_, n)| n.to_string()).collect();
+        assert_eq!(names, ["a", "b", "i"]);
+        let muts: Vec<bool> = fwd.iter().map(|(m, _)| m.is_some()).collect();
+        assert_eq!(muts, [false, true, false]);
+        // the function's own `b` is no longer `mut` (the closure's is)
+        let printed = sig.to_token_stream().to_string();
+        assert!(printed.contains("b : Vec < u8 >"), "{printed}");
+        assert!(!printed.contains("mut b"), "{printed}");
+        assert!(printed.contains("& mut self"), "{printed}");
+    }
+
+    #[test]
+    fn idents_of_options_cover_args_fields_parent_and_links() {
+        let args: TraceFnArgs = syn::parse::Parser::parse2(
+            TraceFnArgs::parse_all,
+            quote!(
+                group = "step",
+                args(a),
+                fields(n = b.len()),
+                parent = c,
+                links(d)
+            ),
+        )
+        .unwrap();
+        let found: Vec<String> = idents_in(&args).iter().map(ToString::to_string).collect();
+        for want in ["a", "b", "len", "c", "d"] {
+            assert!(found.iter().any(|f| f == want), "{want} in {found:?}");
+        }
+    }
+}
