@@ -129,6 +129,53 @@ fn start_call(
     quote!(::lens::__private::#f(#name, #attrs_vec, #kind, #parent, #links))
 }
 
+/// The parameters a synchronous `#[trace_fn]` hands to its body closure as
+/// arguments rather than captures, so that the body's out-of-line function
+/// takes them in the registers the function itself got them in (a capture
+/// set of more than two words would be passed through memory): every plain
+/// `name` / `mut name` parameter without attributes. `mut` moves to the
+/// closure's parameter. `self`, patterns and parameters with attributes are
+/// captured.
+fn forward_params(sig: &mut syn::Signature) -> Vec<(Option<syn::token::Mut>, Ident)> {
+    let mut out = Vec::new();
+    for input in &mut sig.inputs {
+        let syn::FnArg::Typed(t) = input else {
+            continue;
+        };
+        if !t.attrs.is_empty() {
+            continue;
+        }
+        if let syn::Pat::Ident(p) = t.pat.as_mut() {
+            if p.by_ref.is_none() && p.subpat.is_none() && p.attrs.is_empty() {
+                out.push((p.mutability.take(), p.ident.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// Every identifier the options of a `#[trace_fn]` mention (`args`, and the
+/// tokens of `fields`, `parent` and `links` expressions).
+fn idents_in(args: &TraceFnArgs) -> Vec<Ident> {
+    fn walk(tokens: TokenStream, out: &mut Vec<Ident>) {
+        for t in tokens {
+            match t {
+                proc_macro2::TokenTree::Ident(i) => out.push(i),
+                proc_macro2::TokenTree::Group(g) => walk(g.stream(), out),
+                _ => {}
+            }
+        }
+    }
+    let mut out = args.args.clone();
+    for f in &args.fields {
+        walk(f.value.to_token_stream(), &mut out);
+    }
+    for e in args.parent.iter().chain(&args.links) {
+        walk(e.to_token_stream(), &mut out);
+    }
+    out
+}
+
 pub(crate) fn trace_fn(args: &TraceFnArgs, plan: TraceFnPlan, func: ItemFn) -> TokenStream {
     let ItemFn {
         attrs,
@@ -217,7 +264,22 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, plan: TraceFnPlan, func: ItemFn) -> T
             #on
             #call
         }
-    } else if args.err.is_some() || args.ret.is_some() {
+    } else if args.err.is_none()
+        && args.ret.is_none()
+        && outer.iter().any(|a| a.path().is_ident("track_caller"))
+    {
+        // `#[track_caller]`: the body stays in the function itself (a
+        // closure would report its own location to `Location::caller()`),
+        // at the cost of a guard held across it
+        quote! {
+            let __lens_guard = if #enabled {
+                ::core::option::Option::Some(#start)
+            } else {
+                ::core::option::Option::None
+            };
+            #block
+        }
+    } else {
         let annot = ret_ty.map(|t| quote!(-> #t));
         // a non-`Result` return type or an error type without `Display` is
         // reported on `err`; a return value that is not an attribute value,
@@ -233,34 +295,69 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, plan: TraceFnPlan, func: ItemFn) -> T
             ),
         };
         let record = quote!(#record_err #record_ret);
+        // The disabled path is the floor: load the group's word, test the
+        // bit, run the body, with no guard held across it (so no stack
+        // frame of the site's own). The body is written once, as a closure
+        // made after the span has started (the span's attribute expressions
+        // see the arguments before the body takes them); both branches call
+        // it through one out-of-line function, a tail call when disabled.
+        // `return` and `?` in the body come back to the closure. It is made
+        // under an `FnOnce` bound so that it may return borrows of what it
+        // captured (`&mut self` methods returning `Result<&mut T, E>`).
+        let forwarded = forward_params(&mut sig);
+        let n = forwarded.len();
+        let tys: Vec<Ident> = (0..n)
+            .map(|i| Ident::new(&format!("__LensA{i}"), proc_macro2::Span::call_site()))
+            .collect();
+        let vals: Vec<Ident> = (0..n)
+            .map(|i| Ident::new(&format!("__lens_a{i}"), proc_macro2::Span::call_site()))
+            .collect();
+        let names: Vec<&Ident> = forwarded.iter().map(|(_, name)| name).collect();
+        // a parameter the span's options read is used even when the body
+        // does not use it; one used nowhere is still reported, on the
+        // closure's parameter (the user's token)
+        let used_by_options = idents_in(args);
+        let pats: Vec<TokenStream> = forwarded
+            .iter()
+            .map(|(mutability, name)| {
+                let allow = used_by_options
+                    .contains(name)
+                    .then(|| quote!(#[allow(unused_variables)]));
+                quote!(#allow #mutability #name)
+            })
+            .collect();
         quote! {
-            let __lens_guard = if #enabled {
+            let __lens_on: bool = #enabled;
+            let __lens_guard = if __lens_on {
                 ::core::option::Option::Some(#start)
             } else {
                 ::core::option::Option::None
             };
-            // The body runs in a closure so that `return` and `?` still come
-            // back here; it is called through an `FnOnce` bound so that it
-            // may return borrows of what it captured (`&mut self` methods
-            // returning `Result<&mut T, E>`).
-            let __lens_ret = {
-                #[inline(always)]
-                fn __lens_call_once<__LensR, __LensF: ::core::ops::FnOnce() -> __LensR>(f: __LensF) -> __LensR {
-                    f()
-                }
-                __lens_call_once(move || #annot #block)
-            };
-            #record
-            __lens_ret
-        }
-    } else {
-        quote! {
-            let __lens_guard = if #enabled {
-                ::core::option::Option::Some(#start)
+            // the closure's parameter types are those of the arguments (so
+            // that an elided lifetime is the function's, not a new
+            // higher-ranked one, and `impl Trait` needs no name)
+            #[inline(always)]
+            fn __lens_once<__LensR, #(#tys,)* __LensF: ::core::ops::FnOnce(#(#tys),*) -> __LensR>(#(_: &#tys,)* f: __LensF) -> __LensF {
+                f
+            }
+            #[inline(never)]
+            fn __lens_call<__LensR, #(#tys,)* __LensF: ::core::ops::FnOnce(#(#tys),*) -> __LensR>(f: __LensF, #(#vals: #tys),*) -> __LensR {
+                f(#(#vals),*)
+            }
+            let __lens_body = __lens_once(#(&#names,)* move |#(#pats),*| #annot #block);
+            // branching on the bool again (not on the `Option`, which the
+            // optimizer cannot see is `Some` after the span's start) lets it
+            // thread the disabled path straight to the tail call
+            if __lens_on {
+                let __lens_ret = __lens_call(__lens_body, #(#names),*);
+                #record
+                __lens_ret
             } else {
-                ::core::option::Option::None
-            };
-            #block
+                // `None`: nothing to drop after the call, which is then in
+                // tail position
+                ::core::mem::forget(__lens_guard);
+                __lens_call(__lens_body, #(#names),*)
+            }
         }
     };
     let allow = is_async.then(|| {
@@ -379,6 +476,48 @@ pub(crate) fn family(def: FamilyDef, plan: FamilyPlan) -> TokenStream {
                 &[#(&#ids),*],
                 &[#(#presets),*],
             );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_parameters_are_forwarded_and_lose_their_mut() {
+        let mut sig: syn::Signature = syn::parse_quote! {
+            fn f(&mut self, a: u8, mut b: Vec<u8>, (c, d): (u8, u8), _: u8,
+                 ref e: u8, g @ 1..=2: u8, #[allow(unused)] h: u8, i: impl Fn())
+        };
+        let fwd = forward_params(&mut sig);
+        let names: Vec<String> = fwd.iter().map(|(_, n)| n.to_string()).collect();
+        assert_eq!(names, ["a", "b", "i"]);
+        let muts: Vec<bool> = fwd.iter().map(|(m, _)| m.is_some()).collect();
+        assert_eq!(muts, [false, true, false]);
+        // the function's own `b` is no longer `mut` (the closure's is)
+        let printed = sig.to_token_stream().to_string();
+        assert!(printed.contains("b : Vec < u8 >"), "{printed}");
+        assert!(!printed.contains("mut b"), "{printed}");
+        assert!(printed.contains("& mut self"), "{printed}");
+    }
+
+    #[test]
+    fn idents_of_options_cover_args_fields_parent_and_links() {
+        let args: TraceFnArgs = syn::parse::Parser::parse2(
+            TraceFnArgs::parse_all,
+            quote!(
+                group = "step",
+                args(a),
+                fields(n = b.len()),
+                parent = c,
+                links(d)
+            ),
+        )
+        .unwrap();
+        let found: Vec<String> = idents_in(&args).iter().map(ToString::to_string).collect();
+        for want in ["a", "b", "len", "c", "d"] {
+            assert!(found.iter().any(|f| f == want), "{want} in {found:?}");
         }
     }
 }

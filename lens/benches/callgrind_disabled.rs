@@ -26,8 +26,12 @@ const MODES: &[&str] = &[
     "bare",
     "bit_test",
     "bit_test_xcrate",
+    "bit_test_noguard",
+    "bit_test_noguard_xcrate",
     "lens_off",
     "lens_managed_off",
+    "bare3",
+    "lens_off3",
     "tracing_off",
     "fastrace_off",
     "lens_trace_fn_on",
@@ -82,7 +86,19 @@ fn run(mode: &str, n: u64) -> Result<(), String> {
         "bare" => disabled!(bare),
         "bit_test" => disabled!(bit_test),
         "bit_test_xcrate" => disabled!(bit_test_xcrate),
+        "bit_test_noguard" => disabled!(bit_test_noguard),
+        "bit_test_noguard_xcrate" => disabled!(bit_test_noguard_xcrate),
         "lens_off" => disabled!(lens_trace_fn),
+        "bare3" => {
+            for i in 0..n {
+                acc = acc.wrapping_add(bare3(black_box(i), black_box(i), black_box(i)));
+            }
+        }
+        "lens_off3" => {
+            for i in 0..n {
+                acc = acc.wrapping_add(lens_trace_fn3(black_box(i), black_box(i), black_box(i)));
+            }
+        }
         "lens_managed_off" => {
             for i in 0..n {
                 acc = acc.wrapping_add(lens_managed_span(black_box(i as i64)));

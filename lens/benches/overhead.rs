@@ -54,6 +54,12 @@ fn overhead(c: &mut Criterion) {
     per_call(&mut g, "b_lens_trace_fn_off", &mut none, lens_trace_fn);
     HAND_WORD.store(black_box(0), Ordering::Relaxed);
     per_call(&mut g, "b_ref_hand_bit_test_off", &mut none, bit_test);
+    per_call(
+        &mut g,
+        "b_ref_hand_bit_test_noguard_off",
+        &mut none,
+        bit_test_noguard,
+    );
     per_call(&mut g, "b_lens_managed_span_off", &mut none, |i| {
         lens_managed_span(i as i64)
     });

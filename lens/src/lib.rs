@@ -90,14 +90,30 @@ extern crate self as lens;
 ///
 /// ```text
 /// fn save(step: u64, path: &str) -> Result<(), io::Error> {
-///     let __lens_guard = if CHECKPOINT.is_enabled() {          // one relaxed load
+///     let on = CHECKPOINT.is_enabled();                       // one relaxed load
+///     let guard = if on {
 ///         Some(start_span("ckpt.save", vec![KeyValue("step", step)]))
 ///     } else { None };
-///     let __lens_ret = (move || -> Result<(), io::Error> { /* body */ })();
-///     record_result(&__lens_guard, &__lens_ret);               // only with `err`
-///     __lens_ret
+///     let body = move |step, path| -> Result<(), io::Error> { /* body */ };
+///     if on {
+///         let ret = call(body, step, path);                    // #[inline(never)]
+///         record_result(&guard, &ret);                         // only with `err`
+///         ret
+///     } else {
+///         call(body, step, path)                               // a tail call
+///     }
 /// }
 /// ```
+///
+/// The body is written once, in a closure that `return` and `?` come back
+/// to, called out of line from both branches. A disabled site is then a
+/// load, a test and a jump to the body, with no guard held across it and no
+/// stack frame of its own (callgrind: bare + 4 instructions, the cost of the
+/// same test written by hand; `docs/PERFORMANCE.md`). Plain parameters are
+/// passed to the closure as arguments, in the registers the function got
+/// them in; `self` and patterns are captured. A `#[track_caller]` function
+/// without `err`/`ret` keeps its body inline (so `Location::caller()` is
+/// its caller's) and holds the guard across it.
 ///
 /// An `async fn` creates its span when it is *called* (a child of the
 /// caller's current context, as for a synchronous function) and returns its

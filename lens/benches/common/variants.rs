@@ -52,11 +52,63 @@ pub(crate) fn bit_test_xcrate(x: u64) -> u64 {
     body(x)
 }
 
+/// The absolute floor, written by hand: the same static bit test, but no
+/// guard held across the body. The disabled path is load, test, then the
+/// body in the site's own frame; the enabled path (cold, out of line) opens
+/// the span and runs the body under it.
+#[inline(never)]
+pub(crate) fn bit_test_noguard(x: u64) -> u64 {
+    if HAND_WORD.load(Ordering::Relaxed) & HAND_MASK != 0 {
+        bit_test_noguard_on(x)
+    } else {
+        body(x)
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn bit_test_noguard_on(x: u64) -> u64 {
+    let _guard = lens::span_cm!("bit_test_noguard");
+    body(x)
+}
+
+/// [`bit_test_noguard`] on a word in another crate (lens's base word), as
+/// lens's word always is: the reference for a disabled `#[trace_fn]`.
+#[inline(never)]
+pub(crate) fn bit_test_noguard_xcrate(x: u64) -> u64 {
+    if lens::groups::WORD.load(Ordering::Relaxed) & HAND_MASK != 0 {
+        bit_test_noguard_xcrate_on(x)
+    } else {
+        body(x)
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn bit_test_noguard_xcrate_on(x: u64) -> u64 {
+    let _guard = lens::span_cm!("bit_test_noguard_xcrate");
+    body(x)
+}
+
 /// `#[trace_fn]`, no attributes.
 #[lens::trace_fn(group = "step")]
 #[inline(never)]
 pub(crate) fn lens_trace_fn(x: u64) -> u64 {
     body(x)
+}
+
+/// Three arguments, uninstrumented: the reference for [`lens_trace_fn3`].
+#[inline(never)]
+pub(crate) fn bare3(x: u64, y: u64, z: u64) -> u64 {
+    body(x) ^ y ^ z
+}
+
+/// `#[trace_fn]` of a function of three arguments, no attributes: the
+/// disabled path hands all three on to the body.
+#[lens::trace_fn(group = "step")]
+#[inline(never)]
+pub(crate) fn lens_trace_fn3(x: u64, y: u64, z: u64) -> u64 {
+    body(x) ^ y ^ z
 }
 
 /// `managed_span!` with one attribute.

@@ -89,6 +89,14 @@ fn handle(id: u64) -> u64 {
     id
 }
 
+// parameters the body does not use but the span records (no unused-variable
+// warning), a `mut` parameter, a pattern and a `_` parameter
+#[trace_fn(group = "step", args(model), fields(n = weights.len()))]
+fn only_recorded(model: &str, weights: &[f64], mut acc: u64, (a, b): (u64, u64), _: u8) -> u64 {
+    acc += a;
+    acc + b
+}
+
 #[derive(Debug, Default)]
 struct Trainer {
     step: u64,
@@ -160,6 +168,7 @@ pub(crate) fn main() {
     // SAFETY: `&x` is valid
     assert_eq!(unsafe { read(&x) }, 4);
     assert_eq!(handle(1), 1);
+    assert_eq!(only_recorded("m", &[1.0], 1, (2, 3), 0), 6);
     let mut t = Trainer::new();
     t.advance(1);
     assert_eq!(t.peek(), 1);
