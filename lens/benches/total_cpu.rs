@@ -19,10 +19,19 @@ use std::hint::black_box;
 use std::time::Duration;
 
 const VARIANTS: [(&str, &str); 4] = [
-    ("lens_sdk", "lens managed_span! under install, NEMO_LENS_SPAN_PATH=sdk"),
-    ("lens_record", "lens managed_span! under install, NEMO_LENS_SPAN_PATH=lens"),
+    (
+        "lens_sdk",
+        "lens managed_span! under install, NEMO_LENS_SPAN_PATH=sdk",
+    ),
+    (
+        "lens_record",
+        "lens managed_span! under install, NEMO_LENS_SPAN_PATH=lens",
+    ),
     ("sdk_start_end", "raw SDK start+end, no context attach"),
-    ("sdk_in_span", "raw SDK in_span style (current for the body)"),
+    (
+        "sdk_in_span",
+        "raw SDK in_span style (current for the body)",
+    ),
 ];
 
 /// CPU seconds of the calling thread.
@@ -105,7 +114,9 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(if bench { 1_000_000 } else { 2_000 });
     let exe = std::env::current_exe().expect("own path");
-    println!("total_cpu: {n} spans per variant, one process each, one attribute, discarding exporter");
+    println!(
+        "total_cpu: {n} spans per variant, one process each, one attribute, discarding exporter"
+    );
     for (name, what) in VARIANTS {
         println!("  {name}: {what}");
         let path = if name == "lens_record" { "lens" } else { "sdk" };

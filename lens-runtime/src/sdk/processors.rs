@@ -53,6 +53,24 @@ pub(crate) fn log_processor<E: LogExporter + 'static>(
     )
 }
 
+/// Where lens's own span path (`NEMO_LENS_SPAN_PATH=lens`) hands its
+/// finished spans: counted as ended, then queued in the batch processor
+/// (redaction, export, drop counting as for the SDK's spans).
+#[derive(Debug)]
+pub(crate) struct RecorderSink {
+    pub(crate) processor: BatchProcessor,
+    pub(crate) counters: Arc<SpanCounters>,
+}
+
+impl crate::api::span::record::SpanSink for RecorderSink {
+    fn submit(&self, spans: Vec<SpanData>) {
+        self.counters
+            .ended
+            .fetch_add(spans.len() as u64, Ordering::Relaxed);
+        self.processor.on_end_batch(spans);
+    }
+}
+
 /// Counts spans that ended (offered to the batch processor).
 #[derive(Debug)]
 pub(crate) struct CountEnded<P> {

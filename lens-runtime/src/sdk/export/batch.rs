@@ -151,6 +151,43 @@ impl BatchProcessor {
     }
 }
 
+impl BatchProcessor {
+    /// Queues a batch of ended spans under one lock (lens's own span
+    /// path): the sampled ones, as far as the queue has room; the rest of
+    /// those is dropped and counted. Never blocks.
+    pub(crate) fn on_end_batch(&self, spans: Vec<SpanData>) {
+        let counters = &self.shared.counters;
+        if crate::sdk::fork::in_child() {
+            let n = spans.iter().filter(|s| s.span_context.is_sampled()).count() as u64;
+            counters.dropped.fetch_add(n, Ordering::Relaxed);
+            return;
+        }
+        let settings = &self.shared.settings;
+        let mut dropped = 0u64;
+        let mut st = self.shared.lock();
+        let before = st.queue.len();
+        for span in spans {
+            if !span.span_context.is_sampled() {
+                continue;
+            }
+            if st.shutdown || st.queue.len() >= settings.max_queue_size {
+                dropped += 1;
+            } else {
+                st.queue.push_back(span);
+            }
+        }
+        let wake = before < settings.max_export_batch_size
+            && st.queue.len() >= settings.max_export_batch_size;
+        drop(st);
+        if dropped > 0 {
+            counters.dropped.fetch_add(dropped, Ordering::Relaxed);
+        }
+        if wake {
+            self.shared.work.notify_one();
+        }
+    }
+}
+
 impl SpanProcessor for BatchProcessor {
     fn on_start(&self, _span: &mut opentelemetry_sdk::trace::Span, _cx: &opentelemetry::Context) {}
 
