@@ -532,7 +532,7 @@ fn bridged_spans_reach_the_collector_in_one_trace() {
         assert_eq!(get(&b.attributes, "index"), Some("0"));
         assert_eq!(
             b.scope.split_whitespace().next(),
-            Some("lens"),
+            Some(lens::SCOPE_NAME),
             "lens's own tracer"
         );
     }

@@ -3,17 +3,20 @@
 //!
 //! A span that ends goes into the ending thread's buffer (an uncontended
 //! lock: only that thread and a drain take it). When the buffer holds
-//! [`THRESHOLD`] spans the thread hands them to the sink in one batch; the
-//! collector thread drains every buffer on an interval, so a thread that
-//! records a few spans and sleeps still exports them within the batch
-//! delay. The sink (lens's batch span processor) never blocks: a full
-//! queue drops the batch's excess and counts it. A buffer outlives its
-//! thread until the next drain.
+//! [`THRESHOLD`] spans the thread wakes the collector thread, which hands
+//! every buffer's spans to the sink (so the copying into the export queue
+//! is not done on the calling thread); the collector also drains on an
+//! interval, so a thread that records a few spans and sleeps still exports
+//! them within the batch delay. A buffer never holds more than [`CAP`]
+//! spans: a thread that finds its buffer full (the collector is behind or
+//! could not start) hands the spans to the sink itself. The sink (lens's
+//! batch span processor) never blocks: a full queue drops the excess and
+//! counts it. A buffer outlives its thread until the next drain.
 
 use opentelemetry_sdk::trace::SpanData;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 /// Where finished spans go.
@@ -22,8 +25,10 @@ pub(crate) trait SpanSink: Send + Sync + 'static {
     fn submit(&self, spans: Vec<SpanData>);
 }
 
-/// Spans a thread buffers at most before it hands them over itself.
+/// Spans in a thread's buffer that wake the collector.
 pub(crate) const THRESHOLD: usize = 512;
+/// Spans a thread buffers at most before it hands them over itself.
+pub(crate) const CAP: usize = 4 * THRESHOLD;
 
 struct Buffer {
     /// The buffer generation ([`EPOCH`]) it belongs to.
@@ -52,6 +57,10 @@ static SINK: AtomicPtr<Arc<dyn SpanSink>> = AtomicPtr::new(std::ptr::null_mut())
 static INTERVAL_MS: AtomicU64 = AtomicU64::new(100);
 /// The process whose collector thread runs (0: none yet).
 static COLLECTOR_PID: AtomicU32 = AtomicU32::new(0);
+
+/// Wakes the collector before its interval: a buffer reached the threshold.
+static WAKE: Mutex<bool> = Mutex::new(false);
+static WAKE_CV: Condvar = Condvar::new();
 
 thread_local! {
     static LOCAL: RefCell<Option<Arc<Buffer>>> = const { RefCell::new(None) };
@@ -102,6 +111,7 @@ pub(super) fn release_sink(sink: &Arc<dyn SpanSink>) {
                 Ordering::AcqRel,
                 Ordering::Acquire,
             );
+            wake_collector();
         }
     }
 }
@@ -120,15 +130,39 @@ fn start_collector() {
     }
     let spawned = std::thread::Builder::new()
         .name("lens-span-collect".into())
-        .spawn(move || loop {
-            std::thread::sleep(Duration::from_millis(INTERVAL_MS.load(Ordering::Relaxed)));
-            drain();
-        });
+        .spawn(move || collector(pid));
     if let Err(e) = spawned {
         COLLECTOR_PID.store(0, Ordering::Release);
         crate::diag::warn(format_args!(
             "cannot start the span collector thread ({e}); spans are handed over every {THRESHOLD} per thread and at flush"
         ));
+    }
+}
+
+/// The collector thread: drains on a wake-up or the interval; exits once
+/// no sink is set (the pipeline shut down), so no thread outlives it.
+fn collector(pid: u32) {
+    loop {
+        let interval = Duration::from_millis(INTERVAL_MS.load(Ordering::Relaxed));
+        let woken = WAKE.lock().unwrap_or_else(|e| e.into_inner());
+        let (mut woken, _) = WAKE_CV
+            .wait_timeout_while(woken, interval, |w| !*w)
+            .unwrap_or_else(|e| e.into_inner());
+        *woken = false;
+        drop(woken);
+        if sink().is_none() {
+            let _ = COLLECTOR_PID.compare_exchange(pid, 0, Ordering::AcqRel, Ordering::Acquire);
+            // a set-up that came in meanwhile found this thread still
+            // running: keep serving it
+            if sink().is_none()
+                || COLLECTOR_PID
+                    .compare_exchange(0, pid, Ordering::AcqRel, Ordering::Acquire)
+                    .is_err()
+            {
+                return;
+            }
+        }
+        drain();
     }
 }
 
@@ -139,7 +173,7 @@ pub(super) fn push(span: SpanData) {
         return;
     }
     let mut span = Some(span);
-    let full = LOCAL
+    let state = LOCAL
         .try_with(|cell| {
             let mut slot = cell.try_borrow_mut().ok()?;
             let epoch = EPOCH.load(Ordering::Relaxed);
@@ -149,17 +183,32 @@ pub(super) fn push(span: SpanData) {
             let buf = slot.as_ref()?;
             let mut spans = buf.lock();
             spans.push(span.take()?);
-            (spans.len() >= THRESHOLD)
-                .then(|| std::mem::replace(&mut *spans, Vec::with_capacity(THRESHOLD)))
+            match spans.len() {
+                THRESHOLD => Some(None),
+                n if n >= CAP => Some(Some(std::mem::take(&mut *spans))),
+                _ => None,
+            }
         })
         .ok()
         .flatten();
-    if let Some(batch) = full {
-        submit(batch);
+    match state {
+        Some(None) => wake_collector(),
+        Some(Some(batch)) => submit(batch),
+        None => {}
     }
     // no buffer (the thread is exiting): hand it over alone
     if let Some(span) = span {
         submit(vec![span]);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn wake_collector() {
+    // never waits: if the collector holds the lock it is about to drain
+    if let Ok(mut woken) = WAKE.try_lock() {
+        *woken = true;
+        WAKE_CV.notify_one();
     }
 }
 
@@ -187,7 +236,9 @@ pub(super) fn drain() {
         for buf in reg.iter().filter(|b| b.epoch == epoch) {
             let mut spans = buf.lock();
             if !spans.is_empty() {
-                batches.push(std::mem::take(&mut *spans));
+                // the owner keeps a full-size buffer: no regrowth per batch
+                let fresh = Vec::with_capacity(THRESHOLD.max(spans.len()));
+                batches.push(std::mem::replace(&mut *spans, fresh));
             }
         }
         // the registry's reference is the last one once the thread exited
