@@ -3,15 +3,15 @@
 //!
 //! A span that ends goes into the ending thread's buffer (an uncontended
 //! lock: only that thread and a drain take it). When the buffer holds
-//! [`THRESHOLD`] spans the thread wakes the collector thread, which hands
-//! every buffer's spans to the sink (so the copying into the export queue
-//! is not done on the calling thread); the collector also drains on an
-//! interval, so a thread that records a few spans and sleeps still exports
-//! them within the batch delay. A buffer never holds more than [`CAP`]
-//! spans: a thread that finds its buffer full (the collector is behind or
-//! could not start) hands the spans to the sink itself. The sink (lens's
-//! batch span processor) never blocks: a full queue drops the excess and
-//! counts it. A buffer outlives its thread until the next drain.
+//! [`THRESHOLD`] spans the thread hands them to the sink in one batch (one
+//! lock of the export queue per batch instead of one per span; waking the
+//! collector for it instead measured slower: the two threads then contend
+//! for the buffer and for malloc). The collector thread drains every
+//! buffer on an interval, so a thread that records a few spans and sleeps
+//! still exports them within the batch delay. The sink (lens's batch span
+//! processor) never blocks: a full queue drops the excess and counts it. A
+//! buffer outlives its thread until the next drain, and never holds more
+//! than [`THRESHOLD`] spans.
 
 use opentelemetry_sdk::trace::SpanData;
 use std::cell::RefCell;
@@ -25,10 +25,8 @@ pub(crate) trait SpanSink: Send + Sync + 'static {
     fn submit(&self, spans: Vec<SpanData>);
 }
 
-/// Spans in a thread's buffer that wake the collector.
-pub(crate) const THRESHOLD: usize = 512;
 /// Spans a thread buffers at most before it hands them over itself.
-pub(crate) const CAP: usize = 4 * THRESHOLD;
+pub(crate) const THRESHOLD: usize = 512;
 
 struct Buffer {
     /// The buffer generation ([`EPOCH`]) it belongs to.
@@ -58,7 +56,7 @@ static INTERVAL_MS: AtomicU64 = AtomicU64::new(100);
 /// The process whose collector thread runs (0: none yet).
 static COLLECTOR_PID: AtomicU32 = AtomicU32::new(0);
 
-/// Wakes the collector before its interval: a buffer reached the threshold.
+/// Wakes the collector before its interval (its pipeline shut down).
 static WAKE: Mutex<bool> = Mutex::new(false);
 static WAKE_CV: Condvar = Condvar::new();
 
@@ -173,7 +171,7 @@ pub(super) fn push(span: SpanData) {
         return;
     }
     let mut span = Some(span);
-    let state = LOCAL
+    let full = LOCAL
         .try_with(|cell| {
             let mut slot = cell.try_borrow_mut().ok()?;
             let epoch = EPOCH.load(Ordering::Relaxed);
@@ -183,18 +181,13 @@ pub(super) fn push(span: SpanData) {
             let buf = slot.as_ref()?;
             let mut spans = buf.lock();
             spans.push(span.take()?);
-            match spans.len() {
-                THRESHOLD => Some(None),
-                n if n >= CAP => Some(Some(std::mem::take(&mut *spans))),
-                _ => None,
-            }
+            (spans.len() >= THRESHOLD)
+                .then(|| std::mem::replace(&mut *spans, Vec::with_capacity(THRESHOLD)))
         })
         .ok()
         .flatten();
-    match state {
-        Some(None) => wake_collector(),
-        Some(Some(batch)) => submit(batch),
-        None => {}
+    if let Some(batch) = full {
+        submit(batch);
     }
     // no buffer (the thread is exiting): hand it over alone
     if let Some(span) = span {
