@@ -10,7 +10,9 @@
 //! variant alone: `total_cpu --variant <name> <spans>`. The `lens_*`
 //! variants run under `TelemetryBuilder::install`; `lens_record` sets
 //! `NEMO_LENS_SPAN_PATH=lens` (lens's own recorder), `lens_sdk` sets
-//! `NEMO_LENS_SPAN_PATH=sdk` (spans built by the OpenTelemetry SDK).
+//! `NEMO_LENS_SPAN_PATH=sdk` (spans built by the OpenTelemetry SDK);
+//! `tracing_otel` is a `tracing` span entered around the body with a
+//! `tracing-opentelemetry` layer on the raw SDK provider.
 
 mod common;
 
@@ -18,7 +20,7 @@ use common::variants::{lens_managed_span, sdk_in_span, sdk_start_end};
 use std::hint::black_box;
 use std::time::Duration;
 
-const VARIANTS: [(&str, &str); 4] = [
+const VARIANTS: [(&str, &str); 5] = [
     (
         "lens_sdk",
         "lens managed_span! under install, NEMO_LENS_SPAN_PATH=sdk",
@@ -31,6 +33,10 @@ const VARIANTS: [(&str, &str); 4] = [
     (
         "sdk_in_span",
         "raw SDK in_span style (current for the body)",
+    ),
+    (
+        "tracing_otel",
+        "tracing info_span! entered, tracing-opentelemetry layer on the raw SDK",
     ),
 ];
 
@@ -78,6 +84,19 @@ fn run_one(variant: &str, n: u64) {
                     "sdk_in_span" => sdk_in_span(&tracer, i as i64),
                     _ => sdk_start_end(&tracer, i as i64),
                 });
+            }
+            common::dropped_after_flush(&provider, &exporter, n)
+        }
+        "tracing_otel" => {
+            use tracing_subscriber::layer::SubscriberExt as _;
+            let (provider, exporter) = common::discard_provider();
+            let subscriber = tracing_subscriber::registry()
+                .with(tracing_opentelemetry::layer().with_tracer(common::raw_tracer(&provider)));
+            let _default = tracing::subscriber::set_default(subscriber);
+            (t0, p0) = (thread_cpu(), process_cpu());
+            for i in 0..n {
+                let _span = tracing::info_span!("train.step", iteration = i).entered();
+                sink = sink.wrapping_add(common::variants::body(i));
             }
             common::dropped_after_flush(&provider, &exporter, n)
         }
