@@ -22,9 +22,46 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+/// The spans waiting for export: single spans (the SDK path) and whole
+/// buffers handed over by lens's own span path, kept as they came so the
+/// handing thread does not copy them; the exporter thread joins them.
+#[derive(Default)]
+struct Queue {
+    single: VecDeque<SpanData>,
+    batches: Vec<Vec<SpanData>>,
+    /// Spans in `batches`.
+    batched: usize,
+}
+
+impl Queue {
+    fn len(&self) -> usize {
+        self.single.len() + self.batched
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn push_back(&mut self, span: SpanData) {
+        self.single.push_back(span);
+    }
+
+    fn push_batch(&mut self, spans: Vec<SpanData>) {
+        self.batched += spans.len();
+        self.batches.push(spans);
+    }
+
+    /// The whole buffers queued (joined by the exporter thread, without
+    /// the lock).
+    fn take_batches(&mut self) -> Vec<Vec<SpanData>> {
+        self.batched = 0;
+        std::mem::take(&mut self.batches)
+    }
+}
+
 #[derive(Default)]
 struct State {
-    queue: VecDeque<SpanData>,
+    queue: Queue,
     /// Incremented by each flush request; the worker copies it to
     /// `flushed` once everything queued before the request is exported.
     flush_requested: u64,
@@ -162,26 +199,27 @@ impl BatchProcessor {
             counters.dropped.fetch_add(n, Ordering::Relaxed);
             return;
         }
+        let mut spans = spans;
+        spans.retain(|s| s.span_context.is_sampled());
         let settings = &self.shared.settings;
-        let mut dropped = 0u64;
         let mut st = self.shared.lock();
         let before = st.queue.len();
-        for span in spans {
-            if !span.span_context.is_sampled() {
-                continue;
-            }
-            if st.shutdown || st.queue.len() >= settings.max_queue_size {
-                dropped += 1;
-            } else {
-                st.queue.push_back(span);
-            }
+        let room = match st.shutdown {
+            true => 0,
+            false => settings.max_queue_size.saturating_sub(before),
+        };
+        let over = spans.len().saturating_sub(room);
+        let late = spans.split_off(spans.len() - over);
+        if !spans.is_empty() {
+            st.queue.push_batch(spans);
         }
         let wake = before < settings.max_export_batch_size
             && st.queue.len() >= settings.max_export_batch_size;
         drop(st);
-        if dropped > 0 {
-            counters.dropped.fetch_add(dropped, Ordering::Relaxed);
+        if over > 0 {
+            counters.dropped.fetch_add(over as u64, Ordering::Relaxed);
         }
+        drop(late);
         if wake {
             self.shared.work.notify_one();
         }
@@ -290,10 +328,15 @@ fn run<E: SpanExporter>(mut exporter: E, shared: &Shared) {
             }
         }
         let resource = st.resource.take();
-        std::mem::swap(&mut st.queue, &mut spare);
+        // the single spans' deque and `spare` trade allocations, as before
+        std::mem::swap(&mut st.queue.single, &mut spare);
+        let batches = st.queue.take_batches();
         let ticket = st.flush_requested;
         let shutting_down = st.shutdown;
         drop(st);
+        for b in batches {
+            spare.extend(b);
+        }
 
         if let Some(r) = resource {
             exporter.set_resource(&r);
@@ -334,7 +377,7 @@ fn run<E: SpanExporter>(mut exporter: E, shared: &Shared) {
             } else {
                 st.queue.len() as u64
             };
-            st.queue = VecDeque::new();
+            st.queue = Queue::default();
             drop(st);
             shared.counters.dropped.fetch_add(late, Ordering::Relaxed);
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| exporter.shutdown()));
