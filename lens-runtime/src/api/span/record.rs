@@ -71,6 +71,12 @@ pub(crate) fn forget_after_fork() {
     collect::reset_after_fork();
 }
 
+/// Sampled spans of this path that ended in a forked child (inert: never
+/// exported), for the child's shutdown report.
+pub(crate) fn dropped_in_child() -> u64 {
+    collect::dropped_in_child()
+}
+
 /// Moves every thread's finished spans to the sink now (flush, shutdown).
 pub(crate) fn drain() {
     collect::drain();

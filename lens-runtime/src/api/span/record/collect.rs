@@ -47,6 +47,8 @@ type Registry = Mutex<Vec<Arc<Buffer>>>;
 static EPOCH: AtomicU64 = AtomicU64::new(0);
 /// Set in a child forked while lens's path was on, until it sets up again.
 static IN_CHILD: AtomicBool = AtomicBool::new(false);
+/// Sampled spans that ended in such a child (never exported).
+static DROPPED_IN_CHILD: AtomicU64 = AtomicU64::new(0);
 static FIRST: Registry = Mutex::new(Vec::new());
 /// Null for [`FIRST`], else a registry leaked by a set-up in a child.
 static REPLACED: AtomicPtr<Registry> = AtomicPtr::new(std::ptr::null_mut());
@@ -87,6 +89,7 @@ fn submit(spans: Vec<SpanData>) {
 /// starts the collector thread if this process has none.
 pub(super) fn set_sink(sink: Arc<dyn SpanSink>, interval: Duration) {
     if IN_CHILD.swap(false, Ordering::AcqRel) {
+        DROPPED_IN_CHILD.store(0, Ordering::Relaxed);
         // a child that sets up again: a registry of its own
         let fresh: &'static Registry = Box::leak(Box::new(Mutex::new(Vec::new())));
         REPLACED.store(fresh as *const Registry as *mut Registry, Ordering::Release);
@@ -114,8 +117,15 @@ pub(super) fn release_sink(sink: &Arc<dyn SpanSink>) {
     }
 }
 
+/// Spans that ended in this forked child since the fork (parent spans
+/// still open at the fork), never exported.
+pub(super) fn dropped_in_child() -> u64 {
+    DROPPED_IN_CHILD.load(Ordering::Relaxed)
+}
+
 /// In a forked child (fork handler: atomic stores only).
 pub(super) fn reset_after_fork() {
+    DROPPED_IN_CHILD.store(0, Ordering::Relaxed);
     IN_CHILD.store(true, Ordering::Relaxed);
     EPOCH.fetch_add(1, Ordering::Relaxed);
     SINK.store(std::ptr::null_mut(), Ordering::Release);
@@ -168,6 +178,9 @@ fn collector(pid: u32) {
 /// sink when it is full.
 pub(super) fn push(span: SpanData) {
     if IN_CHILD.load(Ordering::Relaxed) {
+        if span.span_context.is_sampled() {
+            DROPPED_IN_CHILD.fetch_add(1, Ordering::Relaxed);
+        }
         return;
     }
     let mut span = Some(span);
