@@ -42,8 +42,16 @@ impl Queue {
         self.len() == 0
     }
 
+    /// Queues one span after everything queued so far (after the last
+    /// buffer, if any, so spans leave in the order they came).
     fn push_back(&mut self, span: SpanData) {
-        self.single.push_back(span);
+        match self.batches.last_mut() {
+            Some(last) => {
+                last.push(span);
+                self.batched += 1;
+            }
+            None => self.single.push_back(span),
+        }
     }
 
     fn push_batch(&mut self, spans: Vec<SpanData>) {
@@ -428,6 +436,76 @@ mod tests {
         assert_eq!(exporter.get_finished_spans().unwrap().len(), 50);
         assert_eq!(counters.exported.load(Ordering::Relaxed), 50);
         provider.shutdown().unwrap();
+    }
+
+    /// A finished span `s{i}` as lens's own span path hands it over.
+    fn finished(i: u64, sampled: bool) -> SpanData {
+        use opentelemetry::trace::{SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId};
+        let flags = match sampled {
+            true => TraceFlags::SAMPLED,
+            false => TraceFlags::default(),
+        };
+        SpanData {
+            span_context: SpanContext::new(
+                TraceId::from(1u128),
+                SpanId::from(i + 1),
+                flags,
+                false,
+                Default::default(),
+            ),
+            parent_span_id: SpanId::INVALID,
+            parent_span_is_remote: false,
+            span_kind: SpanKind::Internal,
+            name: format!("s{i}").into(),
+            start_time: std::time::SystemTime::UNIX_EPOCH,
+            end_time: std::time::SystemTime::UNIX_EPOCH,
+            attributes: Vec::new(),
+            dropped_attributes_count: 0,
+            events: Default::default(),
+            links: Default::default(),
+            status: Status::Unset,
+            instrumentation_scope: Default::default(),
+        }
+    }
+
+    #[test]
+    fn whole_buffers_are_exported_in_order_without_unsampled_spans() {
+        let exporter = InMemorySpanExporter::default();
+        let counters = Arc::new(SpanCounters::default());
+        let p = BatchProcessor::new(
+            super::super::Counting::new(exporter.clone(), counters.clone()),
+            settings(100, 7),
+            counters.clone(),
+        );
+        p.on_end_batch((0..10).map(|i| finished(i, i != 3)).collect());
+        p.on_end(finished(10, true));
+        p.on_end_batch((11..20).map(|i| finished(i, true)).collect());
+        p.flush_within(Duration::from_secs(5)).unwrap();
+        let names: Vec<String> = exporter
+            .get_finished_spans()
+            .unwrap()
+            .iter()
+            .map(|s| s.name.to_string())
+            .collect();
+        let want: Vec<String> = (0..20)
+            .filter(|i| *i != 3)
+            .map(|i| format!("s{i}"))
+            .collect();
+        assert_eq!(names, want);
+        assert_eq!(counters.dropped.load(Ordering::Relaxed), 0);
+        p.shutdown_with_timeout(Duration::from_secs(5)).unwrap();
+    }
+
+    #[test]
+    fn a_buffer_larger_than_the_room_left_drops_and_counts_the_excess() {
+        let exporter = InMemorySpanExporter::default();
+        let counters = Arc::new(SpanCounters::default());
+        let p = BatchProcessor::new(exporter.clone(), settings(10, 100), counters.clone());
+        p.on_end_batch((0..25).map(|i| finished(i, true)).collect());
+        assert_eq!(counters.dropped.load(Ordering::Relaxed), 15);
+        p.flush_within(Duration::from_secs(5)).unwrap();
+        assert_eq!(exporter.get_finished_spans().unwrap().len(), 10);
+        p.shutdown_with_timeout(Duration::from_secs(5)).unwrap();
     }
 
     #[test]
