@@ -13,7 +13,7 @@ use crate::sdk::export::perfetto::{PerfettoExporter, PerfettoFiles};
 use crate::sdk::export::{self, console, file, ExportRuntime, SpanCounters};
 use crate::sdk::ids::ForkSafeIdGenerator;
 pub(crate) use crate::sdk::processors::batch_processor;
-use crate::sdk::processors::{log_processor, CountEnded, RecorderSink};
+use crate::sdk::processors::{log_processor, own_recorder, own_span_path, CountEnded};
 use crate::sdk::redact::Redactor;
 use crate::sdk::sampler::{sampler_from_lookup, RankAwareSampler};
 use opentelemetry_sdk::logs::SdkLoggerProvider;
@@ -91,25 +91,6 @@ pub(crate) struct Pipeline {
     /// threads).
     busy: [Arc<AtomicBool>; 2],
     _runtime: Option<ExportRuntime>,
-}
-
-/// Whether `NEMO_LENS_SPAN_PATH` asks for lens's own span recorder
-/// (`lens`) rather than spans built by the OpenTelemetry SDK (`sdk`, the
-/// default). Another value is reported and the default kept.
-fn own_span_path() -> bool {
-    match crate::vars::var("NEMO_LENS_SPAN_PATH") {
-        None => false,
-        Some(v) => match v.trim().to_ascii_lowercase().as_str() {
-            "lens" => true,
-            "sdk" => false,
-            _ => {
-                crate::diag::warn(format_args!(
-                    "invalid value {v:?} for NEMO_LENS_SPAN_PATH; expected lens or sdk; using sdk"
-                ));
-                false
-            }
-        },
-    }
 }
 
 /// `file_path` without its `.otlp.jsonl` / `.jsonl` ending: where the
@@ -231,10 +212,7 @@ impl Pipeline {
             };
             spans = Some(processor.clone());
             let own_path = own_span_path();
-            let sink: Arc<dyn SpanSink> = Arc::new(RecorderSink {
-                processor: processor.clone(),
-                counters: counters.clone(),
-            });
+            let own_processor = processor.clone();
             let lookup = crate::config::otel::env;
             // the SDK's default, which the provider uses when none is set
             let mut rec_sampler: Box<dyn ShouldSample> =
@@ -257,17 +235,7 @@ impl Pipeline {
                 b = b.with_sampler(s);
             }
             if own_path {
-                let scope = opentelemetry::InstrumentationScope::builder(SCOPE_NAME)
-                    .with_version(env!("CARGO_PKG_VERSION"))
-                    .build();
-                let rec = Recorder {
-                    sampler: rec_sampler,
-                    ids: Box::new(ForkSafeIdGenerator::new()),
-                    scope,
-                };
-                let interval = (batch.scheduled_delay / 4)
-                    .clamp(Duration::from_millis(5), Duration::from_millis(250));
-                recorder = Some((rec, sink, interval));
+                recorder = Some(own_recorder(rec_sampler, own_processor, &counters, &batch));
             }
             Some(b.build())
         } else {
