@@ -30,6 +30,10 @@ fn start_context(name: Cow<'static, str>, attributes: Vec<KeyValue>) -> Context 
 #[inline(always)]
 fn start_builder(builder: SpanBuilder) -> Context {
     #[cfg(feature = "sdk-core")]
+    if let Some(rec) = record::get() {
+        return Context::map_current(|parent| parent.with_span(rec.start(builder, parent)));
+    }
+    #[cfg(feature = "sdk-core")]
     if let Some(tracer) = slot::get() {
         return Context::map_current(|parent| {
             let span = tracer.build_with_context(builder, parent);
@@ -47,6 +51,10 @@ fn start_builder(builder: SpanBuilder) -> Context {
 /// context); the returned context is `parent` plus the new span.
 #[inline(always)]
 fn start_builder_in(builder: SpanBuilder, parent: &Context) -> Context {
+    #[cfg(feature = "sdk-core")]
+    if let Some(rec) = record::get() {
+        return parent.with_span(rec.start(builder, parent));
+    }
     #[cfg(feature = "sdk-core")]
     if let Some(tracer) = slot::get() {
         let span = tracer.build_with_context(builder, parent);
@@ -375,4 +383,6 @@ pub(crate) mod exception;
 pub(crate) mod open;
 pub(crate) mod opts;
 pub(crate) mod panic;
+#[cfg(feature = "sdk-core")]
+pub(crate) mod record;
 pub(crate) mod tracer;

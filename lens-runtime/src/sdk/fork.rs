@@ -50,7 +50,7 @@ pub(crate) fn note_dropped() {
 
 /// Spans dropped in this inert child so far.
 pub(crate) fn dropped_in_child() -> u64 {
-    DROPPED_IN_CHILD.load(Ordering::Relaxed)
+    DROPPED_IN_CHILD.load(Ordering::Relaxed) + crate::api::span::record::dropped_in_child()
 }
 
 /// Registers the fork handler, once per process.

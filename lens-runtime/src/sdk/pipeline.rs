@@ -2,6 +2,7 @@
 //! chosen once, the tracer, meter and logger providers built on it, and
 //! flush / shutdown with one deadline for all signals.
 
+use crate::api::span::record::{Recorder, SpanSink};
 use crate::api::span::SCOPE_NAME;
 use crate::config::otel::{BatchSettings, OtelEnv};
 use crate::config::{ExporterKind, LensConfig};
@@ -12,13 +13,13 @@ use crate::sdk::export::perfetto::{PerfettoExporter, PerfettoFiles};
 use crate::sdk::export::{self, console, file, ExportRuntime, SpanCounters};
 use crate::sdk::ids::ForkSafeIdGenerator;
 pub(crate) use crate::sdk::processors::batch_processor;
-use crate::sdk::processors::{log_processor, CountEnded};
+use crate::sdk::processors::{log_processor, own_recorder, own_span_path, CountEnded};
 use crate::sdk::redact::Redactor;
 use crate::sdk::sampler::{sampler_from_lookup, RankAwareSampler};
 use opentelemetry_sdk::logs::SdkLoggerProvider;
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 use opentelemetry_sdk::metrics::{MeterProviderBuilder, PeriodicReader, SdkMeterProvider};
-use opentelemetry_sdk::trace::{SdkTracerProvider, SpanProcessor};
+use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider, ShouldSample, SpanProcessor};
 use opentelemetry_sdk::Resource;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -77,6 +78,12 @@ pub(crate) struct Pipeline {
     /// A handle to the span processor: flushed with the caller's deadline,
     /// on the caller's thread.
     spans: Option<BatchProcessor>,
+    /// Lens's own span path (`NEMO_LENS_SPAN_PATH=lens`), for setup to
+    /// install after the tracer: the recorder, its sink and the collector's
+    /// interval.
+    pub(crate) recorder: Option<(Recorder, Arc<dyn SpanSink>, Duration)>,
+    /// The sink of lens's own span path while it may hold spans.
+    span_sink: Option<Arc<dyn SpanSink>>,
     /// Log records emitted and exported (the SDK's log queue drops silently).
     log_counters: Arc<LogCounters>,
     /// Set while a flush or shutdown thread of metrics / logs runs: a new
@@ -171,6 +178,7 @@ impl Pipeline {
         let redactor = inp.redactor;
 
         let mut spans = None;
+        let mut recorder = None;
         let tracer_provider = if cfg.traces_enabled {
             let batch = otel.batch;
             let processor = match inp.span_processor {
@@ -203,7 +211,12 @@ impl Pipeline {
                 }
             };
             spans = Some(processor.clone());
+            let own_path = own_span_path();
+            let own_processor = processor.clone();
             let lookup = crate::config::otel::env;
+            // the SDK's default, which the provider uses when none is set
+            let mut rec_sampler: Box<dyn ShouldSample> =
+                Box::new(Sampler::ParentBased(Box::new(Sampler::AlwaysOn)));
             let mut b = SdkTracerProvider::builder()
                 .with_resource(res.clone())
                 .with_id_generator(ForkSafeIdGenerator::new())
@@ -213,13 +226,16 @@ impl Pipeline {
                 });
             if cfg.sampler_enabled {
                 let inner = sampler_from_lookup(lookup).map_err(BuildError::Config)?;
-                b = b.with_sampler(RankAwareSampler::new(
-                    inp.rank,
-                    cfg.export_sample_rate,
-                    inner,
-                ));
+                let s = RankAwareSampler::new(inp.rank, cfg.export_sample_rate, inner);
+                rec_sampler = Box::new(s.clone());
+                b = b.with_sampler(s);
             } else if lookup("OTEL_TRACES_SAMPLER").is_some() {
-                b = b.with_sampler(sampler_from_lookup(lookup).map_err(BuildError::Config)?);
+                let s = sampler_from_lookup(lookup).map_err(BuildError::Config)?;
+                rec_sampler = Box::new(s.clone());
+                b = b.with_sampler(s);
+            }
+            if own_path {
+                recorder = Some(own_recorder(rec_sampler, own_processor, &counters, &batch));
             }
             Some(b.build())
         } else {
@@ -288,6 +304,8 @@ impl Pipeline {
             file_path: perfetto.as_ref().map(|p| p.path()).or(file_path),
             perfetto,
             destination,
+            span_sink: recorder.as_ref().map(|r| r.1.clone()),
+            recorder,
             spans,
             log_counters,
             busy: Default::default(),
@@ -335,6 +353,9 @@ impl Pipeline {
         let emitted = self.log_counters.emitted();
         let waiting = spawn_all(self.sdk_tasks(false, timeout), "flush");
         let mut errors = Vec::new();
+        if self.span_sink.is_some() {
+            crate::api::span::record::drain();
+        }
         if let Some(p) = &self.spans {
             if let Err(e) = p.flush_within(timeout) {
                 errors.push(timed_out_or("traces", "flush", timeout, e));
@@ -360,6 +381,10 @@ impl Pipeline {
         // lens's own processor meets the deadline by itself: no thread.
         // Then the provider is marked shut down (the processor, finished or
         // given up on, answers at once).
+        if let Some(sink) = &self.span_sink {
+            crate::api::span::record::drain();
+            crate::api::span::record::release_sink(sink);
+        }
         if let Some(p) = &self.spans {
             if let Err(e) = p.shutdown_with_timeout(timeout) {
                 errors.push(timed_out_or("traces", "shutdown", timeout, e));

@@ -2,14 +2,16 @@
 //! processor (redaction, then counting), the SDK's batch log processor
 //! (redaction, counting), and the count of spans that ended.
 
+use crate::api::span::record::{Recorder, SpanSink};
 use crate::config::otel::{BatchSettings, LogBatch};
 use crate::sdk::export::batch::BatchProcessor;
 use crate::sdk::export::log_count::{CountEmitted, CountExported, LogCounters};
 use crate::sdk::export::{Counting, SpanCounters};
+use crate::sdk::ids::ForkSafeIdGenerator;
 use crate::sdk::redact::{RedactLogs, RedactSpans, Redactor};
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::logs::LogExporter;
-use opentelemetry_sdk::trace::{SpanData, SpanExporter, SpanProcessor};
+use opentelemetry_sdk::trace::{ShouldSample, SpanData, SpanExporter, SpanProcessor};
 use opentelemetry_sdk::Resource;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -51,6 +53,69 @@ pub(crate) fn log_processor<E: LogExporter + 'static>(
             .build(),
         counters,
     )
+}
+
+/// Whether `NEMO_LENS_SPAN_PATH` asks for lens's own span recorder
+/// (`lens`) rather than spans built by the OpenTelemetry SDK (`sdk`, the
+/// default). Another value is reported and the default kept.
+pub(crate) fn own_span_path() -> bool {
+    match crate::vars::var("NEMO_LENS_SPAN_PATH") {
+        None => false,
+        Some(v) => match v.trim().to_ascii_lowercase().as_str() {
+            "lens" => true,
+            "sdk" => false,
+            _ => {
+                crate::diag::warn(format_args!(
+                    "invalid value {v:?} for NEMO_LENS_SPAN_PATH; expected lens or sdk; using sdk"
+                ));
+                false
+            }
+        },
+    }
+}
+
+/// Lens's own span path over `processor`: the recorder (the provider's
+/// sampler, fork-safe ids, lens's scope), its sink and the collector's
+/// interval (a quarter of the batch delay, 5–250 ms).
+pub(crate) fn own_recorder(
+    sampler: Box<dyn ShouldSample>,
+    processor: BatchProcessor,
+    counters: &Arc<SpanCounters>,
+    batch: &BatchSettings,
+) -> (Recorder, Arc<dyn SpanSink>, Duration) {
+    let scope = opentelemetry::InstrumentationScope::builder(crate::api::span::SCOPE_NAME)
+        .with_version(env!("CARGO_PKG_VERSION"))
+        .build();
+    let rec = Recorder {
+        sampler,
+        ids: Box::new(ForkSafeIdGenerator::new()),
+        scope,
+    };
+    let sink: Arc<dyn SpanSink> = Arc::new(RecorderSink {
+        processor,
+        counters: counters.clone(),
+    });
+    let interval =
+        (batch.scheduled_delay / 4).clamp(Duration::from_millis(5), Duration::from_millis(250));
+    (rec, sink, interval)
+}
+
+/// Where lens's own span path (`NEMO_LENS_SPAN_PATH=lens`) hands its
+/// finished spans: counted as ended, then queued in the batch processor
+/// (redaction, export, drop counting as for the SDK's spans).
+#[derive(Debug)]
+pub(crate) struct RecorderSink {
+    pub(crate) processor: BatchProcessor,
+    pub(crate) counters: Arc<SpanCounters>,
+}
+
+impl crate::api::span::record::SpanSink for RecorderSink {
+    fn submit(&self, spans: Vec<SpanData>) {
+        self.counters
+            .ended
+            .fetch_add(spans.len() as u64, Ordering::Relaxed);
+        self.processor.on_end_batch(spans);
+    }
 }
 
 /// Counts spans that ended (offered to the batch processor).

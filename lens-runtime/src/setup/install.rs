@@ -64,6 +64,8 @@ impl TelemetryBuilder {
             BuildError::Config(e) => SetupError::Config(e),
             BuildError::Exporter(e) => SetupError::Exporter(e),
         })?;
+        let mut pipeline = pipeline;
+        let recorder = pipeline.recorder.take();
         let pipeline = Arc::new(pipeline);
         if !cfg.quiet {
             let signals: Vec<&str> = [
@@ -92,6 +94,9 @@ impl TelemetryBuilder {
         crate::sdk::fork::set_armed(true);
         if let Some(tp) = &pipeline.tracer_provider {
             span::set_tracer_provider(tp);
+            if let Some((rec, sink, interval)) = recorder {
+                span::record::install(rec, sink, interval);
+            }
             open::set_tracking(true);
         }
         if let Some(mp) = &pipeline.meter_provider {

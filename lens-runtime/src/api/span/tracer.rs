@@ -23,6 +23,8 @@ pub(crate) mod slot {
     }
 
     pub(crate) fn set(tracer: Option<SdkTracer>) {
+        // lens's own span path is set up after the tracer, by setup
+        crate::api::span::record::uninstall();
         let ptr = tracer.map_or(std::ptr::null_mut(), |t| Box::into_raw(Box::new(t)));
         TRACER.store(ptr, Ordering::Release);
     }
@@ -66,5 +68,6 @@ pub fn clear_tracer_provider() {
 /// In a forked child: forget the parent's tracer (one atomic store).
 #[cfg(feature = "sdk-core")]
 pub(crate) fn forget_tracer_after_fork() {
+    crate::api::span::record::forget_after_fork();
     slot::set(None);
 }

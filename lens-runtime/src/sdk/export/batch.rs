@@ -22,9 +22,54 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+/// The spans waiting for export: single spans (the SDK path) and whole
+/// buffers handed over by lens's own span path, kept as they came so the
+/// handing thread does not copy them; the exporter thread joins them.
+#[derive(Default)]
+struct Queue {
+    single: VecDeque<SpanData>,
+    batches: Vec<Vec<SpanData>>,
+    /// Spans in `batches`.
+    batched: usize,
+}
+
+impl Queue {
+    fn len(&self) -> usize {
+        self.single.len() + self.batched
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Queues one span after everything queued so far (after the last
+    /// buffer, if any, so spans leave in the order they came).
+    fn push_back(&mut self, span: SpanData) {
+        match self.batches.last_mut() {
+            Some(last) => {
+                last.push(span);
+                self.batched += 1;
+            }
+            None => self.single.push_back(span),
+        }
+    }
+
+    fn push_batch(&mut self, spans: Vec<SpanData>) {
+        self.batched += spans.len();
+        self.batches.push(spans);
+    }
+
+    /// The whole buffers queued (joined by the exporter thread, without
+    /// the lock).
+    fn take_batches(&mut self) -> Vec<Vec<SpanData>> {
+        self.batched = 0;
+        std::mem::take(&mut self.batches)
+    }
+}
+
 #[derive(Default)]
 struct State {
-    queue: VecDeque<SpanData>,
+    queue: Queue,
     /// Incremented by each flush request; the worker copies it to
     /// `flushed` once everything queued before the request is exported.
     flush_requested: u64,
@@ -151,6 +196,44 @@ impl BatchProcessor {
     }
 }
 
+impl BatchProcessor {
+    /// Queues a batch of ended spans under one lock (lens's own span
+    /// path): the sampled ones, as far as the queue has room; the rest of
+    /// those is dropped and counted. Never blocks.
+    pub(crate) fn on_end_batch(&self, spans: Vec<SpanData>) {
+        let counters = &self.shared.counters;
+        if crate::sdk::fork::in_child() {
+            let n = spans.iter().filter(|s| s.span_context.is_sampled()).count() as u64;
+            counters.dropped.fetch_add(n, Ordering::Relaxed);
+            return;
+        }
+        let mut spans = spans;
+        spans.retain(|s| s.span_context.is_sampled());
+        let settings = &self.shared.settings;
+        let mut st = self.shared.lock();
+        let before = st.queue.len();
+        let room = match st.shutdown {
+            true => 0,
+            false => settings.max_queue_size.saturating_sub(before),
+        };
+        let over = spans.len().saturating_sub(room);
+        let late = spans.split_off(spans.len() - over);
+        if !spans.is_empty() {
+            st.queue.push_batch(spans);
+        }
+        let wake = before < settings.max_export_batch_size
+            && st.queue.len() >= settings.max_export_batch_size;
+        drop(st);
+        if over > 0 {
+            counters.dropped.fetch_add(over as u64, Ordering::Relaxed);
+        }
+        drop(late);
+        if wake {
+            self.shared.work.notify_one();
+        }
+    }
+}
+
 impl SpanProcessor for BatchProcessor {
     fn on_start(&self, _span: &mut opentelemetry_sdk::trace::Span, _cx: &opentelemetry::Context) {}
 
@@ -253,10 +336,15 @@ fn run<E: SpanExporter>(mut exporter: E, shared: &Shared) {
             }
         }
         let resource = st.resource.take();
-        std::mem::swap(&mut st.queue, &mut spare);
+        // the single spans' deque and `spare` trade allocations, as before
+        std::mem::swap(&mut st.queue.single, &mut spare);
+        let batches = st.queue.take_batches();
         let ticket = st.flush_requested;
         let shutting_down = st.shutdown;
         drop(st);
+        for b in batches {
+            spare.extend(b);
+        }
 
         if let Some(r) = resource {
             exporter.set_resource(&r);
@@ -297,7 +385,7 @@ fn run<E: SpanExporter>(mut exporter: E, shared: &Shared) {
             } else {
                 st.queue.len() as u64
             };
-            st.queue = VecDeque::new();
+            st.queue = Queue::default();
             drop(st);
             shared.counters.dropped.fetch_add(late, Ordering::Relaxed);
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| exporter.shutdown()));
@@ -348,6 +436,76 @@ mod tests {
         assert_eq!(exporter.get_finished_spans().unwrap().len(), 50);
         assert_eq!(counters.exported.load(Ordering::Relaxed), 50);
         provider.shutdown().unwrap();
+    }
+
+    /// A finished span `s{i}` as lens's own span path hands it over.
+    fn finished(i: u64, sampled: bool) -> SpanData {
+        use opentelemetry::trace::{SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId};
+        let flags = match sampled {
+            true => TraceFlags::SAMPLED,
+            false => TraceFlags::default(),
+        };
+        SpanData {
+            span_context: SpanContext::new(
+                TraceId::from(1u128),
+                SpanId::from(i + 1),
+                flags,
+                false,
+                Default::default(),
+            ),
+            parent_span_id: SpanId::INVALID,
+            parent_span_is_remote: false,
+            span_kind: SpanKind::Internal,
+            name: format!("s{i}").into(),
+            start_time: std::time::SystemTime::UNIX_EPOCH,
+            end_time: std::time::SystemTime::UNIX_EPOCH,
+            attributes: Vec::new(),
+            dropped_attributes_count: 0,
+            events: Default::default(),
+            links: Default::default(),
+            status: Status::Unset,
+            instrumentation_scope: Default::default(),
+        }
+    }
+
+    #[test]
+    fn whole_buffers_are_exported_in_order_without_unsampled_spans() {
+        let exporter = InMemorySpanExporter::default();
+        let counters = Arc::new(SpanCounters::default());
+        let p = BatchProcessor::new(
+            super::super::Counting::new(exporter.clone(), counters.clone()),
+            settings(100, 7),
+            counters.clone(),
+        );
+        p.on_end_batch((0..10).map(|i| finished(i, i != 3)).collect());
+        p.on_end(finished(10, true));
+        p.on_end_batch((11..20).map(|i| finished(i, true)).collect());
+        p.flush_within(Duration::from_secs(5)).unwrap();
+        let names: Vec<String> = exporter
+            .get_finished_spans()
+            .unwrap()
+            .iter()
+            .map(|s| s.name.to_string())
+            .collect();
+        let want: Vec<String> = (0..20)
+            .filter(|i| *i != 3)
+            .map(|i| format!("s{i}"))
+            .collect();
+        assert_eq!(names, want);
+        assert_eq!(counters.dropped.load(Ordering::Relaxed), 0);
+        p.shutdown_with_timeout(Duration::from_secs(5)).unwrap();
+    }
+
+    #[test]
+    fn a_buffer_larger_than_the_room_left_drops_and_counts_the_excess() {
+        let exporter = InMemorySpanExporter::default();
+        let counters = Arc::new(SpanCounters::default());
+        let p = BatchProcessor::new(exporter.clone(), settings(10, 100), counters.clone());
+        p.on_end_batch((0..25).map(|i| finished(i, true)).collect());
+        assert_eq!(counters.dropped.load(Ordering::Relaxed), 15);
+        p.flush_within(Duration::from_secs(5)).unwrap();
+        assert_eq!(exporter.get_finished_spans().unwrap().len(), 10);
+        p.shutdown_with_timeout(Duration::from_secs(5)).unwrap();
     }
 
     #[test]

@@ -1,0 +1,148 @@
+//! Lens's own span recorder (`NEMO_LENS_SPAN_PATH=lens`) under setup: the
+//! same spans as the SDK path (parenting, attributes, events, status,
+//! interop with raw OpenTelemetry spans), spans of sleeping and exited
+//! threads exported, open spans truncated at shutdown. Every test in
+//! this file sets the same value, so the process-wide variable is safe.
+
+mod common;
+
+use common::Capture;
+use lens::otel::trace::{Status, TraceContextExt, Tracer as _, TracerProvider as _};
+use lens::{managed_span, span_cm, LensConfig, TelemetryBuilder};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+static LOCK: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    let g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    std::env::set_var("NEMO_LENS_SPAN_PATH", "lens");
+    g
+}
+
+fn install(delay_ms: &str) -> (lens::TelemetryHandle, Capture) {
+    std::env::set_var("OTEL_BSP_SCHEDULE_DELAY", delay_ms);
+    let mut c = LensConfig::default();
+    c.enabled = true;
+    c.metrics_enabled = false;
+    c.span_groups = "all".into();
+    c.export_strategy = "all_ranks".into();
+    c.quiet = true;
+    let exporter = Capture::default();
+    let h = TelemetryBuilder::new(c, 0, 1)
+        .with_span_exporter(exporter.clone())
+        .allow_reinit(true)
+        .install()
+        .unwrap();
+    (h, exporter)
+}
+
+fn attr(s: &lens::otel_sdk::trace::SpanData, key: &str) -> Option<String> {
+    s.attributes
+        .iter()
+        .find(|kv| kv.key.as_str() == key)
+        .map(|kv| kv.value.to_string())
+}
+
+#[test]
+fn spans_parents_attributes_events_status_and_raw_otel_children() {
+    let _s = serial();
+    let (h, exporter) = install("5000");
+    {
+        let outer = span_cm!("outer");
+        outer.set_attribute("k", 7);
+        outer.add_event("ev", &[("n", &1)]);
+        outer.set_status(lens::SpanStatus::Error("bad".into()));
+        {
+            let _inner = managed_span!("step", "inner", iteration = 3);
+            // raw OpenTelemetry code inside sees the lens span as parent,
+            // and the active span is the lens record
+            let tracer = lens::otel::global::tracer_provider().tracer("raw");
+            tracer.in_span("raw.child", |_| {});
+            lens::otel::trace::get_active_span(|s| {
+                s.set_attribute(lens::otel::KeyValue::new("via.active", true))
+            });
+        }
+    }
+    h.force_flush().unwrap();
+    let spans = exporter.finished();
+    let by = |n: &str| spans.iter().find(|s| s.name == n).cloned().unwrap();
+    let (outer, inner, raw) = (by("outer"), by("inner"), by("raw.child"));
+    assert_eq!(inner.parent_span_id, outer.span_context.span_id());
+    assert_eq!(inner.span_context.trace_id(), outer.span_context.trace_id());
+    assert_eq!(raw.parent_span_id, inner.span_context.span_id());
+    assert_eq!(raw.span_context.trace_id(), outer.span_context.trace_id());
+    assert_eq!(attr(&outer, "k").as_deref(), Some("7"));
+    assert_eq!(attr(&inner, "iteration").as_deref(), Some("3"));
+    assert_eq!(attr(&inner, "via.active").as_deref(), Some("true"));
+    assert_eq!(outer.events.events[0].name, "ev");
+    assert_eq!(
+        outer.status,
+        Status::Error {
+            description: "bad".into()
+        }
+    );
+    assert!(outer.end_time >= inner.end_time && inner.start_time >= outer.start_time);
+    assert_eq!(outer.instrumentation_scope.name(), lens::SCOPE_NAME);
+    h.shutdown(Duration::from_secs(5)).unwrap();
+}
+
+#[test]
+fn a_sleeping_thread_s_spans_are_exported_without_a_flush() {
+    let _s = serial();
+    let (h, exporter) = install("50");
+    for _ in 0..10 {
+        drop(span_cm!("few"));
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while exporter.finished().len() < 10 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(exporter.finished().len(), 10, "spans stayed in the buffer");
+    h.shutdown(Duration::from_secs(5)).unwrap();
+}
+
+#[test]
+fn exited_threads_and_open_spans_reach_the_exporter_at_shutdown() {
+    let _s = serial();
+    let (h, exporter) = install("3600000");
+    std::thread::spawn(|| {
+        for _ in 0..1000 {
+            drop(span_cm!("worker"));
+        }
+    })
+    .join()
+    .unwrap();
+    let open = span_cm!("still.open");
+    h.shutdown(Duration::from_secs(5)).unwrap();
+    drop(open);
+    let spans = exporter.finished();
+    assert_eq!(spans.iter().filter(|s| s.name == "worker").count(), 1000);
+    let open = spans.iter().find(|s| s.name == "still.open").unwrap();
+    assert!(
+        attr(open, "nemo.span.truncated").is_some(),
+        "{:?}",
+        open.attributes
+    );
+}
+
+#[test]
+fn a_raw_otel_span_made_by_the_provider_parents_a_lens_span() {
+    let _s = serial();
+    let (h, exporter) = install("5000");
+    let provider = lens::otel::global::tracer_provider();
+    let tracer = provider.tracer("raw");
+    let parent = tracer.start("raw.parent");
+    let cx = lens::otel::Context::current_with_span(parent);
+    {
+        let _g = cx.clone().attach();
+        drop(span_cm!("lens.child"));
+    }
+    cx.span().end();
+    h.force_flush().unwrap();
+    let spans = exporter.finished();
+    let parent = spans.iter().find(|s| s.name == "raw.parent").unwrap();
+    let child = spans.iter().find(|s| s.name == "lens.child").unwrap();
+    assert_eq!(child.parent_span_id, parent.span_context.span_id());
+    h.shutdown(Duration::from_secs(5)).unwrap();
+}
