@@ -176,8 +176,7 @@ impl Recorder {
         } = builder;
         let mut attributes = attributes.unwrap_or_default();
         attributes.extend(result.attributes);
-        let dropped_attributes = attributes.len().saturating_sub(LIMIT) as u32;
-        attributes.truncate(LIMIT);
+        let dropped_attributes = keep_limit(&mut attributes);
         RecSpan {
             sc,
             record: Some(Record {
@@ -197,14 +196,19 @@ impl Recorder {
     }
 }
 
+/// Keeps at most the SDK's limit of `items`; returns how many were dropped.
+fn keep_limit<T>(items: &mut Vec<T>) -> u32 {
+    let dropped = items.len().saturating_sub(LIMIT) as u32;
+    items.truncate(LIMIT);
+    dropped
+}
+
 fn limit_events(events: Option<Vec<Event>>) -> SpanEvents {
     let mut out = SpanEvents::default();
     if let Some(mut events) = events {
-        out.dropped_count = events.len().saturating_sub(LIMIT) as u32;
-        events.truncate(LIMIT);
+        out.dropped_count = keep_limit(&mut events);
         for e in &mut events {
-            e.dropped_attributes_count = e.attributes.len().saturating_sub(LIMIT) as u32;
-            e.attributes.truncate(LIMIT);
+            e.dropped_attributes_count = keep_limit(&mut e.attributes);
         }
         out.events = events;
     }
@@ -214,11 +218,9 @@ fn limit_events(events: Option<Vec<Event>>) -> SpanEvents {
 fn limit_links(links: Option<Vec<Link>>) -> SpanLinks {
     let mut out = SpanLinks::default();
     if let Some(mut links) = links {
-        out.dropped_count = links.len().saturating_sub(LIMIT) as u32;
-        links.truncate(LIMIT);
+        out.dropped_count = keep_limit(&mut links);
         for l in &mut links {
-            l.dropped_attributes_count = l.attributes.len().saturating_sub(LIMIT) as u32;
-            l.attributes.truncate(LIMIT);
+            l.dropped_attributes_count = keep_limit(&mut l.attributes);
         }
         out.links = links;
     }
