@@ -11,7 +11,11 @@ count() {
 }
 echo "| profile | \`nemo-lens\` features | crates |"
 echo "|---|---|---|"
-row() { echo "| $1 | ${2:+\`$2\`}${2:-(none)} | $(count ${2:+--features "$2"}) |"; }
+row() {
+  local shown="(none)"
+  [ -n "$2" ] && shown="\`$2\`"
+  echo "| $1 | $shown | $(count ${2:+--features "$2"}) |"
+}
 row "library: API + macros" ""
 row "SDK, console only" "sdk-core"
 row "file and Perfetto" "file"
