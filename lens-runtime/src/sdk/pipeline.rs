@@ -93,17 +93,6 @@ pub(crate) struct Pipeline {
     _runtime: Option<ExportRuntime>,
 }
 
-/// `file_path` without its `.otlp.jsonl` / `.jsonl` ending: where the
-/// `perfetto` exporter's `.pftrace` files go.
-fn perfetto_stem(json_path: &Path) -> PathBuf {
-    let s = json_path.to_string_lossy();
-    let stem = s
-        .strip_suffix(".otlp.jsonl")
-        .or_else(|| s.strip_suffix(".jsonl"))
-        .unwrap_or(&s);
-    PathBuf::from(stem)
-}
-
 fn file_path(cfg: &LensConfig, run_id: &str, rank: u32) -> PathBuf {
     match &cfg.file_path {
         Some(p) => PathBuf::from(p.replace("{rank}", &rank.to_string())),
@@ -142,7 +131,7 @@ impl Pipeline {
             && cfg.traces_enabled
             && inp.span_processor.is_none();
         let perfetto = if perfetto_spans {
-            let stem = perfetto_stem(&file_path(cfg, inp.run_id, inp.rank));
+            let stem = crate::sdk::export::perfetto::stem(&file_path(cfg, inp.run_id, inp.rank));
             let first = crate::sdk::export::perfetto::rotated(&stem, 0);
             Some(
                 PerfettoFiles::open(stem, cfg.perfetto_max_bytes)

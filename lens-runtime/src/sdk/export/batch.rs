@@ -10,6 +10,7 @@
 //! drop when the queue is full, deadlines on flush and shutdown, and inert
 //! behaviour in a forked child (whose exporter thread does not exist).
 
+use super::queue::Queue;
 use super::SpanCounters;
 pub(crate) use crate::config::otel::BatchSettings;
 use crate::diag;
@@ -21,51 +22,6 @@ use std::fmt;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-
-/// The spans waiting for export: single spans (the SDK path) and whole
-/// buffers handed over by lens's own span path, kept as they came so the
-/// handing thread does not copy them; the exporter thread joins them.
-#[derive(Default)]
-struct Queue {
-    single: VecDeque<SpanData>,
-    batches: Vec<Vec<SpanData>>,
-    /// Spans in `batches`.
-    batched: usize,
-}
-
-impl Queue {
-    fn len(&self) -> usize {
-        self.single.len() + self.batched
-    }
-
-    fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Queues one span after everything queued so far (after the last
-    /// buffer, if any, so spans leave in the order they came).
-    fn push_back(&mut self, span: SpanData) {
-        match self.batches.last_mut() {
-            Some(last) => {
-                last.push(span);
-                self.batched += 1;
-            }
-            None => self.single.push_back(span),
-        }
-    }
-
-    fn push_batch(&mut self, spans: Vec<SpanData>) {
-        self.batched += spans.len();
-        self.batches.push(spans);
-    }
-
-    /// The whole buffers queued (joined by the exporter thread, without
-    /// the lock).
-    fn take_batches(&mut self) -> Vec<Vec<SpanData>> {
-        self.batched = 0;
-        std::mem::take(&mut self.batches)
-    }
-}
 
 #[derive(Default)]
 struct State {

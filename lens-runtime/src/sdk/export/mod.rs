@@ -18,6 +18,7 @@ pub(crate) mod log_count;
 mod otlp;
 pub(crate) mod perfetto;
 mod proto3;
+mod queue;
 mod runtime;
 pub(crate) mod sink;
 #[cfg(feature = "tls")]

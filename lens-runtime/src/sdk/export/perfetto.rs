@@ -316,3 +316,14 @@ impl SpanExporter for PerfettoExporter {
 
     fn set_resource(&mut self, _resource: &Resource) {}
 }
+
+/// The JSON lines file path without its `.otlp.jsonl` / `.jsonl` ending: where the
+/// `perfetto` exporter's `.pftrace` files go.
+pub(crate) fn stem(json_path: &Path) -> PathBuf {
+    let s = json_path.to_string_lossy();
+    let stem = s
+        .strip_suffix(".otlp.jsonl")
+        .or_else(|| s.strip_suffix(".jsonl"))
+        .unwrap_or(&s);
+    PathBuf::from(stem)
+}
