@@ -23,46 +23,52 @@ pub use tracer::{clear_tracer_provider, set_tracer_provider};
 // Both inline into the `#[inline(never)]` entry points, so the 120-byte
 // `SpanBuilder` is not passed through an extra out-of-line call.
 #[inline(always)]
-fn start_context(name: Cow<'static, str>, attributes: Vec<KeyValue>) -> Context {
+fn start_context(name: Cow<'static, str>, attributes: Vec<KeyValue>) -> LensSpan {
+    #[cfg(feature = "sdk-core")]
+    if let Some(rec) = record::get() {
+        return LensSpan::recorded(Context::map_current(|parent| {
+            rec.start_simple(name, attributes, parent)
+        }));
+    }
     start_builder(SpanBuilder::from_name(name).with_attributes(attributes))
 }
 
 #[inline(always)]
-fn start_builder(builder: SpanBuilder) -> Context {
+fn start_builder(builder: SpanBuilder) -> LensSpan {
     #[cfg(feature = "sdk-core")]
     if let Some(rec) = record::get() {
-        return Context::map_current(|parent| parent.with_span(rec.start(builder, parent)));
+        return LensSpan::recorded(Context::map_current(|parent| rec.start(builder, parent)));
     }
     #[cfg(feature = "sdk-core")]
     if let Some(tracer) = slot::get() {
-        return Context::map_current(|parent| {
+        return LensSpan::new(Context::map_current(|parent| {
             let span = tracer.build_with_context(builder, parent);
             parent.with_span(span)
-        });
+        }));
     }
     let tracer = opentelemetry::global::tracer(SCOPE_NAME);
-    Context::map_current(|parent| {
+    LensSpan::new(Context::map_current(|parent| {
         let span = tracer.build_with_context(builder, parent);
         parent.with_span(span)
-    })
+    }))
 }
 
 /// Starts a span from `builder` as a child of `parent` (not of the current
-/// context); the returned context is `parent` plus the new span.
+/// context); its context is `parent` plus the new span.
 #[inline(always)]
-fn start_builder_in(builder: SpanBuilder, parent: &Context) -> Context {
+fn start_builder_in(builder: SpanBuilder, parent: &Context) -> LensSpan {
     #[cfg(feature = "sdk-core")]
     if let Some(rec) = record::get() {
-        return parent.with_span(rec.start(builder, parent));
+        return LensSpan::recorded(rec.start(builder, parent));
     }
     #[cfg(feature = "sdk-core")]
     if let Some(tracer) = slot::get() {
         let span = tracer.build_with_context(builder, parent);
-        return parent.with_span(span);
+        return LensSpan::new(parent.with_span(span));
     }
     let tracer = opentelemetry::global::tracer(SCOPE_NAME);
     let span = tracer.build_with_context(builder, parent);
-    parent.with_span(span)
+    LensSpan::new(parent.with_span(span))
 }
 
 /// The status of a span, as set by `SpanGuard::set_status`.
@@ -97,6 +103,9 @@ pub struct LensSpan {
 struct SpanInner {
     cx: Context,
     open: Option<open::Registration>,
+    /// Whether `open` is the record of a span of lens's own path.
+    #[cfg(feature = "sdk-core")]
+    recorded: bool,
 }
 
 impl SpanInner {
@@ -109,6 +118,14 @@ impl SpanInner {
             record_exception(&self.cx, "panic", message, stack);
         } else if PANIC_RECORDED.load(Ordering::Relaxed) {
             forget_panic_message();
+        }
+        #[cfg(feature = "sdk-core")]
+        if self.recorded {
+            if let Some(reg) = self.open.take() {
+                let sampled = self.cx.span().span_context().is_sampled();
+                record::end(&reg, sampled, record::clock::now());
+            }
+            return;
         }
         self.cx.span().end();
         if let Some(reg) = self.open.take() {
@@ -129,20 +146,20 @@ impl fmt::Debug for LensSpan {
 #[doc(hidden)]
 #[inline(never)]
 pub fn start_detached(name: impl Into<Cow<'static, str>>, attributes: Vec<KeyValue>) -> LensSpan {
-    LensSpan::new(start_context(name.into(), attributes))
+    start_context(name.into(), attributes)
 }
 
 /// Starts a span from a full builder (links, kind, …), child of the current
 /// context, without attaching it.
 #[doc(hidden)]
 pub(crate) fn start_detached_builder(builder: SpanBuilder) -> LensSpan {
-    LensSpan::new(start_builder(builder))
+    start_builder(builder)
 }
 
 /// Starts a span from a full builder as a child of `parent` (an explicit
 /// parent context, not the current one), without attaching it.
 pub(crate) fn start_detached_in(builder: SpanBuilder, parent: &Context) -> LensSpan {
-    LensSpan::new(start_builder_in(builder, parent))
+    start_builder_in(builder, parent)
 }
 
 /// Starts a span, child of the current context, and makes it current until
@@ -150,7 +167,7 @@ pub(crate) fn start_detached_in(builder: SpanBuilder, parent: &Context) -> LensS
 #[doc(hidden)]
 #[inline(never)]
 pub fn start_span(name: impl Into<Cow<'static, str>>, attributes: Vec<KeyValue>) -> SpanGuard {
-    LensSpan::new(start_context(name.into(), attributes)).enter()
+    start_context(name.into(), attributes).enter()
 }
 
 impl LensSpan {
@@ -161,7 +178,28 @@ impl LensSpan {
         }
         let open = open::register(&cx);
         LensSpan {
-            inner: ManuallyDrop::new(SpanInner { cx, open }),
+            inner: ManuallyDrop::new(SpanInner {
+                cx,
+                open,
+                #[cfg(feature = "sdk-core")]
+                recorded: false,
+            }),
+        }
+    }
+
+    /// A span of lens's own path (its record already registered).
+    #[cfg(feature = "sdk-core")]
+    #[inline]
+    fn recorded(started: record::Started) -> Self {
+        if PANIC_RECORDED.load(Ordering::Relaxed) && !std::thread::panicking() {
+            forget_panic_message();
+        }
+        LensSpan {
+            inner: ManuallyDrop::new(SpanInner {
+                cx: started.cx,
+                open: started.reg,
+                recorded: true,
+            }),
         }
     }
 

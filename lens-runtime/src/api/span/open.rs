@@ -1,8 +1,15 @@
 //! Spans that are still open, per thread, so that telemetry shutdown (or a
 //! SIGTERM flush) can end them: run-wide spans are not lost when a job is
 //! stopped. Tracking is on only while a lens pipeline exports.
+//!
+//! On lens's own span path (`NEMO_LENS_SPAN_PATH=lens`) the list is also
+//! where a span's record lives while it is open, and where it waits once
+//! finished until the collector takes it ([`record`](super::record)): one
+//! uncontended lock to start a span, one to end it.
 
 use crate::api::semconv;
+#[cfg(feature = "sdk-core")]
+use crate::api::span::record::Record;
 use opentelemetry::trace::TraceContextExt;
 use opentelemetry::{Context, KeyValue};
 use std::cell::Cell;
@@ -87,49 +94,70 @@ struct Spans {
     /// never reused, so they order spans by start and tell a slot's
     /// current span from an earlier one.
     last_id: u64,
-    /// `(id, context)` of the span in each slot; `None` for a free slot.
-    slots: Vec<Option<(u64, Context)>>,
+    /// `(id, span)` of the span in each slot; `None` for a free slot.
+    slots: Vec<Option<(u64, Entry)>>,
     /// The free slots (all below `slots.len()`), most recently freed last.
     free: Vec<usize>,
+    /// Finished records of lens's span path, oldest first, until the
+    /// collector takes them.
+    #[cfg(feature = "sdk-core")]
+    done: Vec<Record>,
+}
+
+/// An open span: built by the OpenTelemetry SDK (its context), or by lens's
+/// own recorder (its record).
+#[derive(Debug)]
+enum Entry {
+    Cx(Context),
+    #[cfg(feature = "sdk-core")]
+    Rec(Record),
 }
 
 impl Spans {
-    /// Stores a clone of `cx`; returns its slot and id.
-    fn insert(&mut self, cx: &Context) -> (usize, u64) {
+    /// Stores `entry`; returns its slot and id.
+    fn insert(&mut self, entry: Entry) -> (usize, u64) {
         self.last_id += 1;
         let id = self.last_id;
         while let Some(slot) = self.free.pop() {
-            if let Some(entry @ None) = self.slots.get_mut(slot) {
-                *entry = Some((id, cx.clone()));
+            if let Some(free @ None) = self.slots.get_mut(slot) {
+                *free = Some((id, entry));
                 return (slot, id);
             }
         }
-        self.slots.push(Some((id, cx.clone())));
+        self.slots.push(Some((id, entry)));
         (self.slots.len() - 1, id)
     }
 
-    /// Forgets the span with `id` in `slot`, if it is still there (not
-    /// taken by [`truncate_all`]). Its context is dropped in place: the
+    /// The span with `id` in `slot`, if it is still there.
+    #[cfg(feature = "sdk-core")]
+    fn get_mut(&mut self, slot: usize, id: u64) -> Option<&mut Entry> {
+        match self.slots.get_mut(slot) {
+            Some(Some((i, entry))) if *i == id => Some(entry),
+            _ => None,
+        }
+    }
+
+    /// Takes the span with `id` in `slot` out, if it is still there (not
+    /// taken by [`truncate_all`]). A context is dropped by the caller: the
     /// span's owner still holds it, so this never ends the span.
-    fn remove(&mut self, slot: usize, id: u64) {
+    fn remove(&mut self, slot: usize, id: u64) -> Option<Entry> {
         let len = self.slots.len();
-        let Some(entry) = self.slots.get_mut(slot) else {
-            return;
-        };
+        let entry = self.slots.get_mut(slot)?;
         if !matches!(entry, Some((i, _)) if *i == id) {
-            return;
+            return None;
         }
-        if slot + 1 == len {
-            self.slots.pop();
+        let taken = if slot + 1 == len {
+            self.slots.pop().flatten()
         } else {
-            *entry = None;
             self.free.push(slot);
-        }
+            entry.take()
+        };
         if self.free.len() == self.slots.len() {
             // nothing open: start over (keeps the capacity)
             self.slots.clear();
             self.free.clear();
         }
+        taken.map(|(_, e)| e)
     }
 
     /// How many spans are open.
@@ -139,9 +167,9 @@ impl Spans {
     }
 
     /// Takes every span out, most recently started first.
-    fn take_all(&mut self) -> Vec<(u64, Context)> {
+    fn take_all(&mut self) -> Vec<(u64, Entry)> {
         self.free.clear();
-        let mut spans: Vec<(u64, Context)> = std::mem::take(&mut self.slots)
+        let mut spans: Vec<(u64, Entry)> = std::mem::take(&mut self.slots)
             .into_iter()
             .flatten()
             .collect();
@@ -194,7 +222,7 @@ thread_local! {
 
 /// An open span's place in the registry (the span may move to another
 /// thread; it unregisters from the list it was registered in).
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Registration {
     list: &'static OpenList,
     slot: usize,
@@ -208,7 +236,8 @@ impl Registration {
         if !self.list.is_current() {
             return; // registered in the parent process
         }
-        self.list.lock().remove(self.slot, self.id);
+        let removed = self.list.lock().remove(self.slot, self.id);
+        drop(removed); // a context: outside the lock
     }
 }
 
@@ -222,9 +251,13 @@ pub(crate) fn register(cx: &Context) -> Option<Registration> {
 
 #[inline(never)]
 fn register_slow(cx: &Context) -> Option<Registration> {
+    insert(Entry::Cx(cx.clone()))
+}
+
+fn insert(entry: Entry) -> Option<Registration> {
     MINE.try_with(|mine| {
         let list = mine.list();
-        let (slot, id) = list.lock().insert(cx);
+        let (slot, id) = list.lock().insert(entry);
         Registration { list, slot, id }
     })
     .ok()
@@ -244,7 +277,17 @@ pub(crate) fn truncate_all(reason: &str) -> usize {
     let mut n = 0;
     for list in lists {
         let spans = list.lock().take_all();
-        for (_, cx) in spans {
+        for (_, entry) in spans {
+            let cx = match entry {
+                Entry::Cx(cx) => cx,
+                #[cfg(feature = "sdk-core")]
+                Entry::Rec(mut rec) => {
+                    rec.truncate(reason);
+                    list.lock().done.push(rec);
+                    n += 1;
+                    continue;
+                }
+            };
             let span = cx.span();
             if !span.is_recording() {
                 continue;
@@ -302,185 +345,66 @@ fn forget_lists(reg: &mut Registry) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use opentelemetry::trace::{Tracer as _, TracerProvider as _};
-    use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
-    use std::time::Duration;
+mod tests;
 
-    /// The tests share the global registry and tracking switch.
-    static SERIAL: Mutex<()> = Mutex::new(());
+/// Lens's own span path: the open records and finished batches of each
+/// thread's list.
+#[cfg(feature = "sdk-core")]
+pub(crate) mod records {
+    use super::{registry, Entry, OpenList, Record, Registration};
 
-    struct Fixture {
-        exporter: InMemorySpanExporter,
-        provider: SdkTracerProvider,
-        _serial: MutexGuard<'static, ()>,
+    /// Stores an open record in this thread's list (`None` while the
+    /// thread is exiting).
+    pub(crate) fn insert(rec: Record) -> Option<Registration> {
+        super::insert(Entry::Rec(rec))
     }
 
-    impl Fixture {
-        fn new() -> Self {
-            let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-            let exporter = InMemorySpanExporter::default();
-            let provider = SdkTracerProvider::builder()
-                .with_simple_exporter(exporter.clone())
-                .build();
-            truncate_all("earlier test");
-            set_tracking(true);
-            Fixture {
-                exporter,
-                provider,
-                _serial: serial,
+    impl Registration {
+        /// Runs `f` on the record, if it is still open (and was made in
+        /// this process).
+        pub(crate) fn with_record<R>(&self, f: impl FnOnce(&mut Record) -> R) -> Option<R> {
+            if !self.list.is_current() {
+                return None;
+            }
+            match self.list.lock().get_mut(self.slot, self.id) {
+                Some(Entry::Rec(rec)) => Some(f(rec)),
+                _ => None,
             }
         }
 
-        /// A started span (not ended), as a context.
-        fn start(&self, name: &str) -> Context {
-            let span = self.provider.tracer("t").start(name.to_owned());
-            Context::new().with_span(span)
-        }
-
-        fn finished(&self) -> Vec<String> {
-            let spans = self.exporter.get_finished_spans().unwrap();
-            spans.iter().map(|s| s.name.to_string()).collect()
+        /// Ends the record (`finish` sets its end), if it is still open:
+        /// it joins the list's finished records. Returns them all once
+        /// there are `threshold`; `Err(sampled)` if the span was made
+        /// before a fork (never exported).
+        pub(crate) fn end_record(
+            &self,
+            threshold: usize,
+            finish: impl FnOnce(&mut Record),
+        ) -> Result<Option<Vec<Record>>, ()> {
+            if !self.list.is_current() {
+                return Err(());
+            }
+            let mut spans = self.list.lock();
+            let Some(Entry::Rec(mut rec)) = spans.remove(self.slot, self.id) else {
+                return Ok(None);
+            };
+            finish(&mut rec);
+            spans.done.push(rec);
+            Ok((spans.done.len() >= threshold)
+                .then(|| std::mem::replace(&mut spans.done, Vec::with_capacity(threshold))))
         }
     }
 
-    impl Drop for Fixture {
-        fn drop(&mut self) {
-            set_tracking(false);
-        }
-    }
-
-    /// This thread's list and how many slots it has.
-    fn my_slots() -> (usize, usize) {
-        MINE.with(|m| {
-            let g = m.list().lock();
-            (g.live(), g.slots.len())
-        })
-    }
-
-    #[test]
-    fn ending_oldest_first_unregisters_everything() {
-        let f = Fixture::new();
-        let spans: Vec<(Context, Registration)> = (0..20_000)
-            .map(|i| {
-                let cx = f.start(&format!("s{i}"));
-                let reg = register(&cx).expect("tracking is on");
-                (cx, reg)
+    /// Takes every list's finished records (lists of this process only).
+    pub(crate) fn take_done() -> Vec<Vec<Record>> {
+        let lists: Vec<&'static OpenList> = registry().all.clone();
+        lists
+            .into_iter()
+            .filter(|l| l.is_current())
+            .filter_map(|l| {
+                let mut spans = l.lock();
+                (!spans.done.is_empty()).then(|| std::mem::take(&mut spans.done))
             })
-            .collect();
-        assert_eq!(my_slots(), (20_000, 20_000));
-        for (i, (cx, reg)) in spans.into_iter().enumerate() {
-            cx.span().end();
-            reg.unregister();
-            if i == 9_999 {
-                // the freed slots wait for reuse; nothing moved
-                assert_eq!(my_slots(), (10_000, 20_000));
-            }
-        }
-        assert_eq!(my_slots(), (0, 0), "all unregistered, slab started over");
-        assert_eq!(truncate_all("test"), 0);
-        assert_eq!(f.finished().len(), 20_000);
-    }
-
-    #[test]
-    fn freed_slots_are_reused_and_truncation_is_innermost_first() {
-        let f = Fixture::new();
-        let a = f.start("a");
-        let _ra = register(&a).unwrap();
-        let b = f.start("b");
-        let rb = register(&b).unwrap();
-        let c = f.start("c");
-        let _rc = register(&c).unwrap();
-        b.span().end();
-        rb.unregister();
-        let d = f.start("d"); // takes b's slot
-        let rd = register(&d).unwrap();
-        assert_eq!(rd.slot, 1);
-        assert_eq!(my_slots(), (3, 3));
-        assert_eq!(truncate_all("test"), 3);
-        assert_eq!(f.finished(), ["b", "d", "c", "a"]);
-        // a registration whose slot was taken by truncation: a no-op,
-        // also once a new span has the slot
-        let e = f.start("e");
-        let re = register(&e).unwrap();
-        assert_eq!(re.slot, 0);
-        _ra.unregister();
-        assert_eq!(my_slots(), (1, 1), "e is still registered");
-        re.unregister();
-        assert_eq!(my_slots(), (0, 0));
-        e.span().end();
-    }
-
-    #[test]
-    fn any_end_order_keeps_the_slab_at_the_most_open() {
-        let f = Fixture::new();
-        let mut open: Vec<Registration> = Vec::new();
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        for i in 0..5_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            if open.len() < 64 && (open.is_empty() || x.is_multiple_of(2)) {
-                let cx = f.start(&format!("s{i}"));
-                open.push(register(&cx).unwrap());
-            } else {
-                let reg = open.swap_remove((x % open.len() as u64) as usize);
-                reg.unregister();
-            }
-            let (live, slots) = my_slots();
-            assert_eq!(live, open.len());
-            assert!(slots <= 64, "{slots}");
-        }
-        let n = open.len();
-        assert_eq!(truncate_all("test"), n);
-    }
-
-    #[test]
-    fn reset_after_fork_forgets_without_ending() {
-        let f = Fixture::new();
-        let cx = f.start("parent.open");
-        let reg = register(&cx).unwrap();
-        reset_after_fork();
-        assert!(register(&cx).is_none(), "tracking is off");
-        assert_eq!(truncate_all("child"), 0);
-        assert!(cx.span().is_recording(), "not ended");
-        reg.unregister(); // a no-op
-                          // tracking on again: this thread gets a new list
-        set_tracking(true);
-        let child = f.start("child.open");
-        let _rc = register(&child).unwrap();
-        assert_eq!(my_slots(), (1, 1));
-        assert_eq!(truncate_all("child"), 1);
-        assert_eq!(f.finished(), ["child.open"]);
-        cx.span().end();
-    }
-
-    #[test]
-    fn reset_after_fork_never_blocks_on_held_locks() {
-        let f = Fixture::new();
-        let cx = f.start("parent.open");
-        let reg = register(&cx).unwrap();
-        // as in a child forked while other threads held the registry
-        // and a list: both stay locked for ever
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let held_registry = registry();
-            let held_list = reg.list.lock();
-            reset_after_fork();
-            reg.unregister(); // must not lock the list
-            let _ = tx.send(());
-            drop((held_list, held_registry));
-        });
-        rx.recv_timeout(Duration::from_secs(30))
-            .expect("reset_after_fork and unregister do not block");
-        // the new registry works
-        set_tracking(true);
-        let child = f.start("child.open");
-        let _rc = register(&child).unwrap();
-        assert_eq!(truncate_all("child"), 1);
-        assert_eq!(f.finished(), ["child.open"]);
-        assert!(cx.span().is_recording(), "the parent's span is not ended");
-        cx.span().end();
+            .collect()
     }
 }

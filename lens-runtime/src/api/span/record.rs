@@ -1,20 +1,29 @@
 //! Lens's own span recorder (`NEMO_LENS_SPAN_PATH=lens`): spans are built
-//! here instead of by the OpenTelemetry SDK's tracer, and finished spans
-//! go into the ending thread's buffer ([`collect`]) instead of through the
-//! SDK's span processors one by one.
+//! here instead of by the OpenTelemetry SDK's tracer.
 //!
 //! A span start draws its ids from the fork-safe generator, asks the
 //! configured sampler (the same one the SDK tracer uses: rank-aware,
-//! `OTEL_TRACES_SAMPLER`, parent-based) and reads the clock. The span is
-//! made the current OpenTelemetry context as a [`RecSpan`]: raw
+//! `OTEL_TRACES_SAMPLER`, parent-based) and reads the clock. Its record
+//! (ids, name, times, attributes, status; events and links boxed apart)
+//! lives in the starting thread's open-span list ([`open`](super::open))
+//! while the span is open, and joins that list's finished records when it
+//! ends: one uncontended lock at start, one at the end, no allocation for
+//! the record itself. The collector ([`collect`]) builds the SDK's
+//! `SpanData` from finished records off the calling thread.
+//!
+//! The span is made the current OpenTelemetry context as a [`RecSpan`], a
+//! small span that holds only its ids and the record's place: raw
 //! OpenTelemetry spans, `tracing-opentelemetry` and propagators see its
-//! span context as their parent, and `get_active_span` reaches the record
-//! itself (attributes, events, status), so nothing is forwarded twice.
-//! Limits are the SDK's defaults (128 attributes, events and links per
-//! span, 128 attributes per event and link).
+//! span context as their parent, and `get_active_span`'s
+//! `set_attribute`/`add_event`/`set_status` reach the record. Limits are
+//! the SDK's defaults (128 attributes, events and links per span, 128
+//! attributes per event and link).
 
+use super::open::{records, Registration};
+use crate::api::semconv;
 use opentelemetry::trace::{
     Event, Link, SpanBuilder, SpanContext, SpanId, SpanKind, Status, TraceContextExt, TraceFlags,
+    TraceId, TraceState,
 };
 use opentelemetry::{Context, InstrumentationScope, KeyValue};
 use opentelemetry_sdk::trace::{
@@ -24,6 +33,7 @@ use std::borrow::Cow;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::time::SystemTime;
 
+pub(crate) use clock::Stamp;
 pub(crate) use collect::SpanSink;
 
 /// The SDK's default span limits, which lens's providers use.
@@ -64,7 +74,7 @@ pub(crate) fn uninstall() {
     RECORDER.store(std::ptr::null_mut(), Ordering::Release);
 }
 
-/// In a forked child: forget the recorder and the parent's buffers (plain
+/// In a forked child: forget the recorder and the parent's spans (plain
 /// atomic stores).
 pub(crate) fn forget_after_fork() {
     uninstall();
@@ -88,37 +98,108 @@ pub(crate) fn release_sink(sink: &std::sync::Arc<dyn SpanSink>) {
     collect::release_sink(sink);
 }
 
-/// A span of lens's path, as it lives in an OpenTelemetry context.
+/// A span of lens's path as it lives in an OpenTelemetry context: its ids
+/// and the place of its record.
 #[derive(Debug)]
 pub(crate) struct RecSpan {
     sc: SpanContext,
-    record: Option<Record>,
+    reg: Registration,
 }
 
-/// What a recording span has gathered so far.
+/// What a recording span has gathered so far; also the finished span, once
+/// `end` is set.
 #[derive(Debug)]
-struct Record {
+pub(crate) struct Record {
+    trace_id: TraceId,
+    span_id: SpanId,
+    flags: TraceFlags,
     parent_span_id: SpanId,
     parent_is_remote: bool,
     kind: SpanKind,
     name: Cow<'static, str>,
-    start: SystemTime,
+    start: Stamp,
+    end: Stamp,
     attributes: Vec<KeyValue>,
     dropped_attributes: u32,
+    /// The rest, rare on hot spans: boxed apart, so that the record stays
+    /// small (it moves into its list and out again).
+    more: Option<Box<More>>,
+    scope: &'static InstrumentationScope,
+}
+
+#[derive(Debug, Default)]
+struct More {
+    trace_state: TraceState,
+    status: Status,
     events: SpanEvents,
     links: SpanLinks,
-    status: Status,
-    scope: &'static InstrumentationScope,
+}
+
+/// A span started on lens's path: the context that holds it (the parent
+/// plus the new span) and, if it records, its place.
+pub(crate) struct Started {
+    pub(crate) cx: Context,
+    pub(crate) reg: Option<Registration>,
 }
 
 impl Recorder {
     /// Starts a span from `builder` as a child of `parent_cx`, as the SDK's
     /// tracer would (same sampling, same limits), without its span object.
-    pub(crate) fn start(&'static self, builder: SpanBuilder, parent_cx: &Context) -> RecSpan {
+    pub(crate) fn start(&'static self, builder: SpanBuilder, parent_cx: &Context) -> Started {
+        let SpanBuilder {
+            name,
+            span_kind,
+            start_time,
+            attributes,
+            events,
+            links,
+            ..
+        } = builder;
+        self.start_parts(
+            name,
+            span_kind.unwrap_or(SpanKind::Internal),
+            attributes.unwrap_or_default(),
+            links.unwrap_or_default(),
+            events.unwrap_or_default(),
+            start_time,
+            parent_cx,
+        )
+    }
+
+    /// Starts an internal span with `attributes`, child of `parent_cx`.
+    #[inline]
+    pub(crate) fn start_simple(
+        &'static self,
+        name: Cow<'static, str>,
+        attributes: Vec<KeyValue>,
+        parent_cx: &Context,
+    ) -> Started {
+        self.start_parts(
+            name,
+            SpanKind::Internal,
+            attributes,
+            Vec::new(),
+            Vec::new(),
+            None,
+            parent_cx,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn start_parts(
+        &'static self,
+        name: Cow<'static, str>,
+        kind: SpanKind,
+        mut attributes: Vec<KeyValue>,
+        links: Vec<Link>,
+        events: Vec<Event>,
+        start_time: Option<SystemTime>,
+        parent_cx: &Context,
+    ) -> Started {
         if parent_cx.is_telemetry_suppressed() {
-            return RecSpan {
-                sc: SpanContext::empty_context(),
-                record: None,
+            return Started {
+                cx: parent_cx.with_remote_span_context(SpanContext::empty_context()),
+                reg: None,
             };
         }
         let span_id = self.ids.new_span_id();
@@ -129,26 +210,26 @@ impl Recorder {
         } else {
             (self.ids.new_trace_id(), TraceFlags::default())
         };
-        let kind = builder.span_kind.clone().unwrap_or(SpanKind::Internal);
         let result = self.sampler.should_sample(
             Some(parent_cx),
             trace_id,
-            &builder.name,
+            &name,
             &kind,
-            builder.attributes.as_deref().unwrap_or(&[]),
-            builder.links.as_deref().unwrap_or(&[]),
+            &attributes,
+            &links,
         );
         let sampled = match result.decision {
             SamplingDecision::Drop => {
-                return RecSpan {
-                    sc: SpanContext::new(
-                        trace_id,
-                        span_id,
-                        TraceFlags::default(),
-                        false,
-                        result.trace_state,
-                    ),
-                    record: None,
+                let sc = SpanContext::new(
+                    trace_id,
+                    span_id,
+                    TraceFlags::default(),
+                    false,
+                    result.trace_state,
+                );
+                return Started {
+                    cx: parent_cx.with_remote_span_context(sc),
+                    reg: None,
                 };
             }
             SamplingDecision::RecordOnly => false,
@@ -161,37 +242,48 @@ impl Recorder {
             false,
             result.trace_state,
         );
-        let (parent_span_id, parent_is_remote) = if psc.is_valid() {
-            (psc.span_id(), psc.is_remote())
-        } else {
-            (SpanId::INVALID, false)
-        };
-        let SpanBuilder {
-            name,
-            start_time,
-            attributes,
-            events,
-            links,
-            ..
-        } = builder;
-        let mut attributes = attributes.unwrap_or_default();
         attributes.extend(result.attributes);
         let dropped_attributes = keep_limit(&mut attributes);
-        RecSpan {
-            sc,
-            record: Some(Record {
-                parent_span_id,
-                parent_is_remote,
-                kind,
-                name,
-                start: start_time.unwrap_or_else(opentelemetry::time::now),
-                attributes,
-                dropped_attributes,
-                events: limit_events(events),
-                links: limit_links(links),
-                status: Status::Unset,
-                scope: &self.scope,
-            }),
+        let more =
+            (!events.is_empty() || !links.is_empty() || *sc.trace_state() != TraceState::NONE)
+                .then(|| {
+                    Box::new(More {
+                        trace_state: sc.trace_state().clone(),
+                        status: Status::Unset,
+                        events: limit_events(events),
+                        links: limit_links(links),
+                    })
+                });
+        let start = start_time.map_or_else(clock::now, clock::from_system);
+        let rec = Record {
+            trace_id,
+            span_id,
+            flags: sc.trace_flags(),
+            parent_span_id: if psc.is_valid() {
+                psc.span_id()
+            } else {
+                SpanId::INVALID
+            },
+            parent_is_remote: psc.is_valid() && psc.is_remote(),
+            kind,
+            name,
+            start,
+            end: start,
+            attributes,
+            dropped_attributes,
+            more,
+            scope: &self.scope,
+        };
+        match records::insert(rec) {
+            Some(reg) => Started {
+                cx: parent_cx.with_span(RecSpan { sc, reg }),
+                reg: Some(reg),
+            },
+            // the thread is exiting: the span is not recorded
+            None => Started {
+                cx: parent_cx.with_remote_span_context(sc),
+                reg: None,
+            },
         }
     }
 }
@@ -203,28 +295,130 @@ fn keep_limit<T>(items: &mut Vec<T>) -> u32 {
     dropped
 }
 
-fn limit_events(events: Option<Vec<Event>>) -> SpanEvents {
+fn limit_events(mut events: Vec<Event>) -> SpanEvents {
     let mut out = SpanEvents::default();
-    if let Some(mut events) = events {
-        out.dropped_count = keep_limit(&mut events);
-        for e in &mut events {
-            e.dropped_attributes_count = keep_limit(&mut e.attributes);
-        }
-        out.events = events;
+    out.dropped_count = keep_limit(&mut events);
+    for e in &mut events {
+        e.dropped_attributes_count = keep_limit(&mut e.attributes);
     }
+    out.events = events;
     out
 }
 
-fn limit_links(links: Option<Vec<Link>>) -> SpanLinks {
+fn limit_links(mut links: Vec<Link>) -> SpanLinks {
     let mut out = SpanLinks::default();
-    if let Some(mut links) = links {
-        out.dropped_count = keep_limit(&mut links);
-        for l in &mut links {
-            l.dropped_attributes_count = keep_limit(&mut l.attributes);
-        }
-        out.links = links;
+    out.dropped_count = keep_limit(&mut links);
+    for l in &mut links {
+        l.dropped_attributes_count = keep_limit(&mut l.attributes);
     }
+    out.links = links;
     out
+}
+
+impl Record {
+    pub(crate) fn set_attribute(&mut self, attribute: KeyValue) {
+        if self.attributes.len() < LIMIT {
+            self.attributes.push(attribute);
+        } else {
+            self.dropped_attributes += 1;
+        }
+    }
+
+    fn more(&mut self) -> &mut More {
+        self.more.get_or_insert_with(Box::default)
+    }
+
+    pub(crate) fn add_event(
+        &mut self,
+        name: Cow<'static, str>,
+        at: SystemTime,
+        mut attributes: Vec<KeyValue>,
+    ) {
+        let events = &mut self.more().events;
+        if events.events.len() < LIMIT {
+            let dropped = keep_limit(&mut attributes);
+            events
+                .events
+                .push(Event::new(name, at, attributes, dropped));
+        } else {
+            events.dropped_count += 1;
+        }
+    }
+
+    fn add_link(&mut self, span_context: SpanContext, mut attributes: Vec<KeyValue>) {
+        let links = &mut self.more().links;
+        if links.links.len() < LIMIT {
+            let dropped = keep_limit(&mut attributes);
+            links
+                .links
+                .push(Link::new(span_context, attributes, dropped));
+        } else {
+            links.dropped_count += 1;
+        }
+    }
+
+    pub(crate) fn set_status(&mut self, status: Status) {
+        // a total order, as in the SDK: Ok > Error > Unset
+        if status > Status::Unset && self.more.as_ref().is_none_or(|m| status > m.status) {
+            self.more().status = status;
+        }
+    }
+
+    /// Marks a span ended by telemetry shutdown, now.
+    pub(crate) fn truncate(&mut self, reason: &str) {
+        self.set_attribute(KeyValue::new(semconv::NEMO_SPAN_TRUNCATED, true));
+        let attrs = vec![KeyValue::new(
+            semconv::NEMO_SPAN_TRUNCATED_REASON,
+            reason.to_owned(),
+        )];
+        self.add_event(
+            semconv::NEMO_SPAN_TRUNCATED.into(),
+            opentelemetry::time::now(),
+            attrs,
+        );
+        self.end = clock::now();
+    }
+
+    pub(crate) fn is_sampled(&self) -> bool {
+        self.flags.is_sampled()
+    }
+
+    /// The span as the SDK's exporters take it.
+    pub(crate) fn into_span_data(self) -> SpanData {
+        let more = self.more.map(|m| *m).unwrap_or_default();
+        SpanData {
+            span_context: SpanContext::new(
+                self.trace_id,
+                self.span_id,
+                self.flags,
+                false,
+                more.trace_state,
+            ),
+            parent_span_id: self.parent_span_id,
+            parent_span_is_remote: self.parent_is_remote,
+            span_kind: self.kind,
+            name: self.name,
+            start_time: clock::to_system(self.start),
+            end_time: clock::to_system(self.end.max(self.start)),
+            attributes: self.attributes,
+            dropped_attributes_count: self.dropped_attributes,
+            events: more.events,
+            links: more.links,
+            status: more.status,
+            instrumentation_scope: self.scope.clone(),
+        }
+    }
+}
+
+/// Ends the span at `reg` at `at`, if it is still open (`sampled`: its
+/// span context's flag, for the count of spans a forked child drops).
+pub(crate) fn end(reg: &Registration, sampled: bool, at: Stamp) {
+    match reg.end_record(collect::THRESHOLD, |r| r.end = at) {
+        Ok(Some(batch)) => collect::hand_over(batch),
+        Ok(None) => {}
+        Err(()) if sampled => collect::count_dropped_in_child(),
+        Err(()) => {}
+    }
 }
 
 impl opentelemetry::trace::Span for RecSpan {
@@ -232,21 +426,12 @@ impl opentelemetry::trace::Span for RecSpan {
         &mut self,
         name: T,
         timestamp: SystemTime,
-        mut attributes: Vec<KeyValue>,
+        attributes: Vec<KeyValue>,
     ) where
         T: Into<Cow<'static, str>>,
     {
-        if let Some(r) = &mut self.record {
-            if r.events.events.len() < LIMIT {
-                let dropped = attributes.len().saturating_sub(LIMIT) as u32;
-                attributes.truncate(LIMIT);
-                r.events
-                    .events
-                    .push(Event::new(name, timestamp, attributes, dropped));
-            } else {
-                r.events.dropped_count += 1;
-            }
-        }
+        self.reg
+            .with_record(|r| r.add_event(name.into(), timestamp, attributes));
     }
 
     fn span_context(&self) -> &SpanContext {
@@ -254,80 +439,37 @@ impl opentelemetry::trace::Span for RecSpan {
     }
 
     fn is_recording(&self) -> bool {
-        self.record.is_some()
+        self.reg.with_record(|_| ()).is_some()
     }
 
     fn set_attribute(&mut self, attribute: KeyValue) {
-        if let Some(r) = &mut self.record {
-            if r.attributes.len() < LIMIT {
-                r.attributes.push(attribute);
-            } else {
-                r.dropped_attributes += 1;
-            }
-        }
+        self.reg.with_record(|r| r.set_attribute(attribute));
     }
 
     fn set_status(&mut self, status: Status) {
-        if let Some(r) = &mut self.record {
-            // a total order, as in the SDK: Ok > Error > Unset
-            if status > r.status {
-                r.status = status;
-            }
-        }
+        self.reg.with_record(|r| r.set_status(status));
     }
 
     fn update_name<T>(&mut self, new_name: T)
     where
         T: Into<Cow<'static, str>>,
     {
-        if let Some(r) = &mut self.record {
-            r.name = new_name.into();
-        }
+        self.reg.with_record(|r| r.name = new_name.into());
     }
 
-    fn add_link(&mut self, span_context: SpanContext, mut attributes: Vec<KeyValue>) {
-        if let Some(r) = &mut self.record {
-            if r.links.links.len() < LIMIT {
-                let dropped = attributes.len().saturating_sub(LIMIT) as u32;
-                attributes.truncate(LIMIT);
-                r.links
-                    .links
-                    .push(Link::new(span_context, attributes, dropped));
-            } else {
-                r.links.dropped_count += 1;
-            }
-        }
+    fn add_link(&mut self, span_context: SpanContext, attributes: Vec<KeyValue>) {
+        self.reg
+            .with_record(|r| r.add_link(span_context, attributes));
     }
 
     fn end_with_timestamp(&mut self, timestamp: SystemTime) {
-        let Some(r) = self.record.take() else {
-            return;
-        };
-        collect::push(SpanData {
-            span_context: self.sc.clone(),
-            parent_span_id: r.parent_span_id,
-            parent_span_is_remote: r.parent_is_remote,
-            span_kind: r.kind,
-            name: r.name,
-            start_time: r.start,
-            end_time: timestamp,
-            attributes: r.attributes,
-            dropped_attributes_count: r.dropped_attributes,
-            events: r.events,
-            links: r.links,
-            status: r.status,
-            instrumentation_scope: r.scope.clone(),
-        });
+        end(
+            &self.reg,
+            self.sc.is_sampled(),
+            clock::from_system(timestamp),
+        );
     }
 }
 
-impl Drop for RecSpan {
-    fn drop(&mut self) {
-        // as the SDK's span: one never ended explicitly ends when dropped
-        if self.record.is_some() {
-            opentelemetry::trace::Span::end(self);
-        }
-    }
-}
-
+pub(crate) mod clock;
 pub(crate) mod collect;

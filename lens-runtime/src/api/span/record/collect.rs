@@ -1,20 +1,22 @@
-//! Finished spans of lens's span path: one bounded buffer per thread,
-//! registered with one collector thread.
+//! Finished spans of lens's span path, from the threads' lists to the
+//! sink, through one collector thread.
 //!
-//! A span that ends goes into the ending thread's buffer (an uncontended
-//! lock: only that thread and a drain take it). When the buffer holds
-//! [`THRESHOLD`] spans the thread hands them to the sink in one batch (one
-//! lock of the export queue per batch instead of one per span; waking the
-//! collector for it instead measured slower: the two threads then contend
-//! for the buffer and for malloc). The collector thread drains every
-//! buffer on an interval, so a thread that records a few spans and sleeps
+//! A span that ends joins its thread's finished records (in the thread's
+//! open-span list, under the lock its end takes anyway). When a list holds
+//! [`THRESHOLD`] of them the ending thread hands the batch over: onto a
+//! small queue that the collector thread takes, wakes the collector, and
+//! goes on; the collector builds the SDK's `SpanData` and submits the
+//! batch off the calling thread. When that queue is full (the collector
+//! is behind) the ending thread builds and submits the batch itself, so
+//! memory stays bounded and nothing waits. The collector also drains every
+//! list on an interval, so a thread that records a few spans and sleeps
 //! still exports them within the batch delay. The sink (lens's batch span
-//! processor) never blocks: a full queue drops the excess and counts it. A
-//! buffer outlives its thread until the next drain, and never holds more
-//! than [`THRESHOLD`] spans.
+//! processor) never blocks: a full export queue drops the excess and
+//! counts it.
 
+use super::Record;
+use crate::api::span::open::records;
 use opentelemetry_sdk::trace::SpanData;
-use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
@@ -25,51 +27,60 @@ pub(crate) trait SpanSink: Send + Sync + 'static {
     fn submit(&self, spans: Vec<SpanData>);
 }
 
-/// Spans a thread buffers at most before it hands them over itself.
+/// Finished spans a thread's list holds at most before the thread hands
+/// them over.
 pub(crate) const THRESHOLD: usize = 512;
 
-struct Buffer {
-    /// The buffer generation ([`EPOCH`]) it belongs to.
-    epoch: u64,
-    spans: Mutex<Vec<SpanData>>,
-}
+/// Batches handed over at most, waiting for the collector.
+const MAX_WAITING: usize = 16;
 
-impl Buffer {
-    fn lock(&self) -> MutexGuard<'_, Vec<SpanData>> {
-        self.spans.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-type Registry = Mutex<Vec<Arc<Buffer>>>;
-
-/// Bumped in a forked child: buffers of an earlier epoch belong to the
-/// parent (a thread that does not exist here may hold their lock).
-static EPOCH: AtomicU64 = AtomicU64::new(0);
 /// Set in a child forked while lens's path was on, until it sets up again.
 static IN_CHILD: AtomicBool = AtomicBool::new(false);
 /// Sampled spans that ended in such a child (never exported).
 static DROPPED_IN_CHILD: AtomicU64 = AtomicU64::new(0);
-static FIRST: Registry = Mutex::new(Vec::new());
-/// Null for [`FIRST`], else a registry leaked by a set-up in a child.
-static REPLACED: AtomicPtr<Registry> = AtomicPtr::new(std::ptr::null_mut());
 /// The sink in use: null, or a leaked box never freed.
 static SINK: AtomicPtr<Arc<dyn SpanSink>> = AtomicPtr::new(std::ptr::null_mut());
 static INTERVAL_MS: AtomicU64 = AtomicU64::new(100);
 /// The process whose collector thread runs (0: none yet).
 static COLLECTOR_PID: AtomicU32 = AtomicU32::new(0);
 
-/// Wakes the collector before its interval (its pipeline shut down).
-static WAKE: Mutex<bool> = Mutex::new(false);
-static WAKE_CV: Condvar = Condvar::new();
-
-thread_local! {
-    static LOCAL: RefCell<Option<Arc<Buffer>>> = const { RefCell::new(None) };
+/// The locks between ending threads, the collector and drains. A child
+/// forked while a parent thread held one gets fresh ones when it sets up
+/// again.
+struct Shared {
+    /// Batches handed over by ending threads.
+    waiting: Mutex<Vec<Vec<Record>>>,
+    /// Held while batches are built and submitted: a drain that holds it
+    /// knows no batch is half-way to the sink.
+    submitting: Mutex<()>,
+    /// Wakes the collector before its interval (a batch handed over, or
+    /// its pipeline shut down).
+    wake: Mutex<bool>,
+    wake_cv: Condvar,
 }
 
-fn registry() -> MutexGuard<'static, Vec<Arc<Buffer>>> {
-    // SAFETY: null or a leaked `Box<Registry>`, never freed.
-    let reg = unsafe { REPLACED.load(Ordering::Acquire).as_ref() }.unwrap_or(&FIRST);
-    reg.lock().unwrap_or_else(|e| e.into_inner())
+impl Shared {
+    const fn new() -> Self {
+        Shared {
+            waiting: Mutex::new(Vec::new()),
+            submitting: Mutex::new(()),
+            wake: Mutex::new(false),
+            wake_cv: Condvar::new(),
+        }
+    }
+}
+
+static FIRST: Shared = Shared::new();
+/// Null for [`FIRST`], else the locks leaked by a set-up in a child.
+static REPLACED: AtomicPtr<Shared> = AtomicPtr::new(std::ptr::null_mut());
+
+fn shared() -> &'static Shared {
+    // SAFETY: null or a leaked `Box<Shared>`, never freed.
+    unsafe { REPLACED.load(Ordering::Acquire).as_ref() }.unwrap_or(&FIRST)
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn sink() -> Option<&'static Arc<dyn SpanSink>> {
@@ -77,8 +88,14 @@ fn sink() -> Option<&'static Arc<dyn SpanSink>> {
     unsafe { SINK.load(Ordering::Acquire).as_ref() }
 }
 
-fn submit(spans: Vec<SpanData>) {
+/// Builds the batch's `SpanData` (sampled spans only) and submits it.
+fn submit(batch: Vec<Record>) {
     if let Some(s) = sink() {
+        let spans: Vec<SpanData> = batch
+            .into_iter()
+            .filter(Record::is_sampled)
+            .map(Record::into_span_data)
+            .collect();
         if !spans.is_empty() {
             s.submit(spans);
         }
@@ -90,9 +107,7 @@ fn submit(spans: Vec<SpanData>) {
 pub(super) fn set_sink(sink: Arc<dyn SpanSink>, interval: Duration) {
     if IN_CHILD.swap(false, Ordering::AcqRel) {
         DROPPED_IN_CHILD.store(0, Ordering::Relaxed);
-        // a child that sets up again: a registry of its own
-        let fresh: &'static Registry = Box::leak(Box::new(Mutex::new(Vec::new())));
-        REPLACED.store(fresh as *const Registry as *mut Registry, Ordering::Release);
+        REPLACED.store(Box::into_raw(Box::new(Shared::new())), Ordering::Release);
     }
     let ms = interval.as_millis().clamp(1, 1000) as u64;
     INTERVAL_MS.store(ms, Ordering::Relaxed);
@@ -123,11 +138,18 @@ pub(super) fn dropped_in_child() -> u64 {
     DROPPED_IN_CHILD.load(Ordering::Relaxed)
 }
 
-/// In a forked child (fork handler: atomic stores only).
+/// A sampled span of the parent process ended in this forked child.
+pub(super) fn count_dropped_in_child() {
+    DROPPED_IN_CHILD.fetch_add(1, Ordering::Relaxed);
+}
+
+/// In a forked child (fork handler: atomic stores only). The parent's
+/// lists are forgotten by the open-span registry; batches waiting for the
+/// parent's collector are never taken (a set-up in the child starts with
+/// fresh locks and an empty queue).
 pub(super) fn reset_after_fork() {
     DROPPED_IN_CHILD.store(0, Ordering::Relaxed);
     IN_CHILD.store(true, Ordering::Relaxed);
-    EPOCH.fetch_add(1, Ordering::Relaxed);
     SINK.store(std::ptr::null_mut(), Ordering::Release);
 }
 
@@ -147,13 +169,22 @@ fn start_collector() {
     }
 }
 
-/// The collector thread: drains on a wake-up or the interval; exits once
-/// no sink is set (the pipeline shut down), so no thread outlives it.
+/// The collector thread: takes handed-over batches when woken, drains
+/// every list on the interval; exits once no sink is set (the pipeline
+/// shut down), so no thread outlives it.
 fn collector(pid: u32) {
+    super::clock::anchor();
+    let mut anchored = std::time::Instant::now();
     loop {
+        if anchored.elapsed() >= super::clock::REANCHOR {
+            super::clock::anchor();
+            anchored = std::time::Instant::now();
+        }
         let interval = Duration::from_millis(INTERVAL_MS.load(Ordering::Relaxed));
-        let woken = WAKE.lock().unwrap_or_else(|e| e.into_inner());
-        let (mut woken, _) = WAKE_CV
+        let sh = shared();
+        let woken = lock(&sh.wake);
+        let (mut woken, timeout) = sh
+            .wake_cv
             .wait_timeout_while(woken, interval, |w| !*w)
             .unwrap_or_else(|e| e.into_inner());
         *woken = false;
@@ -170,88 +201,64 @@ fn collector(pid: u32) {
                 return;
             }
         }
-        drain();
+        if timeout.timed_out() {
+            drain();
+        } else {
+            let _submitting = lock(&sh.submitting);
+            submit_waiting(sh);
+        }
     }
 }
 
-/// Puts a finished span into this thread's buffer; hands the buffer to the
-/// sink when it is full.
-pub(super) fn push(span: SpanData) {
-    if IN_CHILD.load(Ordering::Relaxed) {
-        if span.span_context.is_sampled() {
-            DROPPED_IN_CHILD.fetch_add(1, Ordering::Relaxed);
-        }
-        return;
-    }
-    let mut span = Some(span);
-    let full = LOCAL
-        .try_with(|cell| {
-            let mut slot = cell.try_borrow_mut().ok()?;
-            let epoch = EPOCH.load(Ordering::Relaxed);
-            if !matches!(&*slot, Some(b) if b.epoch == epoch) {
-                *slot = Some(register(epoch));
-            }
-            let buf = slot.as_ref()?;
-            let mut spans = buf.lock();
-            spans.push(span.take()?);
-            (spans.len() >= THRESHOLD)
-                .then(|| std::mem::replace(&mut *spans, Vec::with_capacity(THRESHOLD)))
-        })
-        .ok()
-        .flatten();
-    if let Some(batch) = full {
+/// Submits the batches handed over (the caller holds `SUBMITTING`).
+fn submit_waiting(sh: &Shared) {
+    loop {
+        let Some(batch) = lock(&sh.waiting).pop() else {
+            return;
+        };
         submit(batch);
     }
-    // no buffer (the thread is exiting): hand it over alone
-    if let Some(span) = span {
-        submit(vec![span]);
+}
+
+/// A full batch from an ending thread: queued for the collector, or, if
+/// the collector is behind or absent, submitted by the caller.
+pub(super) fn hand_over(batch: Vec<Record>) {
+    if IN_CHILD.load(Ordering::Relaxed) {
+        return;
     }
+    if COLLECTOR_PID.load(Ordering::Relaxed) != 0 {
+        let mut waiting = lock(&shared().waiting);
+        if waiting.len() < MAX_WAITING {
+            waiting.push(batch);
+            drop(waiting);
+            wake_collector();
+            return;
+        }
+    }
+    submit(batch);
 }
 
 #[cold]
 #[inline(never)]
 fn wake_collector() {
-    // never waits: if the collector holds the lock it is about to drain
-    if let Ok(mut woken) = WAKE.try_lock() {
+    // never waits: if the collector holds the lock it is about to look
+    let sh = shared();
+    if let Ok(mut woken) = sh.wake.try_lock() {
         *woken = true;
-        WAKE_CV.notify_one();
+        sh.wake_cv.notify_one();
     }
 }
 
-#[cold]
-#[inline(never)]
-fn register(epoch: u64) -> Arc<Buffer> {
-    let buf = Arc::new(Buffer {
-        epoch,
-        spans: Mutex::new(Vec::with_capacity(THRESHOLD)),
-    });
-    registry().push(buf.clone());
-    buf
-}
-
-/// Hands every thread's buffered spans to the sink; forgets the buffers of
-/// threads that have exited.
+/// Hands every thread's finished spans, and the batches waiting, to the
+/// sink; returns once they are all there.
 pub(super) fn drain() {
     if IN_CHILD.load(Ordering::Relaxed) || sink().is_none() {
         return;
     }
-    let epoch = EPOCH.load(Ordering::Relaxed);
-    let mut batches = Vec::new();
-    {
-        let mut reg = registry();
-        for buf in reg.iter().filter(|b| b.epoch == epoch) {
-            let mut spans = buf.lock();
-            if !spans.is_empty() {
-                // the owner keeps a full-size buffer: no regrowth per batch
-                let fresh = Vec::with_capacity(THRESHOLD.max(spans.len()));
-                batches.push(std::mem::replace(&mut *spans, fresh));
-            }
-        }
-        // the registry's reference is the last one once the thread exited
-        // (kept while a span that arrived since is still in it)
-        reg.retain(|b| b.epoch == epoch && (Arc::strong_count(b) > 1 || !b.lock().is_empty()));
-    }
-    for batch in batches {
+    let sh = shared();
+    let _submitting = lock(&sh.submitting);
+    submit_waiting(sh);
+    for batch in records::take_done() {
         submit(batch);
     }
 }

@@ -1,0 +1,180 @@
+use super::*;
+use opentelemetry::trace::{Tracer as _, TracerProvider as _};
+use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+use std::time::Duration;
+
+/// The tests share the global registry and tracking switch.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+struct Fixture {
+    exporter: InMemorySpanExporter,
+    provider: SdkTracerProvider,
+    _serial: MutexGuard<'static, ()>,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let exporter = InMemorySpanExporter::default();
+        let provider = SdkTracerProvider::builder()
+            .with_simple_exporter(exporter.clone())
+            .build();
+        truncate_all("earlier test");
+        set_tracking(true);
+        Fixture {
+            exporter,
+            provider,
+            _serial: serial,
+        }
+    }
+
+    /// A started span (not ended), as a context.
+    fn start(&self, name: &str) -> Context {
+        let span = self.provider.tracer("t").start(name.to_owned());
+        Context::new().with_span(span)
+    }
+
+    fn finished(&self) -> Vec<String> {
+        let spans = self.exporter.get_finished_spans().unwrap();
+        spans.iter().map(|s| s.name.to_string()).collect()
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        set_tracking(false);
+    }
+}
+
+/// This thread's list and how many slots it has.
+fn my_slots() -> (usize, usize) {
+    MINE.with(|m| {
+        let g = m.list().lock();
+        (g.live(), g.slots.len())
+    })
+}
+
+#[test]
+fn ending_oldest_first_unregisters_everything() {
+    let f = Fixture::new();
+    let spans: Vec<(Context, Registration)> = (0..20_000)
+        .map(|i| {
+            let cx = f.start(&format!("s{i}"));
+            let reg = register(&cx).expect("tracking is on");
+            (cx, reg)
+        })
+        .collect();
+    assert_eq!(my_slots(), (20_000, 20_000));
+    for (i, (cx, reg)) in spans.into_iter().enumerate() {
+        cx.span().end();
+        reg.unregister();
+        if i == 9_999 {
+            // the freed slots wait for reuse; nothing moved
+            assert_eq!(my_slots(), (10_000, 20_000));
+        }
+    }
+    assert_eq!(my_slots(), (0, 0), "all unregistered, slab started over");
+    assert_eq!(truncate_all("test"), 0);
+    assert_eq!(f.finished().len(), 20_000);
+}
+
+#[test]
+fn freed_slots_are_reused_and_truncation_is_innermost_first() {
+    let f = Fixture::new();
+    let a = f.start("a");
+    let _ra = register(&a).unwrap();
+    let b = f.start("b");
+    let rb = register(&b).unwrap();
+    let c = f.start("c");
+    let _rc = register(&c).unwrap();
+    b.span().end();
+    rb.unregister();
+    let d = f.start("d"); // takes b's slot
+    let rd = register(&d).unwrap();
+    assert_eq!(rd.slot, 1);
+    assert_eq!(my_slots(), (3, 3));
+    assert_eq!(truncate_all("test"), 3);
+    assert_eq!(f.finished(), ["b", "d", "c", "a"]);
+    // a registration whose slot was taken by truncation: a no-op,
+    // also once a new span has the slot
+    let e = f.start("e");
+    let re = register(&e).unwrap();
+    assert_eq!(re.slot, 0);
+    _ra.unregister();
+    assert_eq!(my_slots(), (1, 1), "e is still registered");
+    re.unregister();
+    assert_eq!(my_slots(), (0, 0));
+    e.span().end();
+}
+
+#[test]
+fn any_end_order_keeps_the_slab_at_the_most_open() {
+    let f = Fixture::new();
+    let mut open: Vec<Registration> = Vec::new();
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for i in 0..5_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        if open.len() < 64 && (open.is_empty() || x.is_multiple_of(2)) {
+            let cx = f.start(&format!("s{i}"));
+            open.push(register(&cx).unwrap());
+        } else {
+            let reg = open.swap_remove((x % open.len() as u64) as usize);
+            reg.unregister();
+        }
+        let (live, slots) = my_slots();
+        assert_eq!(live, open.len());
+        assert!(slots <= 64, "{slots}");
+    }
+    let n = open.len();
+    assert_eq!(truncate_all("test"), n);
+}
+
+#[test]
+fn reset_after_fork_forgets_without_ending() {
+    let f = Fixture::new();
+    let cx = f.start("parent.open");
+    let reg = register(&cx).unwrap();
+    reset_after_fork();
+    assert!(register(&cx).is_none(), "tracking is off");
+    assert_eq!(truncate_all("child"), 0);
+    assert!(cx.span().is_recording(), "not ended");
+    reg.unregister(); // a no-op
+                      // tracking on again: this thread gets a new list
+    set_tracking(true);
+    let child = f.start("child.open");
+    let _rc = register(&child).unwrap();
+    assert_eq!(my_slots(), (1, 1));
+    assert_eq!(truncate_all("child"), 1);
+    assert_eq!(f.finished(), ["child.open"]);
+    cx.span().end();
+}
+
+#[test]
+fn reset_after_fork_never_blocks_on_held_locks() {
+    let f = Fixture::new();
+    let cx = f.start("parent.open");
+    let reg = register(&cx).unwrap();
+    // as in a child forked while other threads held the registry
+    // and a list: both stay locked for ever
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let held_registry = registry();
+        let held_list = reg.list.lock();
+        reset_after_fork();
+        reg.unregister(); // must not lock the list
+        let _ = tx.send(());
+        drop((held_list, held_registry));
+    });
+    rx.recv_timeout(Duration::from_secs(30))
+        .expect("reset_after_fork and unregister do not block");
+    // the new registry works
+    set_tracking(true);
+    let child = f.start("child.open");
+    let _rc = register(&child).unwrap();
+    assert_eq!(truncate_all("child"), 1);
+    assert_eq!(f.finished(), ["child.open"]);
+    assert!(cx.span().is_recording(), "the parent's span is not ended");
+    cx.span().end();
+}

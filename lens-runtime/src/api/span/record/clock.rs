@@ -1,0 +1,140 @@
+//! The clock of lens's span path: nanoseconds since the Unix epoch, read
+//! from the CPU's time-stamp counter where it is invariant.
+//!
+//! `SystemTime::now()` costs a `clock_gettime` call (through the vDSO, tens
+//! of ns on a VM), twice per span. Here a span reads the counter
+//! (`quanta`'s raw clock, `rdtsc`) and turns it into wall time from an
+//! *anchor*: a counter reading and the wall time taken together. The
+//! counter is calibrated off the calling threads (by the collector thread,
+//! when it starts; `quanta` takes up to 200 ms), and until then, or where
+//! there is no invariant counter (`quanta` then reads the monotonic clock
+//! and is no faster), spans read `SystemTime` as the SDK does. The
+//! collector takes a new anchor every [`REANCHOR`], so that the counter's
+//! drift against the wall clock (NTP, calibration error) never exceeds what
+//! builds up in that time: spans timed here and spans timed by the SDK
+//! (raw OpenTelemetry children) stay on one time line.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// A time on lens's span path: nanoseconds since the Unix epoch.
+pub(crate) type Stamp = u64;
+
+/// How often the collector takes a new anchor.
+pub(crate) const REANCHOR: Duration = Duration::from_secs(1);
+
+/// A counter reading and the wall time at that reading.
+struct Anchor {
+    raw: AtomicU64,
+    unix: AtomicU64,
+}
+
+/// Two anchors: the one in use ([`IN_USE`]) and the one the next anchor is
+/// written to, so a reader never sees half an anchor (unless it stalls for
+/// a whole [`REANCHOR`] between two loads; the time is then off by the
+/// drift of one period, never wrong by more).
+static ANCHORS: [Anchor; 2] = [
+    Anchor {
+        raw: AtomicU64::new(0),
+        unix: AtomicU64::new(0),
+    },
+    Anchor {
+        raw: AtomicU64::new(0),
+        unix: AtomicU64::new(0),
+    },
+];
+/// The anchor in use, or [`NONE`]: read `SystemTime`.
+static IN_USE: AtomicUsize = AtomicUsize::new(NONE);
+const NONE: usize = usize::MAX;
+static CLOCK: OnceLock<Option<quanta::Clock>> = OnceLock::new();
+
+/// Calibrates the counter if that has not been done, and takes a new
+/// anchor (the collector thread: at its start and every [`REANCHOR`]).
+pub(crate) fn anchor() {
+    // without an invariant counter `quanta` reads the monotonic clock: no
+    // faster than `SystemTime`, so keep `SystemTime`
+    let Some(clock) = CLOCK.get_or_init(|| invariant_tsc().then(quanta::Clock::new)) else {
+        return;
+    };
+    // the wall time between two counter readings, at their midpoint
+    let before = clock.raw();
+    let unix = from_system(SystemTime::now());
+    let after = clock.raw();
+    let raw = before + after.saturating_sub(before) / 2;
+    let next = match IN_USE.load(Ordering::Relaxed) {
+        0 => 1,
+        _ => 0,
+    };
+    ANCHORS[next].raw.store(raw, Ordering::Relaxed);
+    ANCHORS[next].unix.store(unix, Ordering::Relaxed);
+    IN_USE.store(next, Ordering::Release);
+}
+
+/// Whether the CPU has an invariant time-stamp counter (the one `quanta`
+/// reads).
+#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+#[allow(unused_unsafe)] // `__cpuid` is safe from Rust 1.94, unsafe before
+fn invariant_tsc() -> bool {
+    #[cfg(target_arch = "x86")]
+    use std::arch::x86::__cpuid;
+    #[cfg(target_arch = "x86_64")]
+    use std::arch::x86_64::__cpuid;
+    // CPUID 0x8000_0007 EDX bit 8: invariant TSC
+    // SAFETY (before Rust 1.94): `cpuid` is available on every x86_64 CPU
+    // (and every x86 one that runs Rust's std)
+    let max = unsafe { __cpuid(0x8000_0000) }.eax;
+    max >= 0x8000_0007 && unsafe { __cpuid(0x8000_0007) }.edx & (1 << 8) != 0
+}
+
+#[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+fn invariant_tsc() -> bool {
+    false
+}
+
+/// Now.
+#[inline]
+pub(crate) fn now() -> Stamp {
+    let i = IN_USE.load(Ordering::Acquire);
+    if let (Some(a), Some(Some(clock))) = (ANCHORS.get(i), CLOCK.get()) {
+        let raw = clock.raw();
+        let from = a.raw.load(Ordering::Relaxed);
+        return a.unix.load(Ordering::Relaxed) + clock.delta_as_nanos(from, raw);
+    }
+    from_system(SystemTime::now())
+}
+
+/// `t` as a stamp (0 before the epoch).
+pub(crate) fn from_system(t: SystemTime) -> Stamp {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos().min(u128::from(u64::MAX)) as u64)
+}
+
+/// `s` as a system time.
+pub(crate) fn to_system(s: Stamp) -> SystemTime {
+    UNIX_EPOCH + Duration::from_nanos(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_counter_clock_follows_the_wall_clock() {
+        let wall = || from_system(SystemTime::now());
+        anchor();
+        anchor(); // both slots written
+        for _ in 0..3 {
+            let (a, b, c) = (wall(), now(), wall());
+            assert!(
+                a.saturating_sub(1_000_000) <= b && b <= c + 1_000_000,
+                "{a} {b} {c}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let t0 = now();
+        std::thread::sleep(Duration::from_millis(50));
+        let d = now() - t0;
+        assert!((50_000_000..1_000_000_000).contains(&d), "{d}");
+    }
+}
