@@ -222,7 +222,9 @@ pub use lens_runtime::{Instrument, Instrumented, IntoInstrumentSpan};
 
 /// Context propagation: W3C TraceContext + Baggage over maps, HTTP headers
 /// (feature `http`), environment variables and bytes; trace broadcast over a
-/// [`Collective`](propagation::Collective); linked spans.
+/// [`Collective`](propagation::Collective); linked spans. With feature
+/// `reqwest`, `http::ClientSpans` makes a CLIENT span per `reqwest` request
+/// (a `reqwest-middleware` middleware) and sends its context.
 ///
 /// Available without the `sdk` feature too, baggage included (lens's own
 /// W3C Baggage propagator, whose encoding round-trips with the Python SDK).

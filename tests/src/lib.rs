@@ -318,6 +318,8 @@ pub struct Span {
     pub parent_id: String,
     pub span_id: String,
     pub name: String,
+    /// The span kind, as printed (e.g. `Client`).
+    pub kind: String,
     pub status_code: String,
     pub status_message: String,
     pub attributes: Attrs,
@@ -530,6 +532,7 @@ impl Received {
                                 "Parent ID" => s.parent_id = v,
                                 "ID" => s.span_id = v,
                                 "Name" => s.name = v,
+                                "Kind" => s.kind = v,
                                 "Status code" => s.status_code = v,
                                 "Status message" => s.status_message = v,
                                 _ => {}

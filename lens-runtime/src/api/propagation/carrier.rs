@@ -161,8 +161,13 @@ pub mod http {
         extract_with(&opentelemetry_http::HeaderExtractor(headers))
     }
 
+    #[cfg(feature = "reqwest")]
+    pub use crate::api::propagation::client::ClientSpans;
+
     /// Client injection for `reqwest` (feature `reqwest`): a request that
     /// carries the current context (`traceparent`, `tracestate`, `baggage`).
+    /// It makes no span; [`ClientSpans`] makes a CLIENT span per request
+    /// and sends that span's context.
     ///
     /// ```
     /// use lens::propagation::http::InjectContext as _;

@@ -8,6 +8,8 @@
 mod baggage;
 mod bytes;
 mod carrier;
+#[cfg(feature = "reqwest")]
+mod client;
 mod collective;
 mod json;
 pub mod w3c;
