@@ -13,14 +13,41 @@
 //! `NEMO_LENS_SPAN_PATH=sdk` (spans built by the OpenTelemetry SDK);
 //! `tracing_otel` is a `tracing` span entered around the body with a
 //! `tracing-opentelemetry` layer on the raw SDK provider.
+//!
+//! `fastrace_otel` is fastrace (0.7, `enable`) with its own OpenTelemetry
+//! reporter, `fastrace_opentelemetry::OpenTelemetryReporter` (0.19, the
+//! release built on this workspace's `opentelemetry`/`opentelemetry_sdk`
+//! 0.33), exporting into the same discarding exporter, set up as fastrace's
+//! docs show: `fastrace::set_reporter(reporter, Config::default())`, then
+//! `fastrace::flush()` at the end. Each span is a `Span::root` (fresh random
+//! trace, the shape fastrace's docs give for a root span per request) with
+//! one property, made the local parent for the body with
+//! `set_local_parent` (see `common::variants::fastrace_root_span`); every
+//! other variant's span is a root span too, since nothing is current
+//! around it. fastrace has no sampler or queue limit here: a thread sends
+//! its spans over a bounded ring (10,240 commands; four per root span with
+//! a local parent: start, the local parent's spans, the root's, end) to
+//! fastrace's collector thread, which converts and exports them in batches
+//! on its 1 s interval or when a ring is half full. A full ring spills into
+//! an unbounded queue of the sending thread, so fastrace drops nothing and
+//! has no drop counter; but that queue moves into the ring only when the
+//! same thread sends again, and `fastrace::flush()` drains the rings only.
+//! When the collector thread falls behind (it converts and exports more
+//! slowly than this loop makes spans), spans are still in the queue after
+//! `fastrace::flush()`; the bench then ends more empty root spans, each
+//! followed by `fastrace::flush()`, until the exporter has every span (see
+//! [`fastrace_flush_all`]), so the CPU columns include exporting all N, and
+//! prints how many were left after the plain flush. Its "dropped" column is
+//! the spans the exporter never received, as for the other variants.
 
 mod common;
 
-use common::variants::{lens_managed_span, sdk_in_span, sdk_start_end};
+use common::variants::{fastrace_root_span, lens_managed_span, sdk_in_span, sdk_start_end};
+use std::borrow::Cow;
 use std::hint::black_box;
 use std::time::Duration;
 
-const VARIANTS: [(&str, &str); 5] = [
+const VARIANTS: [(&str, &str); 6] = [
     (
         "lens_sdk",
         "lens managed_span! under install, NEMO_LENS_SPAN_PATH=sdk",
@@ -37,6 +64,10 @@ const VARIANTS: [(&str, &str); 5] = [
     (
         "tracing_otel",
         "tracing info_span! entered, tracing-opentelemetry layer on the raw SDK",
+    ),
+    (
+        "fastrace_otel",
+        "fastrace Span::root as local parent, fastrace-opentelemetry reporter",
     ),
 ];
 
@@ -64,6 +95,7 @@ fn process_cpu() -> f64 {
 fn run_one(variant: &str, n: u64) {
     let mut sink = 0u64;
     let (t0, p0);
+    let mut note = None;
     let dropped = match variant {
         "lens_sdk" | "lens_record" => {
             let exporter = common::DiscardExporter::default();
@@ -100,6 +132,25 @@ fn run_one(variant: &str, n: u64) {
             }
             common::dropped_after_flush(&provider, &exporter, n)
         }
+        "fastrace_otel" => {
+            let exporter = common::DiscardExporter::default();
+            let reporter = fastrace_opentelemetry::OpenTelemetryReporter::new(
+                exporter.clone(),
+                Cow::Owned(lens::otel_sdk::Resource::builder().build()),
+                common::lens_scope(),
+            );
+            fastrace::set_reporter(reporter, fastrace::collector::Config::default());
+            (t0, p0) = (thread_cpu(), process_cpu());
+            for i in 0..n {
+                sink = sink.wrapping_add(fastrace_root_span(i as i64));
+            }
+            let (left, nudges) = fastrace_flush_all(&exporter, n);
+            note = Some(format!(
+                "{variant:<14} {left} spans still queued after fastrace::flush(), \
+                 {nudges} empty root spans + flushes to export them"
+            ));
+            (n + nudges).saturating_sub(exporter.received())
+        }
         other => {
             eprintln!("unknown variant {other}");
             std::process::exit(2);
@@ -114,6 +165,35 @@ fn run_one(variant: &str, n: u64) {
         per(p),
         dropped as f64 / n as f64
     );
+    if let Some(note) = note {
+        println!("{note}");
+    }
+}
+
+/// `fastrace::flush()`, then, while the exporter lacks spans, one empty
+/// root span on this thread and `fastrace::flush()` again: a span's
+/// commands first move this thread's spill queue into its ring (as far as
+/// the ring has room, 10,240 commands), and the flush drains the ring. A
+/// round that exports no more than its own span means the rest is lost, and
+/// stops. Returns the spans missing after the plain flush and the empty
+/// spans added (each exported too).
+fn fastrace_flush_all(exporter: &common::DiscardExporter, n: u64) -> (u64, u64) {
+    fastrace::flush();
+    let left = n.saturating_sub(exporter.received());
+    let mut nudges = 0;
+    while exporter.received() < n + nudges {
+        let before = exporter.received();
+        drop(fastrace::Span::root(
+            "flush",
+            fastrace::collector::SpanContext::random(),
+        ));
+        nudges += 1;
+        fastrace::flush();
+        if exporter.received() - before <= 1 {
+            break;
+        }
+    }
+    (left, nudges)
 }
 
 fn main() {

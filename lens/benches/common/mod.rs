@@ -70,13 +70,17 @@ pub(crate) fn discard_provider() -> (SdkTracerProvider, DiscardExporter) {
     (provider, exporter)
 }
 
+/// The instrumentation scope lens uses (name and version).
+pub(crate) fn lens_scope() -> lens::otel::InstrumentationScope {
+    lens::otel::InstrumentationScope::builder(lens::SCOPE_NAME)
+        .with_version(env!("CARGO_PKG_VERSION"))
+        .build()
+}
+
 /// A raw SDK tracer from `provider`, with the same instrumentation scope
 /// lens uses, so both variants take the same SDK paths.
 pub(crate) fn raw_tracer(provider: &SdkTracerProvider) -> SdkTracer {
-    let scope = lens::otel::InstrumentationScope::builder(lens::SCOPE_NAME)
-        .with_version(env!("CARGO_PKG_VERSION"))
-        .build();
-    provider.tracer_with_scope(scope)
+    provider.tracer_with_scope(lens_scope())
 }
 
 /// Installs `provider` for lens and enables every span group.

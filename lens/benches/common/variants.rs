@@ -156,6 +156,22 @@ pub(crate) fn fastrace_trace(x: u64) -> u64 {
     body(x)
 }
 
+/// fastrace, its docs' shape for a root span per request: `Span::root`
+/// with a fresh random trace and one property, made the thread's local
+/// parent for the body (so a `LocalSpan` or `#[fastrace::trace]` inside it
+/// would nest under it, as a lens guard or the SDK's `in_span` makes its
+/// span current). The span is recorded when it drops, after the guard, and
+/// goes to whatever reporter `fastrace::set_reporter` installed. fastrace
+/// properties are strings, so the attribute is the iteration formatted as
+/// one (the OpenTelemetry reporter exports it as a string attribute).
+#[inline(never)]
+pub(crate) fn fastrace_root_span(i: i64) -> u64 {
+    let root = fastrace::Span::root("train.step", fastrace::collector::SpanContext::random())
+        .with_property(|| ("iteration", i.to_string()));
+    let _parent = root.set_local_parent();
+    body(i as u64)
+}
+
 /// Raw SDK, `in_span` style, but the span ends at the end of the scope (as a
 /// guard's does) rather than whenever the last clone of its context drops:
 /// an explicit `end()` reaches the span through the context's mutex.
