@@ -15,7 +15,7 @@ use crate::sdk::ids::ForkSafeIdGenerator;
 pub(crate) use crate::sdk::processors::batch_processor;
 use crate::sdk::processors::{log_processor, own_recorder, own_span_path, CountEnded};
 use crate::sdk::redact::Redactor;
-use crate::sdk::sampler::{sampler_from_lookup, RankAwareSampler};
+use crate::sdk::sampler::{names_default_sampler, sampler_from_lookup, RankAwareSampler};
 use opentelemetry_sdk::logs::SdkLoggerProvider;
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 use opentelemetry_sdk::metrics::{MeterProviderBuilder, PeriodicReader, SdkMeterProvider};
@@ -206,6 +206,9 @@ impl Pipeline {
             // the SDK's default, which the provider uses when none is set
             let mut rec_sampler: Box<dyn ShouldSample> =
                 Box::new(Sampler::ParentBased(Box::new(Sampler::AlwaysOn)));
+            // whether the recorder may decide as `parentbased_always_on`
+            // without calling the sampler
+            let mut default_sampling = names_default_sampler(lookup);
             let mut b = SdkTracerProvider::builder()
                 .with_resource(res.clone())
                 .with_id_generator(ForkSafeIdGenerator::new())
@@ -216,6 +219,7 @@ impl Pipeline {
             if cfg.sampler_enabled {
                 let inner = sampler_from_lookup(lookup).map_err(BuildError::Config)?;
                 let s = RankAwareSampler::new(inp.rank, cfg.export_sample_rate, inner);
+                default_sampling &= s.keeps_rank();
                 rec_sampler = Box::new(s.clone());
                 b = b.with_sampler(s);
             } else if lookup("OTEL_TRACES_SAMPLER").is_some() {
@@ -224,7 +228,13 @@ impl Pipeline {
                 b = b.with_sampler(s);
             }
             if own_path {
-                recorder = Some(own_recorder(rec_sampler, own_processor, &counters, &batch));
+                recorder = Some(own_recorder(
+                    rec_sampler,
+                    default_sampling,
+                    own_processor,
+                    &counters,
+                    &batch,
+                ));
             }
             Some(b.build())
         } else {

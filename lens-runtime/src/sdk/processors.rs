@@ -56,29 +56,31 @@ pub(crate) fn log_processor<E: LogExporter + 'static>(
 }
 
 /// Whether `NEMO_LENS_SPAN_PATH` asks for lens's own span recorder
-/// (`lens`) rather than spans built by the OpenTelemetry SDK (`sdk`, the
-/// default). Another value is reported and the default kept.
+/// (`lens`, the default) rather than spans built by the OpenTelemetry SDK
+/// (`sdk`). Another value is reported and the default kept.
 pub(crate) fn own_span_path() -> bool {
     match crate::vars::var("NEMO_LENS_SPAN_PATH") {
-        None => false,
+        None => true,
         Some(v) => match v.trim().to_ascii_lowercase().as_str() {
-            "lens" => true,
+            "lens" | "" => true,
             "sdk" => false,
             _ => {
                 crate::diag::warn(format_args!(
-                    "invalid value {v:?} for NEMO_LENS_SPAN_PATH; expected lens or sdk; using sdk"
+                    "invalid value {v:?} for NEMO_LENS_SPAN_PATH; expected lens or sdk; using lens"
                 ));
-                false
+                true
             }
         },
     }
 }
 
 /// Lens's own span path over `processor`: the recorder (the provider's
-/// sampler, fork-safe ids, lens's scope), its sink and the collector's
+/// sampler, `default_sampling` if that decides as `parentbased_always_on`,
+/// fork-safe ids, lens's scope), its sink and the collector's
 /// interval (a quarter of the batch delay, 5–250 ms).
 pub(crate) fn own_recorder(
     sampler: Box<dyn ShouldSample>,
+    default_sampling: bool,
     processor: BatchProcessor,
     counters: &Arc<SpanCounters>,
     batch: &BatchSettings,
@@ -88,7 +90,8 @@ pub(crate) fn own_recorder(
         .build();
     let rec = Recorder {
         sampler,
-        ids: Box::new(ForkSafeIdGenerator::new()),
+        default_sampling,
+        ids: ForkSafeIdGenerator::new(),
         scope,
     };
     let sink: Arc<dyn SpanSink> = Arc::new(RecorderSink {

@@ -89,6 +89,13 @@ fn parent_trace_state(parent: Option<&Context>) -> TraceState {
         .unwrap_or_default()
 }
 
+/// Whether `OTEL_TRACES_SAMPLER` (read through `lookup`) names the default,
+/// `parentbased_always_on` (or is unset).
+pub(crate) fn names_default_sampler(lookup: impl Fn(&str) -> Option<String>) -> bool {
+    let name = lookup("OTEL_TRACES_SAMPLER").map(|v| v.trim().to_ascii_lowercase());
+    matches!(name.as_deref(), None | Some("" | "parentbased_always_on"))
+}
+
 /// The sampler named by `OTEL_TRACES_SAMPLER` / `OTEL_TRACES_SAMPLER_ARG`
 /// (`always_on`, `always_off`, `traceidratio`, `parentbased_always_on`,
 /// `parentbased_always_off`, `parentbased_traceidratio`), read through

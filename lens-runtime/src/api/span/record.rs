@@ -27,7 +27,7 @@ use opentelemetry::trace::{
 };
 use opentelemetry::{Context, InstrumentationScope, KeyValue};
 use opentelemetry_sdk::trace::{
-    IdGenerator, SamplingDecision, ShouldSample, SpanData, SpanEvents, SpanLinks,
+    SamplingDecision, SamplingResult, ShouldSample, SpanData, SpanEvents, SpanLinks,
 };
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -43,7 +43,10 @@ const LIMIT: usize = 128;
 /// `NEMO_LENS_SPAN_PATH=lens`.
 pub(crate) struct Recorder {
     pub(crate) sampler: Box<dyn ShouldSample>,
-    pub(crate) ids: Box<dyn IdGenerator>,
+    /// The sampler decides as `parentbased_always_on` (the default, kept
+    /// by this rank): the recorder decides so itself, without the call.
+    pub(crate) default_sampling: bool,
+    pub(crate) ids: crate::sdk::ids::ForkSafeIdGenerator,
     pub(crate) scope: InstrumentationScope,
 }
 
@@ -202,22 +205,29 @@ impl Recorder {
                 reg: None,
             };
         }
-        let span_id = self.ids.new_span_id();
         let parent = parent_cx.span();
         let psc = parent.span_context();
-        let (trace_id, flags) = if psc.is_valid() {
-            (psc.trace_id(), psc.trace_flags())
-        } else {
-            (self.ids.new_trace_id(), TraceFlags::default())
+        let (span_id, new_trace) = self.ids.new_ids(!psc.is_valid());
+        let (trace_id, flags) = match new_trace {
+            None => (psc.trace_id(), psc.trace_flags()),
+            Some(t) => (t, TraceFlags::default()),
         };
-        let result = self.sampler.should_sample(
-            Some(parent_cx),
-            trace_id,
-            &name,
-            &kind,
-            &attributes,
-            &links,
-        );
+        let result = if self.default_sampling {
+            // the SDK's `ParentBased(AlwaysOn)`: an active parent's flag,
+            // else sampled; the parent's tracestate
+            SamplingResult {
+                decision: if !parent_cx.has_active_span() || psc.is_sampled() {
+                    SamplingDecision::RecordAndSample
+                } else {
+                    SamplingDecision::Drop
+                },
+                attributes: Vec::new(),
+                trace_state: psc.trace_state().clone(),
+            }
+        } else {
+            self.sampler
+                .should_sample(Some(parent_cx), trace_id, &name, &kind, &attributes, &links)
+        };
         let sampled = match result.decision {
             SamplingDecision::Drop => {
                 let sc = SpanContext::new(
@@ -473,3 +483,53 @@ impl opentelemetry::trace::Span for RecSpan {
 
 pub(crate) mod clock;
 pub(crate) mod collect;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opentelemetry_sdk::trace::Sampler;
+
+    fn recorder(default_sampling: bool) -> &'static Recorder {
+        Box::leak(Box::new(Recorder {
+            sampler: Box::new(Sampler::ParentBased(Box::new(Sampler::AlwaysOn))),
+            default_sampling,
+            ids: crate::sdk::ids::ForkSafeIdGenerator::new(),
+            scope: InstrumentationScope::builder("t").build(),
+        }))
+    }
+
+    /// The recorder's own `parentbased_always_on` decides as the SDK's.
+    #[test]
+    fn default_sampling_decides_as_the_sdk_sampler() {
+        let (fast, sdk) = (recorder(true), recorder(false));
+        let state = TraceState::from_key_value([("k", "v")]).unwrap();
+        let remote = |flags| {
+            Context::new().with_remote_span_context(SpanContext::new(
+                TraceId::from(7u128),
+                SpanId::from(9u64),
+                flags,
+                true,
+                state.clone(),
+            ))
+        };
+        let parents = [
+            Context::new(),
+            remote(TraceFlags::SAMPLED),
+            remote(TraceFlags::default()),
+            Context::new().with_remote_span_context(SpanContext::empty_context()),
+        ];
+        for (i, parent) in parents.iter().enumerate() {
+            let a = fast.start_simple("s".into(), Vec::new(), parent);
+            let b = sdk.start_simple("s".into(), Vec::new(), parent);
+            let (sa, sb) = (a.cx.span(), b.cx.span());
+            let (sa, sb) = (sa.span_context(), sb.span_context());
+            assert_eq!(a.reg.is_some(), b.reg.is_some(), "recording, parent {i}");
+            assert_eq!(sa.is_sampled(), sb.is_sampled(), "sampled, parent {i}");
+            assert_eq!(sa.trace_state(), sb.trace_state(), "tracestate, parent {i}");
+            assert_eq!(sa.trace_id() == TraceId::from(7u128), i == 1 || i == 2);
+            for reg in [a.reg, b.reg].into_iter().flatten() {
+                end(&reg, true, clock::now());
+            }
+        }
+    }
+}
