@@ -146,3 +146,77 @@ fn a_raw_otel_span_made_by_the_provider_parents_a_lens_span() {
     assert_eq!(child.parent_span_id, parent.span_context.span_id());
     h.shutdown(Duration::from_secs(5)).unwrap();
 }
+
+#[lens::trace_fn(group = "step", ret)]
+fn ids_mode_sync() -> u32 {
+    41
+}
+
+#[lens::trace_fn(group = "step", ret)]
+async fn ids_mode_async() -> u32 {
+    42
+}
+
+/// `NEMO_LENS_OTEL_CONTEXT=ids`: a span is current in OpenTelemetry as its
+/// ids only. Raw OpenTelemetry spans still take it as their parent, and
+/// lens's own API (span methods, `ret`, `safe_set_span_attributes` on the
+/// current context, a panic) still reaches the record; what raw
+/// OpenTelemetry code sets through `get_active_span` is dropped (the
+/// documented price of the mode).
+#[test]
+fn ids_only_context_parents_raw_spans_and_lens_api_reaches_the_record() {
+    let _s = serial();
+    std::env::set_var("NEMO_LENS_OTEL_CONTEXT", "ids");
+    let (h, exporter) = install("5000");
+    std::env::remove_var("NEMO_LENS_OTEL_CONTEXT");
+    {
+        let outer = span_cm!("outer");
+        outer.set_attribute("k", 7);
+        outer.add_event("ev", &[("n", &1)]);
+        let tracer = lens::otel::global::tracer_provider().tracer("raw");
+        tracer.in_span("raw.child", |_| {});
+        lens::otel::trace::get_active_span(|s| {
+            assert!(!s.is_recording(), "ids only: not the record");
+            s.set_attribute(lens::otel::KeyValue::new("via.active", true))
+        });
+        lens::safe_set_span_attributes(
+            &lens::otel::Context::current(),
+            &[("via.context", &true), ("prompt", &"secret")],
+            &[],
+        );
+        assert_eq!(ids_mode_sync(), 41);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        assert_eq!(rt.block_on(ids_mode_async()), 42);
+        let _ = std::panic::catch_unwind(|| {
+            let _g = span_cm!("panicky");
+            panic!("boom");
+        });
+    }
+    h.force_flush().unwrap();
+    let spans = exporter.finished();
+    let by = |n: &str| spans.iter().find(|s| s.name == n).cloned().unwrap();
+    let (outer, raw) = (by("outer"), by("raw.child"));
+    assert_eq!(raw.parent_span_id, outer.span_context.span_id());
+    assert_eq!(raw.span_context.trace_id(), outer.span_context.trace_id());
+    assert_eq!(attr(&outer, "k").as_deref(), Some("7"));
+    assert_eq!(attr(&outer, "via.context").as_deref(), Some("true"));
+    assert_eq!(attr(&outer, "prompt").as_deref(), Some("[REDACTED]"));
+    assert_eq!(attr(&outer, "via.active"), None);
+    assert_eq!(outer.events.events[0].name, "ev");
+    assert_eq!(attr(&by("ids_mode_sync"), "return").as_deref(), Some("41"));
+    assert_eq!(attr(&by("ids_mode_async"), "return").as_deref(), Some("42"));
+    assert_eq!(
+        by("ids_mode_async").parent_span_id,
+        outer.span_context.span_id()
+    );
+    let panicky = by("panicky");
+    assert!(
+        matches!(panicky.status, Status::Error { .. }),
+        "{:?}",
+        panicky.status
+    );
+    assert_eq!(panicky.events.events[0].name, "exception");
+    h.shutdown(Duration::from_secs(5)).unwrap();
+}

@@ -9,6 +9,7 @@ use std::mem::ManuallyDrop;
 use std::sync::atomic::Ordering;
 
 use exception::record_exception;
+pub(crate) use handle::{span_of, SpanHandle};
 #[cfg(feature = "sdk-core")]
 pub(crate) use panic::install_panic_hook;
 use panic::{forget_panic_message, panic_message, PANIC_RECORDED};
@@ -109,13 +110,24 @@ struct SpanInner {
 }
 
 impl SpanInner {
+    /// Where the span's operations go: the record of a span of lens's own
+    /// path, else the span in the context.
+    #[inline]
+    fn handle(&self) -> SpanHandle<'_> {
+        #[cfg(feature = "sdk-core")]
+        if let (true, Some(reg)) = (self.recorded, self.open) {
+            return SpanHandle::Rec(reg);
+        }
+        SpanHandle::Otel(self.cx.span())
+    }
+
     /// Marks a panic unwinding through the span, ends it and forgets its
     /// open-span registration; the context itself is dropped by the caller.
     #[inline(always)]
     fn finish(&mut self) {
         if std::thread::panicking() {
             let (message, stack) = panic_message();
-            record_exception(&self.cx, "panic", message, stack);
+            record_exception(&self.handle(), "panic", message, stack);
         } else if PANIC_RECORDED.load(Ordering::Relaxed) {
             forget_panic_message();
         }
@@ -208,6 +220,12 @@ impl LensSpan {
         &self.inner.cx
     }
 
+    /// Where the span's operations go.
+    #[inline]
+    pub(crate) fn handle(&self) -> SpanHandle<'_> {
+        self.inner.handle()
+    }
+
     /// Makes this span the current one on this thread until the guard drops;
     /// the span ends when the guard drops.
     ///
@@ -245,7 +263,7 @@ impl LensSpan {
     pub fn set_attribute<V: AttributeValue>(&self, key: impl Into<Key>, value: V) {
         let key = key.into();
         if let Some(value) = crate::api::attr::value_for_key(key.as_str(), &value) {
-            self.cx().span().set_attribute(KeyValue::new(key, value));
+            self.handle().set_attribute(KeyValue::new(key, value));
         }
     }
 
@@ -261,8 +279,7 @@ impl LensSpan {
         name: impl Into<Cow<'static, str>>,
         attributes: &[(&str, &dyn AttributeValue)],
     ) {
-        self.cx()
-            .span()
+        self.handle()
             .add_event(name, crate::api::attr::collect(attributes));
     }
 
@@ -281,7 +298,7 @@ impl LensSpan {
     /// ```
     pub fn record_error<E: Display + ?Sized>(&self, err: &E) {
         record_exception(
-            self.cx(),
+            &self.handle(),
             std::any::type_name::<E>(),
             err.to_string(),
             exception::captured_backtrace(),
@@ -296,7 +313,7 @@ impl LensSpan {
     /// s.set_status(SpanStatus::Ok);
     /// ```
     pub fn set_status(&self, status: SpanStatus) {
-        self.cx().span().set_status(match status {
+        self.handle().set_status(match status {
             SpanStatus::Unset => Status::Unset,
             SpanStatus::Ok => Status::Ok,
             SpanStatus::Error(description) => Status::Error { description },
@@ -306,19 +323,19 @@ impl LensSpan {
 
 impl crate::api::attr::SpanAttributeTarget for LensSpan {
     fn is_recording(&self) -> bool {
-        self.cx().span().is_recording()
+        self.handle().is_recording()
     }
     fn set_checked_attribute(&self, attribute: KeyValue) {
-        self.cx().span().set_attribute(attribute);
+        self.handle().set_attribute(attribute);
     }
 }
 
 impl crate::api::attr::SpanAttributeTarget for SpanGuard {
     fn is_recording(&self) -> bool {
-        self.cx().span().is_recording()
+        self.handle().is_recording()
     }
     fn set_checked_attribute(&self, attribute: KeyValue) {
-        self.cx().span().set_attribute(attribute);
+        self.handle().set_attribute(attribute);
     }
 }
 
@@ -418,6 +435,7 @@ pub fn record_result<T, E: Display>(guard: &Option<SpanGuard>, result: &Result<T
 }
 
 pub(crate) mod exception;
+pub(crate) mod handle;
 pub(crate) mod open;
 pub(crate) mod opts;
 pub(crate) mod panic;

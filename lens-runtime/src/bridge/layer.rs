@@ -5,7 +5,7 @@
 use super::fields::{merge, Fields};
 use super::filter::Shared;
 use super::route::{Route, Routes, TracingMode};
-use crate::api::span::{start_detached_builder, start_detached_in, LensSpan, SpanGuard};
+use crate::api::span::{span_of, start_detached_builder, start_detached_in, LensSpan, SpanGuard};
 use opentelemetry::trace::{SpanBuilder, SpanKind, Status, TraceContextExt};
 use opentelemetry::{Context, ContextGuard, KeyValue};
 use std::any::TypeId;
@@ -186,7 +186,7 @@ where
         let mut ext = span.extensions_mut();
         match ext.get_mut::<State>() {
             Some(State::Lifetime(ls)) => {
-                let s = ls.context().span();
+                let s = ls.handle();
                 if let Some(name) = fields.name {
                     s.update_name(name);
                 }
@@ -197,7 +197,7 @@ where
                     t.name = name;
                 }
                 if let Some(cx) = entry_context(id.into_u64()) {
-                    cx.span().set_attributes(fields.attributes.iter().cloned());
+                    span_of(&cx).set_attributes(fields.attributes.iter().cloned());
                 }
                 merge(&mut t.attributes, fields.attributes);
             }
@@ -213,7 +213,7 @@ where
         let ext = span.extensions();
         if let Some(State::Lifetime(ls)) = ext.get::<State>() {
             let linked = other.span().span_context().clone();
-            ls.context().span().add_link(linked, Vec::new());
+            ls.handle().add_link(linked, Vec::new());
         }
     }
 
@@ -249,7 +249,7 @@ where
         fields
             .attributes
             .push(KeyValue::new("target", meta.target().to_owned()));
-        let s = cx.span();
+        let s = span_of(&cx);
         if *meta.level() == tracing::Level::ERROR {
             s.set_status(Status::error(name.clone()));
         }

@@ -83,7 +83,8 @@ impl ForkSafeIdGenerator {
     /// A span id, and a trace id too when `root`: one visit to the
     /// thread's generator (lens's span recorder).
     #[inline]
-    pub(crate) fn new_ids(&self, root: bool) -> (SpanId, Option<TraceId>) {
+    pub(crate) fn draw_ids(root: bool) -> (SpanId, Option<TraceId>) {
+        let this = ForkSafeIdGenerator(());
         let (span, trace) = with_rng(|r| {
             let span = r.next_u64();
             let trace = root.then(|| (u128::from(r.next_u64()) << 64) | u128::from(r.next_u64()));
@@ -91,11 +92,11 @@ impl ForkSafeIdGenerator {
         });
         // zero is invalid: about once in 2^64 draws
         let span = match span {
-            0 => self.new_span_id(),
+            0 => this.new_span_id(),
             s => SpanId::from(s),
         };
         let trace = trace.map(|t| match t {
-            0 => self.new_trace_id(),
+            0 => this.new_trace_id(),
             t => TraceId::from(t),
         });
         (span, trace)

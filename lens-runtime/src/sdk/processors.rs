@@ -74,6 +74,27 @@ pub(crate) fn own_span_path() -> bool {
     }
 }
 
+/// Whether `NEMO_LENS_OTEL_CONTEXT` asks for spans of lens's path to be
+/// current in OpenTelemetry as their ids only (`ids`: parenting only),
+/// rather than as a forwarding span that OpenTelemetry's API can set
+/// attributes, events and status on (`full`, the default). Another value
+/// is reported and the default kept.
+pub(crate) fn otel_context_ids() -> bool {
+    match crate::vars::var("NEMO_LENS_OTEL_CONTEXT") {
+        None => false,
+        Some(v) => match v.trim().to_ascii_lowercase().as_str() {
+            "ids" => true,
+            "full" | "" => false,
+            _ => {
+                crate::diag::warn(format_args!(
+                    "invalid value {v:?} for NEMO_LENS_OTEL_CONTEXT; expected full or ids; using full"
+                ));
+                false
+            }
+        },
+    }
+}
+
 /// Lens's own span path over `processor`: the recorder (the provider's
 /// sampler, `default_sampling` if that decides as `parentbased_always_on`,
 /// fork-safe ids, lens's scope), its sink and the collector's
@@ -91,7 +112,11 @@ pub(crate) fn own_recorder(
     let rec = Recorder {
         sampler,
         default_sampling,
-        ids: ForkSafeIdGenerator::new(),
+        ids_only: otel_context_ids(),
+        ids: {
+            let _ = ForkSafeIdGenerator::new(); // registers the fork handler
+            ForkSafeIdGenerator::draw_ids
+        },
         scope,
     };
     let sink: Arc<dyn SpanSink> = Arc::new(RecorderSink {

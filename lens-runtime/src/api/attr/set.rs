@@ -55,17 +55,6 @@ pub trait SpanAttributeTarget {
     fn set_checked_attribute(&self, attribute: KeyValue);
 }
 
-impl SpanAttributeTarget for opentelemetry::Context {
-    fn is_recording(&self) -> bool {
-        use opentelemetry::trace::TraceContextExt as _;
-        self.span().is_recording()
-    }
-    fn set_checked_attribute(&self, attribute: KeyValue) {
-        use opentelemetry::trace::TraceContextExt as _;
-        self.span().set_attribute(attribute);
-    }
-}
-
 impl SpanAttributeTarget for opentelemetry::trace::SpanRef<'_> {
     fn is_recording(&self) -> bool {
         opentelemetry::trace::SpanRef::is_recording(self)

@@ -1,10 +1,9 @@
 //! Carriers: string maps, HTTP headers, environment variables; linked spans and the pipeline-parallel carrier slot.
 
-use super::baggage::BaggagePropagator;
-use super::w3c::W3cPropagator;
+pub(super) use super::wire::{extract_with, inject_with};
 use crate::api::attr::AttributeValue;
 use crate::api::span::{self, LensSpan};
-use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
+use opentelemetry::propagation::{Extractor, Injector};
 use opentelemetry::trace::{Link, SpanBuilder, TraceContextExt};
 use opentelemetry::Context;
 use std::borrow::Cow;
@@ -21,18 +20,6 @@ pub const ENV_CARRIER_VARS: [(&str, &str); 3] = [
     ("tracestate", "TRACESTATE"),
     ("baggage", "BAGGAGE"),
 ];
-
-// Baggage is lens's own W3C Baggage propagator (API only, so it travels
-// without the `sdk` feature too), encoded to round-trip with Python.
-pub(super) fn inject_with(cx: &Context, injector: &mut dyn Injector) {
-    W3cPropagator::new().inject_context(cx, injector);
-    BaggagePropagator::new().inject_context(cx, injector);
-}
-
-pub(super) fn extract_with(extractor: &dyn Extractor) -> Context {
-    let cx = W3cPropagator::new().extract_with_context(&Context::new(), extractor);
-    BaggagePropagator::new().extract_with_context(&cx, extractor)
-}
 
 /// Injects `cx` (its span and baggage) into any OpenTelemetry injector.
 ///

@@ -166,7 +166,7 @@ fn protocol_version(v: reqwest::Version) -> Option<&'static str> {
 
 /// Sets the headers of `cx` on `req` (replacing any already there).
 fn inject(cx: &Context, req: &mut Request) {
-    super::carrier::inject_into(
+    super::wire::inject_with(
         cx,
         &mut opentelemetry_http::HeaderInjector(req.headers_mut()),
     );
@@ -201,7 +201,7 @@ fn record_failure(span: &LensSpan, err: &reqwest_middleware::Error, url: &Url) {
     for u in [Some(url), err.url()].into_iter().flatten() {
         message = message.replace(u.as_str(), &redact_url(u));
     }
-    record_exception(span.context(), exception, message, None);
+    record_exception(&span.handle(), exception, message, None);
 }
 
 #[async_trait::async_trait]

@@ -13,6 +13,7 @@ mod client;
 mod collective;
 mod json;
 pub mod w3c;
+mod wire;
 
 pub use bytes::{context_from_bytes, context_to_bytes, context_to_json_bytes};
 #[cfg(feature = "http")]

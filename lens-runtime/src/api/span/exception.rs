@@ -3,9 +3,10 @@
 //! `exception.type`, `exception.message` and, when a backtrace is captured
 //! (`RUST_BACKTRACE` / `RUST_LIB_BACKTRACE`), `exception.stacktrace`.
 
+use super::handle::SpanHandle;
 use crate::api::semconv as sc;
-use opentelemetry::trace::{Status, TraceContextExt};
-use opentelemetry::{Context, KeyValue};
+use opentelemetry::trace::Status;
+use opentelemetry::KeyValue;
 use std::backtrace::{Backtrace, BacktraceStatus};
 
 /// The last path segment of a type name, without generic arguments, as
@@ -34,8 +35,12 @@ pub(crate) fn captured_backtrace() -> Option<String> {
 /// Marks the span ERROR with `short type: message` and adds the `exception`
 /// event. `ty` is the full type name (the event's `exception.type`, as
 /// Python's is `module.QualName`).
-pub(crate) fn record_exception(cx: &Context, ty: &str, message: String, stack: Option<String>) {
-    let span = cx.span();
+pub(crate) fn record_exception(
+    span: &SpanHandle<'_>,
+    ty: &str,
+    message: String,
+    stack: Option<String>,
+) {
     if !span.is_recording() {
         return;
     }

@@ -9,7 +9,7 @@
 
 use crate::api::semconv;
 #[cfg(feature = "sdk-core")]
-use crate::api::span::record::Record;
+use crate::api::span::record::data::Record;
 use opentelemetry::trace::TraceContextExt;
 use opentelemetry::{Context, KeyValue};
 use std::cell::Cell;
@@ -278,6 +278,7 @@ pub(crate) fn truncate_all(reason: &str) -> usize {
     for list in lists {
         let spans = list.lock().take_all();
         for (_, entry) in spans {
+            #[allow(clippy::infallible_destructuring_match)] // one variant without sdk-core
             let cx = match entry {
                 Entry::Cx(cx) => cx,
                 #[cfg(feature = "sdk-core")]
@@ -393,6 +394,42 @@ pub(crate) mod records {
             Ok((spans.done.len() >= threshold)
                 .then(|| std::mem::replace(&mut spans.done, Vec::with_capacity(threshold))))
         }
+    }
+
+    /// The open record of the span `trace_id`/`span_id`: looked for in this
+    /// thread's list first, then in every list (a span current as its ids
+    /// only, `NEMO_LENS_OTEL_CONTEXT=ids`).
+    pub(crate) fn find(
+        trace_id: opentelemetry::trace::TraceId,
+        span_id: opentelemetry::trace::SpanId,
+    ) -> Option<Registration> {
+        let in_list = |list: &'static OpenList| {
+            if !list.is_current() {
+                return None;
+            }
+            let spans = list.lock();
+            spans
+                .slots
+                .iter()
+                .enumerate()
+                .find_map(|(slot, e)| match e {
+                    Some((id, Entry::Rec(r))) if r.is(trace_id, span_id) => Some(Registration {
+                        list,
+                        slot,
+                        id: *id,
+                    }),
+                    _ => None,
+                })
+        };
+        let mine = super::MINE.try_with(|m| m.0.get()).ok().flatten();
+        if let Some(found) = mine.and_then(in_list) {
+            return Some(found);
+        }
+        let lists: Vec<&'static OpenList> = registry().all.clone();
+        lists
+            .into_iter()
+            .filter(|l| Some(std::ptr::from_ref(*l)) != mine.map(std::ptr::from_ref))
+            .find_map(in_list)
     }
 
     /// Takes every list's finished records (lists of this process only).

@@ -171,9 +171,7 @@ const RETURN_KEY: &str = "return";
 #[doc(hidden)]
 pub fn record_return<V: AttributeValue + ?Sized>(guard: &Option<SpanGuard>, value: &V) {
     if let (Some(g), Some(v)) = (guard, value_for_key(RETURN_KEY, value)) {
-        g.context()
-            .span()
-            .set_attribute(KeyValue::new(RETURN_KEY, v));
+        g.handle().set_attribute(KeyValue::new(RETURN_KEY, v));
     }
 }
 
@@ -190,7 +188,7 @@ pub fn record_ok<T: AttributeValue, E>(guard: &Option<SpanGuard>, result: &Resul
 #[doc(hidden)]
 pub fn record_return_current<V: AttributeValue + ?Sized>(on: bool, value: &V) {
     if let (true, Some(v)) = (on, value_for_key(RETURN_KEY, value)) {
-        Context::map_current(|cx| cx.span().set_attribute(KeyValue::new(RETURN_KEY, v)));
+        Context::map_current(|cx| super::span_of(cx).set_attribute(KeyValue::new(RETURN_KEY, v)));
     }
 }
 

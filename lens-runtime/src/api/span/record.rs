@@ -20,24 +20,20 @@
 //! attributes per event and link).
 
 use super::open::{records, Registration};
-use crate::api::semconv;
 use opentelemetry::trace::{
     Event, Link, SpanBuilder, SpanContext, SpanId, SpanKind, Status, TraceContextExt, TraceFlags,
     TraceId, TraceState,
 };
 use opentelemetry::{Context, InstrumentationScope, KeyValue};
-use opentelemetry_sdk::trace::{
-    SamplingDecision, SamplingResult, ShouldSample, SpanData, SpanEvents, SpanLinks,
-};
+use opentelemetry_sdk::trace::{SamplingDecision, SamplingResult, ShouldSample};
 use std::borrow::Cow;
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::time::SystemTime;
 
 pub(crate) use clock::Stamp;
 pub(crate) use collect::SpanSink;
-
-/// The SDK's default span limits, which lens's providers use.
-const LIMIT: usize = 128;
+pub(crate) use data::Record;
+use data::{keep_limit, limit_events, limit_links, More};
 
 /// What spans on lens's path are made with: set by setup when
 /// `NEMO_LENS_SPAN_PATH=lens`.
@@ -46,11 +42,25 @@ pub(crate) struct Recorder {
     /// The sampler decides as `parentbased_always_on` (the default, kept
     /// by this rank): the recorder decides so itself, without the call.
     pub(crate) default_sampling: bool,
-    pub(crate) ids: crate::sdk::ids::ForkSafeIdGenerator,
+    /// `NEMO_LENS_OTEL_CONTEXT=ids`: a span is current in OpenTelemetry as
+    /// its ids only, without the forwarding span.
+    pub(crate) ids_only: bool,
+    /// Draws a span id, and a trace id when asked (a root span): the
+    /// fork-safe generator.
+    pub(crate) ids: fn(bool) -> (SpanId, Option<TraceId>),
     pub(crate) scope: InstrumentationScope,
 }
 
 static RECORDER: AtomicPtr<Recorder> = AtomicPtr::new(std::ptr::null_mut());
+/// Set once a recorder with `ids_only` was installed (and kept: its spans
+/// may outlive it).
+static IDS_ONLY: AtomicBool = AtomicBool::new(false);
+
+/// Whether spans of lens's path may be current as their ids only.
+#[inline]
+pub(crate) fn ids_only() -> bool {
+    IDS_ONLY.load(Ordering::Relaxed)
+}
 
 /// The recorder in use, if lens's span path is on (one acquire load).
 #[inline]
@@ -68,6 +78,9 @@ pub(crate) fn install(
     interval: std::time::Duration,
 ) {
     collect::set_sink(sink, interval);
+    if recorder.ids_only {
+        IDS_ONLY.store(true, Ordering::Relaxed);
+    }
     RECORDER.store(Box::into_raw(Box::new(recorder)), Ordering::Release);
 }
 
@@ -107,35 +120,6 @@ pub(crate) fn release_sink(sink: &std::sync::Arc<dyn SpanSink>) {
 pub(crate) struct RecSpan {
     sc: SpanContext,
     reg: Registration,
-}
-
-/// What a recording span has gathered so far; also the finished span, once
-/// `end` is set.
-#[derive(Debug)]
-pub(crate) struct Record {
-    trace_id: TraceId,
-    span_id: SpanId,
-    flags: TraceFlags,
-    parent_span_id: SpanId,
-    parent_is_remote: bool,
-    kind: SpanKind,
-    name: Cow<'static, str>,
-    start: Stamp,
-    end: Stamp,
-    attributes: Vec<KeyValue>,
-    dropped_attributes: u32,
-    /// The rest, rare on hot spans: boxed apart, so that the record stays
-    /// small (it moves into its list and out again).
-    more: Option<Box<More>>,
-    scope: &'static InstrumentationScope,
-}
-
-#[derive(Debug, Default)]
-struct More {
-    trace_state: TraceState,
-    status: Status,
-    events: SpanEvents,
-    links: SpanLinks,
 }
 
 /// A span started on lens's path: the context that holds it (the parent
@@ -207,7 +191,7 @@ impl Recorder {
         }
         let parent = parent_cx.span();
         let psc = parent.span_context();
-        let (span_id, new_trace) = self.ids.new_ids(!psc.is_valid());
+        let (span_id, new_trace) = (self.ids)(!psc.is_valid());
         let (trace_id, flags) = match new_trace {
             None => (psc.trace_id(), psc.trace_flags()),
             Some(t) => (t, TraceFlags::default()),
@@ -285,6 +269,10 @@ impl Recorder {
             scope: &self.scope,
         };
         match records::insert(rec) {
+            Some(reg) if self.ids_only => Started {
+                cx: parent_cx.with_remote_span_context(sc),
+                reg: Some(reg),
+            },
             Some(reg) => Started {
                 cx: parent_cx.with_span(RecSpan { sc, reg }),
                 reg: Some(reg),
@@ -294,128 +282,6 @@ impl Recorder {
                 cx: parent_cx.with_remote_span_context(sc),
                 reg: None,
             },
-        }
-    }
-}
-
-/// Keeps at most the SDK's limit of `items`; returns how many were dropped.
-fn keep_limit<T>(items: &mut Vec<T>) -> u32 {
-    let dropped = items.len().saturating_sub(LIMIT) as u32;
-    items.truncate(LIMIT);
-    dropped
-}
-
-fn limit_events(mut events: Vec<Event>) -> SpanEvents {
-    let mut out = SpanEvents::default();
-    out.dropped_count = keep_limit(&mut events);
-    for e in &mut events {
-        e.dropped_attributes_count = keep_limit(&mut e.attributes);
-    }
-    out.events = events;
-    out
-}
-
-fn limit_links(mut links: Vec<Link>) -> SpanLinks {
-    let mut out = SpanLinks::default();
-    out.dropped_count = keep_limit(&mut links);
-    for l in &mut links {
-        l.dropped_attributes_count = keep_limit(&mut l.attributes);
-    }
-    out.links = links;
-    out
-}
-
-impl Record {
-    pub(crate) fn set_attribute(&mut self, attribute: KeyValue) {
-        if self.attributes.len() < LIMIT {
-            self.attributes.push(attribute);
-        } else {
-            self.dropped_attributes += 1;
-        }
-    }
-
-    fn more(&mut self) -> &mut More {
-        self.more.get_or_insert_with(Box::default)
-    }
-
-    pub(crate) fn add_event(
-        &mut self,
-        name: Cow<'static, str>,
-        at: SystemTime,
-        mut attributes: Vec<KeyValue>,
-    ) {
-        let events = &mut self.more().events;
-        if events.events.len() < LIMIT {
-            let dropped = keep_limit(&mut attributes);
-            events
-                .events
-                .push(Event::new(name, at, attributes, dropped));
-        } else {
-            events.dropped_count += 1;
-        }
-    }
-
-    fn add_link(&mut self, span_context: SpanContext, mut attributes: Vec<KeyValue>) {
-        let links = &mut self.more().links;
-        if links.links.len() < LIMIT {
-            let dropped = keep_limit(&mut attributes);
-            links
-                .links
-                .push(Link::new(span_context, attributes, dropped));
-        } else {
-            links.dropped_count += 1;
-        }
-    }
-
-    pub(crate) fn set_status(&mut self, status: Status) {
-        // a total order, as in the SDK: Ok > Error > Unset
-        if status > Status::Unset && self.more.as_ref().is_none_or(|m| status > m.status) {
-            self.more().status = status;
-        }
-    }
-
-    /// Marks a span ended by telemetry shutdown, now.
-    pub(crate) fn truncate(&mut self, reason: &str) {
-        self.set_attribute(KeyValue::new(semconv::NEMO_SPAN_TRUNCATED, true));
-        let attrs = vec![KeyValue::new(
-            semconv::NEMO_SPAN_TRUNCATED_REASON,
-            reason.to_owned(),
-        )];
-        self.add_event(
-            semconv::NEMO_SPAN_TRUNCATED.into(),
-            opentelemetry::time::now(),
-            attrs,
-        );
-        self.end = clock::now();
-    }
-
-    pub(crate) fn is_sampled(&self) -> bool {
-        self.flags.is_sampled()
-    }
-
-    /// The span as the SDK's exporters take it.
-    pub(crate) fn into_span_data(self) -> SpanData {
-        let more = self.more.map(|m| *m).unwrap_or_default();
-        SpanData {
-            span_context: SpanContext::new(
-                self.trace_id,
-                self.span_id,
-                self.flags,
-                false,
-                more.trace_state,
-            ),
-            parent_span_id: self.parent_span_id,
-            parent_span_is_remote: self.parent_is_remote,
-            span_kind: self.kind,
-            name: self.name,
-            start_time: clock::to_system(self.start),
-            end_time: clock::to_system(self.end.max(self.start)),
-            attributes: self.attributes,
-            dropped_attributes_count: self.dropped_attributes,
-            events: more.events,
-            links: more.links,
-            status: more.status,
-            instrumentation_scope: self.scope.clone(),
         }
     }
 }
@@ -464,7 +330,7 @@ impl opentelemetry::trace::Span for RecSpan {
     where
         T: Into<Cow<'static, str>>,
     {
-        self.reg.with_record(|r| r.name = new_name.into());
+        self.reg.with_record(|r| r.update_name(new_name.into()));
     }
 
     fn add_link(&mut self, span_context: SpanContext, attributes: Vec<KeyValue>) {
@@ -483,6 +349,7 @@ impl opentelemetry::trace::Span for RecSpan {
 
 pub(crate) mod clock;
 pub(crate) mod collect;
+pub(crate) mod data;
 
 #[cfg(test)]
 mod tests {
@@ -493,7 +360,8 @@ mod tests {
         Box::leak(Box::new(Recorder {
             sampler: Box::new(Sampler::ParentBased(Box::new(Sampler::AlwaysOn))),
             default_sampling,
-            ids: crate::sdk::ids::ForkSafeIdGenerator::new(),
+            ids_only: false,
+            ids: crate::sdk::ids::ForkSafeIdGenerator::draw_ids,
             scope: InstrumentationScope::builder("t").build(),
         }))
     }

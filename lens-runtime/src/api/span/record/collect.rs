@@ -14,7 +14,7 @@
 //! processor) never blocks: a full export queue drops the excess and
 //! counts it.
 
-use super::Record;
+use super::data::Record;
 use crate::api::span::open::records;
 use opentelemetry_sdk::trace::SpanData;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
@@ -173,11 +173,11 @@ fn start_collector() {
 /// every list on the interval; exits once no sink is set (the pipeline
 /// shut down), so no thread outlives it.
 fn collector(pid: u32) {
-    super::clock::anchor();
+    crate::api::span::record::clock::anchor();
     let mut anchored = std::time::Instant::now();
     loop {
-        if anchored.elapsed() >= super::clock::REANCHOR {
-            super::clock::anchor();
+        if anchored.elapsed() >= crate::api::span::record::clock::REANCHOR {
+            crate::api::span::record::clock::anchor();
             anchored = std::time::Instant::now();
         }
         let interval = Duration::from_millis(INTERVAL_MS.load(Ordering::Relaxed));
