@@ -13,7 +13,7 @@ use syn::{Ident, ItemFn, LitStr, ReturnType};
 pub(crate) fn attributes(fields: &[Field], args: &[Ident]) -> TokenStream {
     let n = fields.len() + args.len();
     if n == 0 {
-        return quote!(::lens::__private::Vec::new());
+        return quote!(::lens::__private::Attrs::new());
     }
     let pushes = fields
         .iter()
@@ -23,7 +23,7 @@ pub(crate) fn attributes(fields: &[Field], args: &[Ident]) -> TokenStream {
                 .map(|a| push(&a.to_string(), a.span(), a.to_token_stream())),
         );
     quote! {{
-        let mut __lens_attrs = ::lens::__private::Vec::with_capacity(#n);
+        let mut __lens_attrs = ::lens::__private::Attrs::with_capacity(#n);
         #(#pushes)*
         __lens_attrs
     }}

@@ -82,7 +82,7 @@ pub fn span_cm(input: TokenStream) -> TokenStream {
         Ok(args) => expand::span_cm(args).into(),
         Err(e) => {
             let err = e.to_compile_error();
-            quote!({ #err; ::lens::__private::start_span("", ::lens::__private::Vec::new()) })
+            quote!({ #err; ::lens::__private::start_span("", ::lens::__private::Attrs::new()) })
                 .into()
         }
     }

@@ -111,7 +111,7 @@ pub use opentelemetry as otel;
 /// Items used by generated code. Not part of the public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::api::attr::{AttributeValue, REDACTED};
+    pub use crate::api::attr::{AttributeValue, Attrs, REDACTED};
     pub use crate::api::future::{instrument, instrument_result};
     pub use crate::api::groups::{base, Preset, SpanGroup, SpanGroupFamily};
     pub use crate::api::span::opts::{
@@ -132,11 +132,7 @@ pub mod __private {
 
     /// Pushes `key = value` unless the value is `None`.
     #[inline]
-    pub fn push<V: AttributeValue + ?Sized>(
-        attrs: &mut Vec<KeyValue>,
-        key: &'static str,
-        value: &V,
-    ) {
+    pub fn push<V: AttributeValue + ?Sized>(attrs: &mut Attrs, key: &'static str, value: &V) {
         if let Some(v) = value.to_value() {
             attrs.push(KeyValue::new(Key::from_static_str(key), v));
         }
@@ -145,7 +141,7 @@ pub mod __private {
     /// Pushes `key = value` for a key the macro found redacted at compile time.
     #[inline]
     pub fn push_redacted<V: AttributeValue + ?Sized>(
-        attrs: &mut Vec<KeyValue>,
+        attrs: &mut Attrs,
         key: &'static str,
         value: &V,
     ) {

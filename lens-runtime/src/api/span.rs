@@ -1,6 +1,6 @@
 //! Span guards: creation, context attachment, panic marking, end on drop.
 
-use crate::api::attr::AttributeValue;
+use crate::api::attr::{AttributeValue, Attrs};
 use opentelemetry::trace::{SpanBuilder, Status, TraceContextExt, Tracer as _};
 use opentelemetry::{Context, ContextGuard, Key, KeyValue};
 use std::borrow::Cow;
@@ -24,7 +24,7 @@ pub use tracer::{clear_tracer_provider, set_tracer_provider};
 // Both inline into the `#[inline(never)]` entry points, so the 120-byte
 // `SpanBuilder` is not passed through an extra out-of-line call.
 #[inline(always)]
-fn start_context(name: Cow<'static, str>, attributes: Vec<KeyValue>) -> LensSpan {
+fn start_context(name: Cow<'static, str>, attributes: Attrs) -> LensSpan {
     #[cfg(feature = "sdk-core")]
     if let Some(rec) = record::get() {
         return LensSpan::recorded(Context::map_current(|parent| {
@@ -157,8 +157,11 @@ impl fmt::Debug for LensSpan {
 /// Starts a span, child of the current context, without attaching it.
 #[doc(hidden)]
 #[inline(never)]
-pub fn start_detached(name: impl Into<Cow<'static, str>>, attributes: Vec<KeyValue>) -> LensSpan {
-    start_context(name.into(), attributes)
+pub fn start_detached(
+    name: impl Into<Cow<'static, str>>,
+    attributes: impl Into<Attrs>,
+) -> LensSpan {
+    start_context(name.into(), attributes.into())
 }
 
 /// Starts a span from a full builder (links, kind, …), child of the current
@@ -178,8 +181,8 @@ pub(crate) fn start_detached_in(builder: SpanBuilder, parent: &Context) -> LensS
 /// the returned guard drops. This is what the macros expand to.
 #[doc(hidden)]
 #[inline(never)]
-pub fn start_span(name: impl Into<Cow<'static, str>>, attributes: Vec<KeyValue>) -> SpanGuard {
-    start_context(name.into(), attributes).enter()
+pub fn start_span(name: impl Into<Cow<'static, str>>, attributes: impl Into<Attrs>) -> SpanGuard {
+    start_context(name.into(), attributes.into()).enter()
 }
 
 impl LensSpan {

@@ -107,6 +107,7 @@ struct Spans {
 /// An open span: built by the OpenTelemetry SDK (its context), or by lens's
 /// own recorder (its record).
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // records stay inline: no allocation per span
 enum Entry {
     Cx(Context),
     #[cfg(feature = "sdk-core")]

@@ -2,7 +2,7 @@
 //! links (follows-from) and the recorded return value.
 
 use super::{start_detached_builder, start_detached_in, LensSpan, SpanGuard};
-use crate::api::attr::{value_for_key, AttributeValue};
+use crate::api::attr::{value_for_key, AttributeValue, Attrs};
 use opentelemetry::trace::{Link, SpanBuilder, SpanContext, SpanKind, TraceContextExt};
 use opentelemetry::{Context, KeyValue};
 use std::borrow::Cow;
@@ -134,13 +134,13 @@ impl<T: IntoLink> IntoLink for Option<T> {
 #[inline(never)]
 pub fn start_detached_with(
     name: impl Into<Cow<'static, str>>,
-    attributes: Vec<KeyValue>,
+    attributes: impl Into<Attrs>,
     kind: SpanKind,
     parent: Option<Context>,
     links: Vec<SpanContext>,
 ) -> LensSpan {
     let mut builder = SpanBuilder::from_name(name.into())
-        .with_attributes(attributes)
+        .with_attributes(attributes.into())
         .with_kind(kind);
     if !links.is_empty() {
         builder = builder.with_links(links.into_iter().map(Link::with_context).collect());
@@ -156,7 +156,7 @@ pub fn start_detached_with(
 #[inline(never)]
 pub fn start_span_with(
     name: impl Into<Cow<'static, str>>,
-    attributes: Vec<KeyValue>,
+    attributes: impl Into<Attrs>,
     kind: SpanKind,
     parent: Option<Context>,
     links: Vec<SpanContext>,

@@ -30,10 +30,11 @@ use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::time::SystemTime;
 
+use crate::api::attr::Attrs;
 pub(crate) use clock::Stamp;
 pub(crate) use collect::SpanSink;
 pub(crate) use data::Record;
-use data::{keep_limit, limit_events, limit_links, More};
+use data::{limit_events, limit_links, More, LIMIT};
 
 /// What spans on lens's path are made with: set by setup when
 /// `NEMO_LENS_SPAN_PATH=lens`.
@@ -145,7 +146,7 @@ impl Recorder {
         self.start_parts(
             name,
             span_kind.unwrap_or(SpanKind::Internal),
-            attributes.unwrap_or_default(),
+            attributes.map(Attrs::from_vec).unwrap_or_default(),
             links.unwrap_or_default(),
             events.unwrap_or_default(),
             start_time,
@@ -158,7 +159,7 @@ impl Recorder {
     pub(crate) fn start_simple(
         &'static self,
         name: Cow<'static, str>,
-        attributes: Vec<KeyValue>,
+        attributes: Attrs,
         parent_cx: &Context,
     ) -> Started {
         self.start_parts(
@@ -177,7 +178,7 @@ impl Recorder {
         &'static self,
         name: Cow<'static, str>,
         kind: SpanKind,
-        mut attributes: Vec<KeyValue>,
+        mut attributes: Attrs,
         links: Vec<Link>,
         events: Vec<Event>,
         start_time: Option<SystemTime>,
@@ -236,8 +237,11 @@ impl Recorder {
             false,
             result.trace_state,
         );
-        attributes.extend(result.attributes);
-        let dropped_attributes = keep_limit(&mut attributes);
+        if !result.attributes.is_empty() {
+            attributes.extend(result.attributes);
+        }
+        let dropped_attributes = attributes.len().saturating_sub(LIMIT) as u32;
+        attributes.truncate(LIMIT);
         let more =
             (!events.is_empty() || !links.is_empty() || *sc.trace_state() != TraceState::NONE)
                 .then(|| {
@@ -387,8 +391,8 @@ mod tests {
             Context::new().with_remote_span_context(SpanContext::empty_context()),
         ];
         for (i, parent) in parents.iter().enumerate() {
-            let a = fast.start_simple("s".into(), Vec::new(), parent);
-            let b = sdk.start_simple("s".into(), Vec::new(), parent);
+            let a = fast.start_simple("s".into(), Attrs::new(), parent);
+            let b = sdk.start_simple("s".into(), Attrs::new(), parent);
             let (sa, sb) = (a.cx.span(), b.cx.span());
             let (sa, sb) = (sa.span_context(), sb.span_context());
             assert_eq!(a.reg.is_some(), b.reg.is_some(), "recording, parent {i}");

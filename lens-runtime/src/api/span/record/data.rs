@@ -4,6 +4,7 @@
 //! links per span, 128 attributes per event and link).
 
 use super::clock::{self, Stamp};
+use crate::api::attr::Attrs;
 use crate::api::semconv;
 use opentelemetry::trace::{
     Event, Link, SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState,
@@ -14,7 +15,7 @@ use std::borrow::Cow;
 use std::time::SystemTime;
 
 /// The SDK's default span limits, which lens's providers use.
-const LIMIT: usize = 128;
+pub(super) const LIMIT: usize = 128;
 
 /// What a recording span has gathered so far; also the finished span, once
 /// `end` is set.
@@ -29,7 +30,7 @@ pub(crate) struct Record {
     pub(super) name: Cow<'static, str>,
     pub(super) start: Stamp,
     pub(super) end: Stamp,
-    pub(super) attributes: Vec<KeyValue>,
+    pub(super) attributes: Attrs,
     pub(super) dropped_attributes: u32,
     /// The rest, rare on hot spans: boxed apart, so that the record stays
     /// small (it moves into its list and out again).
@@ -166,7 +167,7 @@ impl Record {
             name: self.name,
             start_time: clock::to_system(self.start),
             end_time: clock::to_system(self.end.max(self.start)),
-            attributes: self.attributes,
+            attributes: self.attributes.into_vec(),
             dropped_attributes_count: self.dropped_attributes,
             events: more.events,
             links: more.links,
