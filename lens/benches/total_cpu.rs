@@ -45,13 +45,13 @@
 //!
 //! - `--rate <spans_per_s>` paces the calling thread: spans go in chunks of
 //!   [`CHUNK`], and before each chunk the thread waits until the schedule
-//!   (start + spans so far / rate) allows it: it sleeps while more than
-//!   [`SPIN_BELOW`] is left (waking no later than that before the due
-//!   time) and yields in a loop for the rest, so it never waits past the
-//!   due time; a thread behind schedule does not wait at all. The run then
-//!   prints the achieved rate (spans over the emission loop's wall time),
-//!   how far it fell behind the schedule at most, and the CPU spent
-//!   waiting, which the two CPU columns leave out (it is the calling
+//!   (start + spans so far / rate) allows it: it sleeps until
+//!   [`SPIN_BELOW`] before the due time, while more than that is left, and
+//!   yields in a loop for the rest, so only the scheduler can make it late;
+//!   a thread behind schedule does not wait at all (and catches up). The
+//!   run then prints the achieved rate (spans over the emission loop's
+//!   wall time), how far it fell behind the schedule at most, and the CPU
+//!   spent waiting, which the two CPU columns leave out (it is the calling
 //!   thread's own). `total_cpu --variant lens_record 10000000 --rate
 //!   1000000` is 10 s at 1M spans/s.
 //! - `--rss` prints the process's resident set (`VmRSS` of
@@ -121,8 +121,8 @@ fn process_cpu() -> f64 {
 
 /// Spans per paced chunk: the clock is read once per chunk.
 const CHUNK: u64 = 1_000;
-/// A paced wait sleeps only while more than this is left, and wakes this
-/// long before the due time at the latest (timer slack is 50 µs).
+/// A paced wait sleeps only while more than this is left, until this long
+/// before the due time (timer slack is 50 µs), then yields.
 const SPIN_BELOW: Duration = Duration::from_micros(200);
 
 /// The single-variant run's modes (see the module docs).
