@@ -39,13 +39,41 @@
 //! [`fastrace_flush_all`]), so the CPU columns include exporting all N, and
 //! prints how many were left after the plain flush. Its "dropped" column is
 //! the spans the exporter never received, as for the other variants.
+//!
+//! Two modes of the single-variant run, for the soak and rate checks (the
+//! all-variants run never sets them):
+//!
+//! - `--rate <spans_per_s>` paces the calling thread: spans go in chunks of
+//!   [`CHUNK`], and before each chunk the thread waits until the schedule
+//!   (start + spans so far / rate) allows it: it sleeps until
+//!   [`SPIN_BELOW`] before the due time, while more than that is left, and
+//!   yields in a loop for the rest, so only the scheduler can make it late;
+//!   a thread behind schedule does not wait at all (and catches up). The
+//!   run then prints the achieved rate (spans over the emission loop's
+//!   wall time), how far it fell behind the schedule at most, and the CPU
+//!   spent waiting, which the two CPU columns leave out (it is the calling
+//!   thread's own). `total_cpu --variant lens_record 10000000 --rate
+//!   1000000` is 10 s at 1M spans/s.
+//! - `--rss` prints the process's resident set (`VmRSS` of
+//!   `/proc/self/status`, MiB) once before the first span, at every 10 %
+//!   of N and after the final flush, a line each (for `lens_*` with the
+//!   spans lens's pipeline counted as lost so far), so a long soak shows
+//!   whether memory stays flat; the reads are left out of the CPU columns
+//!   too.
+//!
+//! Both apply to every variant; for `lens_*` the run also prints the loss
+//! counted by lens's pipeline (`TelemetryHandle::dropped_spans`: queue full,
+//! exporter failed) next to the exporter's count. Numbers may be written
+//! with `_` (`1_000_000`). The variant's `NEMO_LENS_SPAN_PATH` is what the
+//! environment says (lens's recorder when unset); the all-variants run sets
+//! it for each child.
 
 mod common;
 
 use common::variants::{fastrace_root_span, lens_managed_span, sdk_in_span, sdk_start_end};
 use std::borrow::Cow;
 use std::hint::black_box;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const VARIANTS: [(&str, &str); 6] = [
     (
@@ -91,32 +119,161 @@ fn process_cpu() -> f64 {
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
-/// Runs `n` spans of `variant` and the final flush; prints one line.
-fn run_one(variant: &str, n: u64) {
+/// Spans per paced chunk: the clock is read once per chunk.
+const CHUNK: u64 = 1_000;
+/// A paced wait sleeps only while more than this is left, until this long
+/// before the due time (timer slack is 50 µs), then yields.
+const SPIN_BELOW: Duration = Duration::from_micros(200);
+
+/// The single-variant run's modes (see the module docs).
+#[derive(Clone, Copy, Debug, Default)]
+struct Modes {
+    /// Spans per second the calling thread is paced to.
+    rate: Option<f64>,
+    /// Print `VmRSS` at the start, every 10 % and after the flush.
+    rss: bool,
+}
+
+/// What a paced or sampled emission loop measured besides the spans.
+#[derive(Debug, Default)]
+struct Emitted {
+    /// Wall time of the loop.
+    wall: Duration,
+    /// Calling-thread CPU seconds spent waiting or reading `VmRSS`.
+    excluded_cpu: f64,
+    /// How far behind the schedule a chunk started at most.
+    max_lag: Duration,
+}
+
+/// `VmRSS` of this process in MiB, from `/proc/self/status`.
+fn rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+/// Prints one `--rss` line: `at` says when, `lost` is lens's loss counter.
+fn print_rss(variant: &str, at: &str, lost: Option<u64>) {
+    let rss = rss_mib().map_or_else(|| "?".to_owned(), |m| format!("{m:.1}"));
+    let lost = lost.map_or_else(String::new, |d| format!("   lost so far {d}"));
+    println!("{variant:<14} rss {at:<22} VmRSS {rss:>8} MiB{lost}");
+}
+
+/// Calls `span(i)` for `i` in `0..n`, summing the results into `sink`.
+/// Without modes this is the plain loop; with them it goes in chunks,
+/// paced to `modes.rate` and with a `VmRSS` line at every 10 % of `n`
+/// (`lost` gives lens's loss counter for it).
+fn emit(
+    variant: &str,
+    n: u64,
+    modes: Modes,
+    sink: &mut u64,
+    lost: &dyn Fn() -> Option<u64>,
+    mut span: impl FnMut(u64) -> u64,
+) -> Emitted {
+    let mut out = Emitted::default();
+    if modes.rate.is_none() && !modes.rss {
+        for i in 0..n {
+            *sink = sink.wrapping_add(span(i));
+        }
+        return out;
+    }
+    let start = Instant::now();
+    let mut next_mark = 1; // the next tenth of n to report
+    let mut i = 0;
+    while i < n {
+        let mut end = n.min(i + modes.rate.map_or(n, |_| CHUNK));
+        if modes.rss {
+            end = end.min((n * next_mark).div_ceil(10).max(i + 1));
+        }
+        for j in i..end {
+            *sink = sink.wrapping_add(span(j));
+        }
+        i = end;
+        let reached_mark = modes.rss && next_mark <= 10 && i >= (n * next_mark).div_ceil(10);
+        let due = modes
+            .rate
+            .map(|r| start + Duration::from_secs_f64(i as f64 / r));
+        let now = Instant::now();
+        if let Some(due) = due {
+            out.max_lag = out.max_lag.max(now.saturating_duration_since(due));
+        }
+        let must_wait = i < n && due.is_some_and(|d| now < d);
+        if !(must_wait || reached_mark) {
+            continue;
+        }
+        let c0 = thread_cpu();
+        if reached_mark {
+            while next_mark <= 10 && i >= (n * next_mark).div_ceil(10) {
+                next_mark += 1;
+            }
+            let pct = (next_mark - 1) * 10;
+            print_rss(variant, &format!("at {pct:>3}% ({i} spans)"), lost());
+        }
+        if let (true, Some(due)) = (i < n, due) {
+            loop {
+                let now = Instant::now();
+                if now >= due {
+                    break;
+                }
+                let left = due - now;
+                if left > SPIN_BELOW {
+                    std::thread::sleep(left - SPIN_BELOW);
+                } else {
+                    std::thread::yield_now();
+                }
+            }
+        }
+        out.excluded_cpu += thread_cpu() - c0;
+    }
+    out.wall = start.elapsed();
+    out
+}
+
+/// Runs `n` spans of `variant` and the final flush; prints one line (and
+/// what `modes` ask for).
+fn run_one(variant: &str, n: u64, modes: Modes) {
     let mut sink = 0u64;
     let (t0, p0);
     let mut note = None;
+    let no_counter = || None;
+    let mut lens_lost = None;
+    let emitted;
     let dropped = match variant {
         "lens_sdk" | "lens_record" => {
             let exporter = common::DiscardExporter::default();
             let handle = common::lens_setup(exporter.clone());
-            (t0, p0) = (thread_cpu(), process_cpu());
-            for i in 0..n {
-                sink = sink.wrapping_add(lens_managed_span(i as i64));
+            let lost = || Some(handle.dropped_spans());
+            if modes.rss {
+                print_rss(variant, "at start", lost());
             }
+            (t0, p0) = (thread_cpu(), process_cpu());
+            emitted = emit(variant, n, modes, &mut sink, &lost, |i| {
+                lens_managed_span(i as i64)
+            });
             let _ = handle.force_flush_within(Duration::from_secs(30));
+            lens_lost = lost();
             n.saturating_sub(exporter.received())
         }
         "sdk_start_end" | "sdk_in_span" => {
             let (provider, exporter) = common::discard_provider();
             let tracer = common::raw_tracer(&provider);
+            if modes.rss {
+                print_rss(variant, "at start", None);
+            }
             (t0, p0) = (thread_cpu(), process_cpu());
-            for i in 0..n {
-                sink = sink.wrapping_add(match variant {
+            emitted = emit(
+                variant,
+                n,
+                modes,
+                &mut sink,
+                &no_counter,
+                |i| match variant {
                     "sdk_in_span" => sdk_in_span(&tracer, i as i64),
                     _ => sdk_start_end(&tracer, i as i64),
-                });
-            }
+                },
+            );
             common::dropped_after_flush(&provider, &exporter, n)
         }
         "tracing_otel" => {
@@ -125,11 +282,14 @@ fn run_one(variant: &str, n: u64) {
             let subscriber = tracing_subscriber::registry()
                 .with(tracing_opentelemetry::layer().with_tracer(common::raw_tracer(&provider)));
             let _default = tracing::subscriber::set_default(subscriber);
-            (t0, p0) = (thread_cpu(), process_cpu());
-            for i in 0..n {
-                let _span = tracing::info_span!("train.step", iteration = i).entered();
-                sink = sink.wrapping_add(common::variants::body(i));
+            if modes.rss {
+                print_rss(variant, "at start", None);
             }
+            (t0, p0) = (thread_cpu(), process_cpu());
+            emitted = emit(variant, n, modes, &mut sink, &no_counter, |i| {
+                let _span = tracing::info_span!("train.step", iteration = i).entered();
+                common::variants::body(i)
+            });
             common::dropped_after_flush(&provider, &exporter, n)
         }
         "fastrace_otel" => {
@@ -140,10 +300,13 @@ fn run_one(variant: &str, n: u64) {
                 common::lens_scope(),
             );
             fastrace::set_reporter(reporter, fastrace::collector::Config::default());
-            (t0, p0) = (thread_cpu(), process_cpu());
-            for i in 0..n {
-                sink = sink.wrapping_add(fastrace_root_span(i as i64));
+            if modes.rss {
+                print_rss(variant, "at start", None);
             }
+            (t0, p0) = (thread_cpu(), process_cpu());
+            emitted = emit(variant, n, modes, &mut sink, &no_counter, |i| {
+                fastrace_root_span(i as i64)
+            });
             let (left, nudges) = fastrace_flush_all(&exporter, n);
             note = Some(format!(
                 "{variant:<14} {left} spans still queued after fastrace::flush(), \
@@ -157,6 +320,7 @@ fn run_one(variant: &str, n: u64) {
         }
     };
     let (t, p) = (thread_cpu() - t0, process_cpu() - p0);
+    let (t, p) = (t - emitted.excluded_cpu, p - emitted.excluded_cpu);
     black_box(sink);
     let per = |s: f64| s * 1e9 / n as f64;
     println!(
@@ -167,6 +331,28 @@ fn run_one(variant: &str, n: u64) {
     );
     if let Some(note) = note {
         println!("{note}");
+    }
+    if let Some(rate) = modes.rate {
+        let secs = emitted.wall.as_secs_f64();
+        println!(
+            "{variant:<14} rate: target {rate:.0} spans/s, achieved {:.0} spans/s ({n} spans in {secs:.3} s), \
+             at most {:.3} ms behind schedule, {:.3} s CPU waiting (not in the columns above)",
+            n as f64 / secs,
+            emitted.max_lag.as_secs_f64() * 1e3,
+            emitted.excluded_cpu,
+        );
+    }
+    if modes.rate.is_some() || modes.rss {
+        if let Some(lost) = lens_lost {
+            println!(
+                "{variant:<14} lens pipeline counted {lost} spans lost (queue full or exporter failed); \
+                 the exporter received {} of {n}",
+                n - dropped
+            );
+        }
+    }
+    if modes.rss {
+        print_rss(variant, "after the final flush", lens_lost);
     }
 }
 
@@ -196,15 +382,33 @@ fn fastrace_flush_all(exporter: &common::DiscardExporter, n: u64) -> (u64, u64) 
     (left, nudges)
 }
 
+/// A count, `_` allowed between digits (`1_000_000`).
+fn parse_count(s: &str) -> Option<u64> {
+    s.replace('_', "").parse().ok()
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let Some(pos) = args.iter().position(|a| a == "--variant") {
         let variant = args.get(pos + 1).map(String::as_str).unwrap_or("");
         let n = args
             .get(pos + 2)
-            .and_then(|s| s.parse().ok())
+            .and_then(|s| parse_count(s))
             .unwrap_or(1_000_000);
-        run_one(variant, n);
+        let mut modes = Modes {
+            rss: args.iter().any(|a| a == "--rss"),
+            ..Modes::default()
+        };
+        if let Some(at) = args.iter().position(|a| a == "--rate") {
+            match args.get(at + 1).and_then(|s| parse_count(s)) {
+                Some(r) if r > 0 => modes.rate = Some(r as f64),
+                _ => {
+                    eprintln!("--rate needs a number of spans per second > 0");
+                    std::process::exit(2);
+                }
+            }
+        }
+        run_one(variant, n, modes);
         return;
     }
     let bench = args.iter().any(|a| a == "--bench");
