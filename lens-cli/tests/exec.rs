@@ -5,6 +5,7 @@
 mod support;
 
 use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -100,11 +101,19 @@ fn sigterm_to_lens_exec_reaches_the_child() {
 
 #[test]
 fn sigint_sent_with_kill_is_forwarded_too() {
-    let mut child = lens_clean()
+    let mut cmd = lens_clean();
+    // a test run started in the background of a non-interactive shell
+    // inherits SIGINT ignored, and lens exec rightly keeps a signal its
+    // caller ignores: give lens exec the default disposition
+    // SAFETY: `signal` is async-signal-safe, fine between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut child = cmd
         .args(["exec", "--", "sh", "-c"])
-        // the trap runs between two short sleeps: a `sleep 30 & wait` lets a
-        // signal that lands just before `wait` blocks go unseen by sh (seen
-        // once under load: the shell waited the full 30 s)
         .arg(r#"trap 'exit 43' INT; echo ready; while :; do sleep 0.1; done"#)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

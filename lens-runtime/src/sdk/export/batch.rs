@@ -10,7 +10,7 @@
 //! drop when the queue is full, deadlines on flush and shutdown, and inert
 //! behaviour in a forked child (whose exporter thread does not exist).
 
-use super::queue::Queue;
+use super::queue::{export_batches, Queue};
 use super::SpanCounters;
 pub(crate) use crate::config::otel::BatchSettings;
 use crate::diag;
@@ -298,23 +298,22 @@ fn run<E: SpanExporter>(mut exporter: E, shared: &Shared) {
         let ticket = st.flush_requested;
         let shutting_down = st.shutdown;
         drop(st);
-        for b in batches {
-            spare.extend(b);
-        }
+        let mut ready = export_batches(&mut spare, batches, settings.max_export_batch_size);
+        let mut left: usize = ready.iter().map(Vec::len).sum();
 
         if let Some(r) = resource {
             exporter.set_resource(&r);
         }
-        while !spare.is_empty() {
+        while let Some(batch) = ready.pop_front() {
             if shared.lock().abandoned {
                 // a shutdown gave up on these (and counted them): free them
                 // rather than export spans reported lost
-                spare = VecDeque::new();
+                ready.clear();
                 break;
             }
-            let n = spare.len().min(settings.max_export_batch_size);
-            let batch: Vec<SpanData> = spare.drain(..n).collect();
-            shared.lock().in_flight = n + spare.len();
+            let n = batch.len();
+            shared.lock().in_flight = left;
+            left -= n;
             // the result is counted by the `Counting` wrapper; a panicking
             // exporter loses its batch (counted) but not the thread
             let export =

@@ -48,3 +48,117 @@ impl Queue {
         std::mem::take(&mut self.batches)
     }
 }
+
+/// The spans of `single` (emptied, its allocation kept) and of `batches`,
+/// in order, as export batches of at most `max`: a buffer that fits is
+/// exported as it came, the others are joined with one copy per span.
+pub(super) fn export_batches(
+    single: &mut VecDeque<SpanData>,
+    batches: Vec<Vec<SpanData>>,
+    max: usize,
+) -> VecDeque<Vec<SpanData>> {
+    let max = max.max(1);
+    let mut out = VecDeque::new();
+    let mut cur: Vec<SpanData> = Vec::new();
+    while !single.is_empty() {
+        let n = single.len().min(max - cur.len());
+        cur.extend(single.drain(..n));
+        if cur.len() == max {
+            out.push_back(std::mem::take(&mut cur));
+        }
+    }
+    for mut b in batches {
+        while !b.is_empty() {
+            if cur.is_empty() && b.len() <= max {
+                cur = b; // as it came: no copy
+                break;
+            }
+            let room = max - cur.len();
+            if b.len() <= room {
+                cur.append(&mut b);
+            } else {
+                let rest = b.split_off(room);
+                cur.append(&mut b);
+                b = rest;
+            }
+            if cur.len() == max {
+                out.push_back(std::mem::take(&mut cur));
+            }
+        }
+        if cur.len() == max {
+            out.push_back(std::mem::take(&mut cur));
+        }
+    }
+    if !cur.is_empty() {
+        out.push_back(cur);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opentelemetry::trace::{
+        SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState,
+    };
+    use opentelemetry::InstrumentationScope;
+    use std::time::SystemTime;
+
+    fn span(i: u64) -> SpanData {
+        SpanData {
+            span_context: SpanContext::new(
+                TraceId::from(1u128),
+                SpanId::from(i + 1),
+                TraceFlags::SAMPLED,
+                false,
+                TraceState::NONE,
+            ),
+            parent_span_id: SpanId::INVALID,
+            parent_span_is_remote: false,
+            span_kind: SpanKind::Internal,
+            name: "s".into(),
+            start_time: SystemTime::UNIX_EPOCH,
+            end_time: SystemTime::UNIX_EPOCH,
+            attributes: Vec::new(),
+            dropped_attributes_count: 0,
+            events: Default::default(),
+            links: Default::default(),
+            status: Status::Unset,
+            instrumentation_scope: InstrumentationScope::builder("t").build(),
+        }
+    }
+
+    #[test]
+    fn export_batches_keep_the_order_and_the_size_limit() {
+        let mut next = 0u64;
+        let mut take = |n: u64| {
+            let v: Vec<SpanData> = (next..next + n).map(span).collect();
+            next += n;
+            v
+        };
+        let mut single: VecDeque<SpanData> = take(5).into();
+        let batches = vec![take(3), take(8), take(1), take(4), take(0), take(2)];
+        for max in [1, 2, 4, 7, 100] {
+            let mut s = single.clone();
+            let out = export_batches(&mut s, batches.clone(), max);
+            assert!(s.is_empty());
+            assert!(
+                out.iter().all(|b| !b.is_empty() && b.len() <= max),
+                "max {max}"
+            );
+            // all full but the last
+            assert!(
+                out.iter().rev().skip(1).all(|b| b.len() == max),
+                "max {max}"
+            );
+            let ids: Vec<u64> = out
+                .iter()
+                .flatten()
+                .map(|s| u64::from_be_bytes(s.span_context.span_id().to_bytes()) - 1)
+                .collect();
+            assert_eq!(ids, (0..23).collect::<Vec<_>>(), "max {max}");
+        }
+        single.clear();
+        assert!(export_batches(&mut single, Vec::new(), 4).is_empty());
+    }
+}
