@@ -31,7 +31,7 @@ fn start_context(name: Cow<'static, str>, attributes: Attrs) -> LensSpan {
             rec.start_simple(name, attributes, parent)
         }));
     }
-    start_builder(SpanBuilder::from_name(name).with_attributes(attributes))
+    start_builder(SpanBuilder::from_name(name).with_attributes(attributes.into_vec()))
 }
 
 #[inline(always)]

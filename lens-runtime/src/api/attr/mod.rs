@@ -19,16 +19,68 @@ pub use value::AttributeValue;
 /// the record moves into its thread's list and out again, and each inline
 /// slot (56 bytes) costs more in those copies than an allocation saves
 /// (callgrind: three inline slots made the enabled site ~550 instructions
-/// dearer). Generated code builds them; anything
-/// that is `Into<Attrs>` (a `Vec<KeyValue>` too) is accepted where a span
-/// starts.
+/// dearer). Generated code builds them; a `Vec<KeyValue>` converts.
 ///
 /// ```
 /// use lens::__private::{Attrs, KeyValue};
-/// let a: Attrs = vec![KeyValue::new("k", 1)].into();
-/// assert!(!a.spilled());
+/// let mut a = Attrs::with_capacity(1);
+/// a.push(KeyValue::new("k", 1));
+/// let b: Attrs = vec![KeyValue::new("k", 1)].into();
+/// assert_eq!(a.len(), b.len());
 /// ```
-pub type Attrs = smallvec::SmallVec<[opentelemetry::KeyValue; 1]>;
+#[doc(hidden)]
+#[derive(Debug, Default, Clone)]
+pub struct Attrs(pub(crate) smallvec::SmallVec<[opentelemetry::KeyValue; 1]>);
+
+impl Attrs {
+    /// No attributes.
+    #[inline]
+    pub fn new() -> Self {
+        Attrs(smallvec::SmallVec::new())
+    }
+
+    /// Room for `n` attributes (on the heap only if `n` > 1).
+    #[inline]
+    pub fn with_capacity(n: usize) -> Self {
+        Attrs(smallvec::SmallVec::with_capacity(n))
+    }
+
+    /// Adds one attribute.
+    #[inline]
+    pub fn push(&mut self, attribute: opentelemetry::KeyValue) {
+        self.0.push(attribute);
+    }
+
+    /// How many attributes there are.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are none.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The attributes as a `Vec`.
+    pub fn into_vec(self) -> Vec<opentelemetry::KeyValue> {
+        self.0.into_vec()
+    }
+}
+
+impl From<Vec<opentelemetry::KeyValue>> for Attrs {
+    fn from(v: Vec<opentelemetry::KeyValue>) -> Self {
+        Attrs(smallvec::SmallVec::from_vec(v))
+    }
+}
+
+impl std::ops::Deref for Attrs {
+    type Target = [opentelemetry::KeyValue];
+    fn deref(&self) -> &[opentelemetry::KeyValue] {
+        &self.0
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -140,7 +140,7 @@ pub fn start_detached_with(
     links: Vec<SpanContext>,
 ) -> LensSpan {
     let mut builder = SpanBuilder::from_name(name.into())
-        .with_attributes(attributes.into())
+        .with_attributes(attributes.into().into_vec())
         .with_kind(kind);
     if !links.is_empty() {
         builder = builder.with_links(links.into_iter().map(Link::with_context).collect());

@@ -146,7 +146,7 @@ impl Recorder {
         self.start_parts(
             name,
             span_kind.unwrap_or(SpanKind::Internal),
-            attributes.map(Attrs::from_vec).unwrap_or_default(),
+            attributes.map(Attrs::from).unwrap_or_default(),
             links.unwrap_or_default(),
             events.unwrap_or_default(),
             start_time,
@@ -238,10 +238,10 @@ impl Recorder {
             result.trace_state,
         );
         if !result.attributes.is_empty() {
-            attributes.extend(result.attributes);
+            attributes.0.extend(result.attributes);
         }
         let dropped_attributes = attributes.len().saturating_sub(LIMIT) as u32;
-        attributes.truncate(LIMIT);
+        attributes.0.truncate(LIMIT);
         let more =
             (!events.is_empty() || !links.is_empty() || *sc.trace_state() != TraceState::NONE)
                 .then(|| {
