@@ -88,60 +88,48 @@ pub(crate) struct OpenList {
 /// by the next span, and the top slot is popped, so spans that end
 /// innermost first use the slab as a stack; no allocation once the slab
 /// has grown to the most spans open at once.
-#[derive(Debug, Default)]
-struct Spans {
-    /// The id of the last span registered: ids increase from 1 and are
-    /// never reused, so they order spans by start and tell a slot's
-    /// current span from an earlier one.
-    last_id: u64,
+#[derive(Debug)]
+struct Slab<T> {
     /// `(id, span)` of the span in each slot; `None` for a free slot.
-    slots: Vec<Option<(u64, Entry)>>,
+    slots: Vec<Option<(u64, T)>>,
     /// The free slots (all below `slots.len()`), most recently freed last.
     free: Vec<usize>,
-    /// Finished records of lens's span path, oldest first, until the
-    /// collector takes them.
-    #[cfg(feature = "sdk-core")]
-    done: Vec<Record>,
 }
 
-/// An open span: built by the OpenTelemetry SDK (its context), or by lens's
-/// own recorder (its record).
-#[derive(Debug)]
-#[allow(clippy::large_enum_variant)] // records stay inline: no allocation per span
-enum Entry {
-    Cx(Context),
-    #[cfg(feature = "sdk-core")]
-    Rec(Record),
+impl<T> Default for Slab<T> {
+    fn default() -> Self {
+        Slab {
+            slots: Vec::new(),
+            free: Vec::new(),
+        }
+    }
 }
 
-impl Spans {
-    /// Stores `entry`; returns its slot and id.
-    fn insert(&mut self, entry: Entry) -> (usize, u64) {
-        self.last_id += 1;
-        let id = self.last_id;
+impl<T> Slab<T> {
+    /// Stores `span` under `id`; returns its slot.
+    fn insert(&mut self, id: u64, span: T) -> usize {
         while let Some(slot) = self.free.pop() {
             if let Some(free @ None) = self.slots.get_mut(slot) {
-                *free = Some((id, entry));
-                return (slot, id);
+                *free = Some((id, span));
+                return slot;
             }
         }
-        self.slots.push(Some((id, entry)));
-        (self.slots.len() - 1, id)
+        self.slots.push(Some((id, span)));
+        self.slots.len() - 1
     }
 
     /// The span with `id` in `slot`, if it is still there.
     #[cfg(feature = "sdk-core")]
-    fn get_mut(&mut self, slot: usize, id: u64) -> Option<&mut Entry> {
+    fn get_mut(&mut self, slot: usize, id: u64) -> Option<&mut T> {
         match self.slots.get_mut(slot) {
-            Some(Some((i, entry))) if *i == id => Some(entry),
+            Some(Some((i, span))) if *i == id => Some(span),
             _ => None,
         }
     }
 
     /// Takes the span with `id` in `slot` out, if it is still there (not
-    /// taken by [`truncate_all`]). A context is dropped by the caller: the
-    /// span's owner still holds it, so this never ends the span.
-    fn remove(&mut self, slot: usize, id: u64) -> Option<Entry> {
+    /// taken by [`truncate_all`]).
+    fn remove(&mut self, slot: usize, id: u64) -> Option<T> {
         let len = self.slots.len();
         let entry = self.slots.get_mut(slot)?;
         if !matches!(entry, Some((i, _)) if *i == id) {
@@ -158,7 +146,7 @@ impl Spans {
             self.slots.clear();
             self.free.clear();
         }
-        taken.map(|(_, e)| e)
+        taken.map(|(_, span)| span)
     }
 
     /// How many spans are open.
@@ -167,13 +155,55 @@ impl Spans {
         self.slots.len().saturating_sub(self.free.len())
     }
 
+    /// Takes every span out, with its id.
+    fn take_all(&mut self) -> impl Iterator<Item = (u64, T)> {
+        self.free.clear();
+        std::mem::take(&mut self.slots).into_iter().flatten()
+    }
+}
+
+/// One thread's open spans: those the OpenTelemetry SDK built (their
+/// contexts) and those of lens's own path (their records), in two slabs
+/// so that neither pays for the other's size.
+#[derive(Debug, Default)]
+struct Spans {
+    /// The id of the last span registered: ids increase from 1 and are
+    /// never reused, so they order spans by start and tell a slot's
+    /// current span from an earlier one.
+    last_id: u64,
+    cx: Slab<Context>,
+    #[cfg(feature = "sdk-core")]
+    rec: Slab<Record>,
+    /// Finished records of lens's span path, oldest first, until the
+    /// collector takes them.
+    #[cfg(feature = "sdk-core")]
+    done: Vec<Record>,
+}
+
+/// An open span taken out for truncation: built by the OpenTelemetry SDK
+/// (its context), or by lens's own recorder (its record).
+#[allow(clippy::large_enum_variant)] // only at truncation
+enum Entry {
+    Cx(Context),
+    #[cfg(feature = "sdk-core")]
+    Rec(Record),
+}
+
+impl Spans {
+    fn next_id(&mut self) -> u64 {
+        self.last_id += 1;
+        self.last_id
+    }
+
     /// Takes every span out, most recently started first.
     fn take_all(&mut self) -> Vec<(u64, Entry)> {
-        self.free.clear();
-        let mut spans: Vec<(u64, Entry)> = std::mem::take(&mut self.slots)
-            .into_iter()
-            .flatten()
+        let mut spans: Vec<(u64, Entry)> = self
+            .cx
+            .take_all()
+            .map(|(id, c)| (id, Entry::Cx(c)))
             .collect();
+        #[cfg(feature = "sdk-core")]
+        spans.extend(self.rec.take_all().map(|(id, r)| (id, Entry::Rec(r))));
         spans.sort_unstable_by_key(|s| std::cmp::Reverse(s.0));
         spans
     }
@@ -237,7 +267,7 @@ impl Registration {
         if !self.list.is_current() {
             return; // registered in the parent process
         }
-        let removed = self.list.lock().remove(self.slot, self.id);
+        let removed = self.list.lock().cx.remove(self.slot, self.id);
         drop(removed); // a context: outside the lock
     }
 }
@@ -252,13 +282,12 @@ pub(crate) fn register(cx: &Context) -> Option<Registration> {
 
 #[inline(never)]
 fn register_slow(cx: &Context) -> Option<Registration> {
-    insert(Entry::Cx(cx.clone()))
-}
-
-fn insert(entry: Entry) -> Option<Registration> {
+    let cx = cx.clone();
     MINE.try_with(|mine| {
         let list = mine.list();
-        let (slot, id) = list.lock().insert(entry);
+        let mut spans = list.lock();
+        let id = spans.next_id();
+        let slot = spans.cx.insert(id, cx);
         Registration { list, slot, id }
     })
     .ok()
@@ -346,103 +375,7 @@ fn forget_lists(reg: &mut Registry) {
     EPOCH.store(reg.epoch, Ordering::Relaxed);
 }
 
+#[cfg(feature = "sdk-core")]
+pub(crate) mod records;
 #[cfg(test)]
 mod tests;
-
-/// Lens's own span path: the open records and finished batches of each
-/// thread's list.
-#[cfg(feature = "sdk-core")]
-pub(crate) mod records {
-    use super::{registry, Entry, OpenList, Record, Registration};
-
-    /// Stores an open record in this thread's list (`None` while the
-    /// thread is exiting).
-    pub(crate) fn insert(rec: Record) -> Option<Registration> {
-        super::insert(Entry::Rec(rec))
-    }
-
-    impl Registration {
-        /// Runs `f` on the record, if it is still open (and was made in
-        /// this process).
-        pub(crate) fn with_record<R>(&self, f: impl FnOnce(&mut Record) -> R) -> Option<R> {
-            if !self.list.is_current() {
-                return None;
-            }
-            match self.list.lock().get_mut(self.slot, self.id) {
-                Some(Entry::Rec(rec)) => Some(f(rec)),
-                _ => None,
-            }
-        }
-
-        /// Ends the record (`finish` sets its end), if it is still open:
-        /// it joins the list's finished records. Returns them all once
-        /// there are `threshold`; `Err(sampled)` if the span was made
-        /// before a fork (never exported).
-        pub(crate) fn end_record(
-            &self,
-            threshold: usize,
-            finish: impl FnOnce(&mut Record),
-        ) -> Result<Option<Vec<Record>>, ()> {
-            if !self.list.is_current() {
-                return Err(());
-            }
-            let mut spans = self.list.lock();
-            let Some(Entry::Rec(mut rec)) = spans.remove(self.slot, self.id) else {
-                return Ok(None);
-            };
-            finish(&mut rec);
-            spans.done.push(rec);
-            Ok((spans.done.len() >= threshold)
-                .then(|| std::mem::replace(&mut spans.done, Vec::with_capacity(threshold))))
-        }
-    }
-
-    /// The open record of the span `trace_id`/`span_id`: looked for in this
-    /// thread's list first, then in every list (a span current as its ids
-    /// only, `NEMO_LENS_OTEL_CONTEXT=ids`).
-    pub(crate) fn find(
-        trace_id: opentelemetry::trace::TraceId,
-        span_id: opentelemetry::trace::SpanId,
-    ) -> Option<Registration> {
-        let in_list = |list: &'static OpenList| {
-            if !list.is_current() {
-                return None;
-            }
-            let spans = list.lock();
-            spans
-                .slots
-                .iter()
-                .enumerate()
-                .find_map(|(slot, e)| match e {
-                    Some((id, Entry::Rec(r))) if r.is(trace_id, span_id) => Some(Registration {
-                        list,
-                        slot,
-                        id: *id,
-                    }),
-                    _ => None,
-                })
-        };
-        let mine = super::MINE.try_with(|m| m.0.get()).ok().flatten();
-        if let Some(found) = mine.and_then(in_list) {
-            return Some(found);
-        }
-        let lists: Vec<&'static OpenList> = registry().all.clone();
-        lists
-            .into_iter()
-            .filter(|l| Some(std::ptr::from_ref(*l)) != mine.map(std::ptr::from_ref))
-            .find_map(in_list)
-    }
-
-    /// Takes every list's finished records (lists of this process only).
-    pub(crate) fn take_done() -> Vec<Vec<Record>> {
-        let lists: Vec<&'static OpenList> = registry().all.clone();
-        lists
-            .into_iter()
-            .filter(|l| l.is_current())
-            .filter_map(|l| {
-                let mut spans = l.lock();
-                (!spans.done.is_empty()).then(|| std::mem::take(&mut spans.done))
-            })
-            .collect()
-    }
-}

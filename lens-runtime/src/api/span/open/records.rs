@@ -1,0 +1,101 @@
+//! Lens's own span path: the open records and finished batches of each
+//! thread's list.
+
+use super::{registry, OpenList, Record, Registration};
+
+/// Stores an open record in this thread's list (`None` while the
+/// thread is exiting).
+pub(crate) fn insert(rec: Record) -> Option<Registration> {
+    super::MINE
+        .try_with(|mine| {
+            let list = mine.list();
+            let mut spans = list.lock();
+            let id = spans.next_id();
+            let slot = spans.rec.insert(id, rec);
+            Registration { list, slot, id }
+        })
+        .ok()
+}
+
+impl Registration {
+    /// Runs `f` on the record, if it is still open (and was made in
+    /// this process).
+    pub(crate) fn with_record<R>(&self, f: impl FnOnce(&mut Record) -> R) -> Option<R> {
+        if !self.list.is_current() {
+            return None;
+        }
+        self.list.lock().rec.get_mut(self.slot, self.id).map(f)
+    }
+
+    /// Ends the record (`finish` sets its end), if it is still open:
+    /// it joins the list's finished records. Returns them all once
+    /// there are `threshold`; `Err(sampled)` if the span was made
+    /// before a fork (never exported).
+    pub(crate) fn end_record(
+        &self,
+        threshold: usize,
+        finish: impl FnOnce(&mut Record),
+    ) -> Result<Option<Vec<Record>>, ()> {
+        if !self.list.is_current() {
+            return Err(());
+        }
+        let mut spans = self.list.lock();
+        let Some(mut rec) = spans.rec.remove(self.slot, self.id) else {
+            return Ok(None);
+        };
+        finish(&mut rec);
+        spans.done.push(rec);
+        Ok((spans.done.len() >= threshold)
+            .then(|| std::mem::replace(&mut spans.done, Vec::with_capacity(threshold))))
+    }
+}
+
+/// The open record of the span `trace_id`/`span_id`: looked for in this
+/// thread's list first, then in every list (a span current as its ids
+/// only, `NEMO_LENS_OTEL_CONTEXT=ids`).
+pub(crate) fn find(
+    trace_id: opentelemetry::trace::TraceId,
+    span_id: opentelemetry::trace::SpanId,
+) -> Option<Registration> {
+    let in_list = |list: &'static OpenList| {
+        if !list.is_current() {
+            return None;
+        }
+        let spans = list.lock();
+        spans
+            .rec
+            .slots
+            .iter()
+            .enumerate()
+            .find_map(|(slot, e)| match e {
+                Some((id, r)) if r.is(trace_id, span_id) => Some(Registration {
+                    list,
+                    slot,
+                    id: *id,
+                }),
+                _ => None,
+            })
+    };
+    let mine = super::MINE.try_with(|m| m.0.get()).ok().flatten();
+    if let Some(found) = mine.and_then(in_list) {
+        return Some(found);
+    }
+    let lists: Vec<&'static OpenList> = registry().all.clone();
+    lists
+        .into_iter()
+        .filter(|l| Some(std::ptr::from_ref(*l)) != mine.map(std::ptr::from_ref))
+        .find_map(in_list)
+}
+
+/// Takes every list's finished records (lists of this process only).
+pub(crate) fn take_done() -> Vec<Vec<Record>> {
+    let lists: Vec<&'static OpenList> = registry().all.clone();
+    lists
+        .into_iter()
+        .filter(|l| l.is_current())
+        .filter_map(|l| {
+            let mut spans = l.lock();
+            (!spans.done.is_empty()).then(|| std::mem::take(&mut spans.done))
+        })
+        .collect()
+}
