@@ -63,9 +63,18 @@ impl Attrs {
         self.0.is_empty()
     }
 
-    /// The attributes as a `Vec`.
+    /// The attributes as a `Vec` (the heap buffer as it is, or one
+    /// allocation of the exact count).
     pub fn into_vec(self) -> Vec<opentelemetry::KeyValue> {
-        self.0.into_vec()
+        if self.0.spilled() {
+            return self.0.into_vec();
+        }
+        // `SmallVec::into_vec` collects through its iterator: dearer
+        let mut v = Vec::with_capacity(self.0.len());
+        for kv in self.0 {
+            v.push(kv);
+        }
+        v
     }
 }
 
