@@ -283,11 +283,17 @@ pub(crate) fn register(cx: &Context) -> Option<Registration> {
 #[inline(never)]
 fn register_slow(cx: &Context) -> Option<Registration> {
     let cx = cx.clone();
+    register_with(|spans, id| spans.cx.insert(id, cx))
+}
+
+/// Registers a span in this thread's list: `put` stores it under the new
+/// id and returns its slot (`None` while the thread is exiting).
+fn register_with(put: impl FnOnce(&mut Spans, u64) -> usize) -> Option<Registration> {
     MINE.try_with(|mine| {
         let list = mine.list();
         let mut spans = list.lock();
         let id = spans.next_id();
-        let slot = spans.cx.insert(id, cx);
+        let slot = put(&mut spans, id);
         Registration { list, slot, id }
     })
     .ok()

@@ -6,15 +6,7 @@ use super::{registry, OpenList, Record, Registration};
 /// Stores an open record in this thread's list (`None` while the
 /// thread is exiting).
 pub(crate) fn insert(rec: Record) -> Option<Registration> {
-    super::MINE
-        .try_with(|mine| {
-            let list = mine.list();
-            let mut spans = list.lock();
-            let id = spans.next_id();
-            let slot = spans.rec.insert(id, rec);
-            Registration { list, slot, id }
-        })
-        .ok()
+    super::register_with(|spans, id| spans.rec.insert(id, rec))
 }
 
 impl Registration {
