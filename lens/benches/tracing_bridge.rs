@@ -3,6 +3,9 @@
 //! processor into an exporter that drops everything), and with `tracing`
 //! with no subscriber at all. See docs/PERFORMANCE.md for results.
 //!
+//! `f_bridge_on_setup` is the enabled bridge under `TelemetryBuilder::install`
+//! (lens's own span recorder, the default there) instead of the SDK path.
+//!
 //! Each variant makes, enters and closes one `info_span!` around the same
 //! `#[inline(never)]` body (the per-entry variants enter a span made once).
 //! Subscribers are scoped to each variant with `dispatcher::with_default`.
@@ -98,6 +101,22 @@ fn bridge(c: &mut Criterion) {
         let span = tracing::info_span!(target: "bench_model", "bench.block");
         produced += per_call(&mut g, "e_bridge_per_entry_on", |x| entered(&span, x));
     });
+
+    // --- enabled under setup: lens's own span recorder (the default path
+    // of `install`), same layer, same discarding exporter kind
+    let sink = common::DiscardExporter::default();
+    let handle = common::lens_setup(sink.clone());
+    tracing::dispatcher::with_default(&lifetime, || {
+        let n = per_call(&mut g, "f_bridge_on_setup", traced);
+        let _ = handle.force_flush();
+        eprintln!(
+            "tracing_bridge: under setup {n} spans, {} exported, {} dropped",
+            sink.received(),
+            handle.dropped_spans()
+        );
+    });
+    let _ = handle.shutdown(std::time::Duration::from_secs(5));
+    lens::set_tracer_provider(&provider);
     g.finish();
 
     common::lens_off();
