@@ -108,14 +108,27 @@ impl<T> Default for Slab<T> {
 impl<T> Slab<T> {
     /// Stores `span` under `id`; returns its slot.
     fn insert(&mut self, id: u64, span: T) -> usize {
-        while let Some(slot) = self.free.pop() {
-            if let Some(free @ None) = self.slots.get_mut(slot) {
-                *free = Some((id, span));
-                return slot;
+        self.insert_with(id, || span)
+    }
+
+    /// Stores the span `make` makes under `id`, made in its free slot
+    /// (`get_or_insert_with` on an empty slot); returns the slot.
+    #[inline]
+    fn insert_with(&mut self, id: u64, make: impl FnOnce() -> T) -> usize {
+        let slot = loop {
+            match self.free.pop() {
+                Some(slot) if matches!(self.slots.get(slot), Some(None)) => break slot,
+                Some(_) => continue,
+                None => {
+                    self.slots.push(None);
+                    break self.slots.len() - 1;
+                }
             }
+        };
+        if let Some(free) = self.slots.get_mut(slot) {
+            free.get_or_insert_with(|| (id, make()));
         }
-        self.slots.push(Some((id, span)));
-        self.slots.len() - 1
+        slot
     }
 
     /// The span with `id` in `slot`, if it is still there.

@@ -3,10 +3,11 @@
 
 use super::{registry, OpenList, Record, Registration};
 
-/// Stores an open record in this thread's list (`None` while the
-/// thread is exiting).
-pub(crate) fn insert(rec: Record) -> Option<Registration> {
-    super::register_with(|spans, id| spans.rec.insert(id, rec))
+/// Stores the record `rec` makes in this thread's list, made in its slot
+/// (`None` while the thread is exiting).
+#[inline]
+pub(crate) fn insert_with(rec: impl FnOnce() -> Record) -> Option<Registration> {
+    super::register_with(|spans, id| spans.rec.insert_with(id, rec))
 }
 
 impl Registration {
