@@ -2,6 +2,7 @@
 
 #![allow(dead_code, unreachable_pub, unused_imports)]
 
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -19,6 +20,18 @@ pub fn fault(mode: &str, arg: Option<&str>, dir: &std::path::Path) -> Command {
         .env("NEMO_LENS_FILE_PATH", dir.join("spans.jsonl"))
         .env("NEMO_LENS_FLUSH_ON_SIGNAL", "1")
         .env("NEMO_LENS_METRICS_ENABLED", "0");
+    // the probe starts from the default dispositions whatever this test
+    // run inherited (a run started in the background of a non-interactive
+    // shell has SIGINT and SIGQUIT ignored, which lens rightly keeps)
+    // SAFETY: `signal` is async-signal-safe, fine between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            for sig in [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP] {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
     cmd
 }
 
