@@ -147,6 +147,57 @@ fn the_example_shipped_with_nemo_lens_runs() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The `tracing` example shipped inside `nemo-lens`: candle's pattern (a
+/// span made once per layer, entered per forward), routed per entry, gives
+/// one lens span per entry under the step around it.
+#[test]
+fn the_tracing_example_shipped_with_nemo_lens_records_each_entry() {
+    let dir = std::env::temp_dir().join(format!("lens-tracing-model-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut cmd = clean_command(example_binary("tracing_model"));
+    cmd.current_dir(&dir)
+        .env("NEMO_LENS_ENABLED", "1")
+        .env("NEMO_LENS_EXPORTER", "file")
+        .env("NEMO_LENS_SPAN_GROUPS", "per_step")
+        .env("NEMO_LENS_RUN_ID", "tm")
+        .env(
+            "NEMO_LENS_TRACING_GROUPS",
+            "tracing_model=forward_backward:per_entry",
+        );
+    let out = String::from_utf8_lossy(&run_ok(&mut cmd).stdout).into_owned();
+    assert!(out.contains("run tm: done"), "{out}");
+    let text = std::fs::read_to_string(dir.join("lens-telemetry/tm-rank0.otlp.jsonl")).unwrap();
+    let mut spans = Vec::new();
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        for rs in v["resourceSpans"].as_array().into_iter().flatten() {
+            for ss in rs["scopeSpans"].as_array().into_iter().flatten() {
+                spans.extend(ss["spans"].as_array().into_iter().flatten().cloned());
+            }
+        }
+    }
+    let ids = |name: &str| -> Vec<String> {
+        spans
+            .iter()
+            .filter(|s| s["name"] == name)
+            .map(|s| s["spanId"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let steps = ids("train.step");
+    assert_eq!(steps.len(), 3, "three steps");
+    let linear: Vec<&serde_json::Value> = spans.iter().filter(|s| s["name"] == "linear").collect();
+    assert_eq!(linear.len(), 12, "one span per layer per step (4 x 3)");
+    for step in &steps {
+        let under = linear
+            .iter()
+            .filter(|s| s["parentSpanId"].as_str() == Some(step.as_str()))
+            .count();
+        assert_eq!(under, 4, "four layer entries under step {step}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn megatron_pretrain_spans_metrics_and_logs() {
     let (spans, metrics, logs) = contents(&run_to_file("megatron_pretrain", &tmp("megatron")));
