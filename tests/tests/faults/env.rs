@@ -369,9 +369,20 @@ fn run(probe: &Path, case: &Case, dir: &Path) -> Report {
         Ok(f) => f,
         Err(e) => return not_started(format!("cannot create {stderr_path:?}: {e}")),
     };
-    let mut child = match cmd.stderr(stderr).spawn() {
-        Ok(c) => c,
-        Err(e) => return not_started(format!("cannot start {probe:?}: {e}")),
+    cmd.stderr(stderr);
+    // ETXTBSY: a process that another test forked while the probe's copy
+    // was open for writing still holds that descriptor until it execs
+    // (Linux's fork/exec race); it goes away within moments
+    let mut tries = 0;
+    let mut child = loop {
+        match cmd.spawn() {
+            Ok(c) => break c,
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 100 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => return not_started(format!("cannot start {probe:?}: {e}")),
+        }
     };
     let start = Instant::now();
     let status = loop {
