@@ -229,9 +229,14 @@ pub(super) fn hand_over(batch: Vec<Record>) {
     if COLLECTOR_PID.load(Ordering::Relaxed) != 0 {
         let mut waiting = lock(&shared().waiting);
         if waiting.len() < MAX_WAITING {
+            // a queue that was not empty has a wake-up on its way already:
+            // the collector takes batches until the queue is empty
+            let wake = waiting.is_empty();
             waiting.push(batch);
             drop(waiting);
-            wake_collector();
+            if wake {
+                wake_collector();
+            }
             return;
         }
     }
