@@ -185,12 +185,19 @@ pub fn start_span(name: impl Into<Cow<'static, str>>, attributes: impl Into<Attr
     start_context(name.into(), attributes.into()).enter()
 }
 
+/// A panic message recorded by the hook for a panic that was caught
+/// without unwinding through a span is stale once a new span starts.
+#[inline]
+fn forget_stale_panic() {
+    if PANIC_RECORDED.load(Ordering::Relaxed) && !std::thread::panicking() {
+        forget_panic_message();
+    }
+}
+
 impl LensSpan {
     #[inline]
     fn new(cx: Context) -> Self {
-        if PANIC_RECORDED.load(Ordering::Relaxed) && !std::thread::panicking() {
-            forget_panic_message();
-        }
+        forget_stale_panic();
         let open = open::register(&cx);
         LensSpan {
             inner: ManuallyDrop::new(SpanInner {
@@ -206,9 +213,7 @@ impl LensSpan {
     #[cfg(feature = "sdk-core")]
     #[inline]
     fn recorded(started: record::Started) -> Self {
-        if PANIC_RECORDED.load(Ordering::Relaxed) && !std::thread::panicking() {
-            forget_panic_message();
-        }
+        forget_stale_panic();
         LensSpan {
             inner: ManuallyDrop::new(SpanInner {
                 cx: started.cx,

@@ -208,7 +208,7 @@ impl Pipeline {
                 Box::new(Sampler::ParentBased(Box::new(Sampler::AlwaysOn)));
             // whether the recorder may decide as `parentbased_always_on`
             // without calling the sampler
-            let mut default_sampling = names_default_sampler(lookup);
+            let mut default_sampling = names_default_sampler(&lookup);
             let mut b = SdkTracerProvider::builder()
                 .with_resource(res.clone())
                 .with_id_generator(ForkSafeIdGenerator::new())

@@ -55,44 +55,40 @@ pub(crate) fn log_processor<E: LogExporter + 'static>(
     )
 }
 
+/// Which of two values `var` names: `true` for `yes` (or unset or empty:
+/// `default`), `false` for `no`; another value is reported and `default`
+/// kept.
+fn either(var: &str, yes: &str, no: &str, default: bool) -> bool {
+    let Some(v) = crate::vars::var(var) else {
+        return default;
+    };
+    match v.trim().to_ascii_lowercase() {
+        t if t.is_empty() => default,
+        t if t == yes => true,
+        t if t == no => false,
+        _ => {
+            let kept = if default { yes } else { no };
+            crate::diag::warn(format_args!(
+                "invalid value {v:?} for {var}; expected {yes} or {no}; using {kept}"
+            ));
+            default
+        }
+    }
+}
+
 /// Whether `NEMO_LENS_SPAN_PATH` asks for lens's own span recorder
 /// (`lens`, the default) rather than spans built by the OpenTelemetry SDK
-/// (`sdk`). Another value is reported and the default kept.
+/// (`sdk`).
 pub(crate) fn own_span_path() -> bool {
-    match crate::vars::var("NEMO_LENS_SPAN_PATH") {
-        None => true,
-        Some(v) => match v.trim().to_ascii_lowercase().as_str() {
-            "lens" | "" => true,
-            "sdk" => false,
-            _ => {
-                crate::diag::warn(format_args!(
-                    "invalid value {v:?} for NEMO_LENS_SPAN_PATH; expected lens or sdk; using lens"
-                ));
-                true
-            }
-        },
-    }
+    either("NEMO_LENS_SPAN_PATH", "lens", "sdk", true)
 }
 
 /// Whether `NEMO_LENS_OTEL_CONTEXT` asks for spans of lens's path to be
 /// current in OpenTelemetry as their ids only (`ids`: parenting only),
 /// rather than as a forwarding span that OpenTelemetry's API can set
-/// attributes, events and status on (`full`, the default). Another value
-/// is reported and the default kept.
+/// attributes, events and status on (`full`, the default).
 pub(crate) fn otel_context_ids() -> bool {
-    match crate::vars::var("NEMO_LENS_OTEL_CONTEXT") {
-        None => false,
-        Some(v) => match v.trim().to_ascii_lowercase().as_str() {
-            "ids" => true,
-            "full" | "" => false,
-            _ => {
-                crate::diag::warn(format_args!(
-                    "invalid value {v:?} for NEMO_LENS_OTEL_CONTEXT; expected full or ids; using full"
-                ));
-                false
-            }
-        },
-    }
+    either("NEMO_LENS_OTEL_CONTEXT", "ids", "full", false)
 }
 
 /// Lens's own span path over `processor`: the recorder (the provider's

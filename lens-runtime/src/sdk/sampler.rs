@@ -91,9 +91,16 @@ fn parent_trace_state(parent: Option<&Context>) -> TraceState {
 
 /// Whether `OTEL_TRACES_SAMPLER` (read through `lookup`) names the default,
 /// `parentbased_always_on` (or is unset).
-pub(crate) fn names_default_sampler(lookup: impl Fn(&str) -> Option<String>) -> bool {
-    let name = lookup("OTEL_TRACES_SAMPLER").map(|v| v.trim().to_ascii_lowercase());
-    matches!(name.as_deref(), None | Some("" | "parentbased_always_on"))
+pub(crate) fn names_default_sampler(lookup: &impl Fn(&str) -> Option<String>) -> bool {
+    sampler_name(lookup).is_none()
+}
+
+/// The sampler `OTEL_TRACES_SAMPLER` names, lowercased; `None` for the
+/// default (unset, empty or `parentbased_always_on`).
+fn sampler_name(lookup: &impl Fn(&str) -> Option<String>) -> Option<String> {
+    lookup("OTEL_TRACES_SAMPLER")
+        .map(|v| v.trim().to_ascii_lowercase())
+        .filter(|n| !n.is_empty() && n != "parentbased_always_on")
 }
 
 /// The sampler named by `OTEL_TRACES_SAMPLER` / `OTEL_TRACES_SAMPLER_ARG`
@@ -104,7 +111,7 @@ pub(crate) fn names_default_sampler(lookup: impl Fn(&str) -> Option<String>) -> 
 pub(crate) fn sampler_from_lookup(
     lookup: impl Fn(&str) -> Option<String>,
 ) -> Result<Sampler, ConfigError> {
-    let name = lookup("OTEL_TRACES_SAMPLER").map(|v| v.trim().to_ascii_lowercase());
+    let name = sampler_name(&lookup);
     let ratio = || -> Result<f64, ConfigError> {
         match lookup("OTEL_TRACES_SAMPLER_ARG") {
             None => Ok(1.0),
@@ -119,7 +126,7 @@ pub(crate) fn sampler_from_lookup(
         }
     };
     Ok(match name.as_deref() {
-        None | Some("") | Some("parentbased_always_on") => Sampler::ParentBased(Box::new(Sampler::AlwaysOn)),
+        None => Sampler::ParentBased(Box::new(Sampler::AlwaysOn)),
         Some("always_on") => Sampler::AlwaysOn,
         Some("always_off") => Sampler::AlwaysOff,
         Some("traceidratio") => Sampler::TraceIdRatioBased(ratio()?),

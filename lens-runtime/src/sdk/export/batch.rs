@@ -373,15 +373,21 @@ mod tests {
         }
     }
 
-    #[test]
-    fn exports_in_batches_and_flushes() {
+    /// A processor into an in-memory exporter, counted.
+    fn counted(s: BatchSettings) -> (BatchProcessor, InMemorySpanExporter, Arc<SpanCounters>) {
         let exporter = InMemorySpanExporter::default();
         let counters = Arc::new(SpanCounters::default());
         let p = BatchProcessor::new(
             super::super::Counting::new(exporter.clone(), counters.clone()),
-            settings(100, 7),
+            s,
             counters.clone(),
         );
+        (p, exporter, counters)
+    }
+
+    #[test]
+    fn exports_in_batches_and_flushes() {
+        let (p, exporter, counters) = counted(settings(100, 7));
         let provider = SdkTracerProvider::builder().with_span_processor(p).build();
         let tracer = provider.tracer("t");
         for i in 0..50 {
@@ -393,45 +399,11 @@ mod tests {
         provider.shutdown().unwrap();
     }
 
-    /// A finished span `s{i}` as lens's own span path hands it over.
-    fn finished(i: u64, sampled: bool) -> SpanData {
-        use opentelemetry::trace::{SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId};
-        let flags = match sampled {
-            true => TraceFlags::SAMPLED,
-            false => TraceFlags::default(),
-        };
-        SpanData {
-            span_context: SpanContext::new(
-                TraceId::from(1u128),
-                SpanId::from(i + 1),
-                flags,
-                false,
-                Default::default(),
-            ),
-            parent_span_id: SpanId::INVALID,
-            parent_span_is_remote: false,
-            span_kind: SpanKind::Internal,
-            name: format!("s{i}").into(),
-            start_time: std::time::SystemTime::UNIX_EPOCH,
-            end_time: std::time::SystemTime::UNIX_EPOCH,
-            attributes: Vec::new(),
-            dropped_attributes_count: 0,
-            events: Default::default(),
-            links: Default::default(),
-            status: Status::Unset,
-            instrumentation_scope: Default::default(),
-        }
-    }
+    use crate::sdk::export::queue::tests::finished;
 
     #[test]
     fn whole_buffers_are_exported_in_order_without_unsampled_spans() {
-        let exporter = InMemorySpanExporter::default();
-        let counters = Arc::new(SpanCounters::default());
-        let p = BatchProcessor::new(
-            super::super::Counting::new(exporter.clone(), counters.clone()),
-            settings(100, 7),
-            counters.clone(),
-        );
+        let (p, exporter, counters) = counted(settings(100, 7));
         p.on_end_batch((0..10).map(|i| finished(i, i != 3)).collect());
         p.on_end(finished(10, true));
         p.on_end_batch((11..20).map(|i| finished(i, true)).collect());

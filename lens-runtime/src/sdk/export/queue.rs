@@ -96,35 +96,36 @@ pub(super) fn export_batches(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
-    use opentelemetry::trace::{
-        SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState,
-    };
-    use opentelemetry::InstrumentationScope;
-    use std::time::SystemTime;
 
-    fn span(i: u64) -> SpanData {
+    /// A finished span `s{i}` as lens's own span path hands it over.
+    pub(in crate::sdk::export) fn finished(i: u64, sampled: bool) -> SpanData {
+        use opentelemetry::trace::{SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId};
+        let flags = match sampled {
+            true => TraceFlags::SAMPLED,
+            false => TraceFlags::default(),
+        };
         SpanData {
             span_context: SpanContext::new(
                 TraceId::from(1u128),
                 SpanId::from(i + 1),
-                TraceFlags::SAMPLED,
+                flags,
                 false,
-                TraceState::NONE,
+                Default::default(),
             ),
             parent_span_id: SpanId::INVALID,
             parent_span_is_remote: false,
             span_kind: SpanKind::Internal,
-            name: "s".into(),
-            start_time: SystemTime::UNIX_EPOCH,
-            end_time: SystemTime::UNIX_EPOCH,
+            name: format!("s{i}").into(),
+            start_time: std::time::SystemTime::UNIX_EPOCH,
+            end_time: std::time::SystemTime::UNIX_EPOCH,
             attributes: Vec::new(),
             dropped_attributes_count: 0,
             events: Default::default(),
             links: Default::default(),
             status: Status::Unset,
-            instrumentation_scope: InstrumentationScope::builder("t").build(),
+            instrumentation_scope: Default::default(),
         }
     }
 
@@ -132,7 +133,7 @@ mod tests {
     fn export_batches_keep_the_order_and_the_size_limit() {
         let mut next = 0u64;
         let mut take = |n: u64| {
-            let v: Vec<SpanData> = (next..next + n).map(span).collect();
+            let v: Vec<SpanData> = (next..next + n).map(|i| finished(i, true)).collect();
             next += n;
             v
         };
