@@ -114,26 +114,42 @@ fn quickstart_prints_a_report_command_that_works() {
     assert!(page.contains("data-rank=\"0\""), "one lane for rank 0");
 }
 
-/// The example shipped inside the `nemo-lens` package runs as its doc says:
-/// configuration from the environment, rank and run id from the launcher.
-#[test]
-fn the_example_shipped_with_nemo_lens_runs() {
-    let dir = std::env::temp_dir().join(format!("lens-train-loop-{}", std::process::id()));
+/// Runs an example shipped inside `nemo-lens` in a fresh folder with
+/// telemetry to a file, the `per_step` groups and `env`; checks it printed
+/// `run RUN: done` and returns the text of `FILE` under `lens-telemetry/`.
+fn run_shipped(example: &str, env: &[(&str, &str)], run: &str, file: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("lens-{example}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let mut cmd = clean_command(example_binary("train_loop"));
+    let mut cmd = clean_command(example_binary(example));
     cmd.current_dir(&dir)
         .env("NEMO_LENS_ENABLED", "1")
         .env("NEMO_LENS_EXPORTER", "file")
         .env("NEMO_LENS_SPAN_GROUPS", "per_step")
-        .env("TORCHELASTIC_RUN_ID", "tl")
-        .env("RANK", "1")
-        .env("WORLD_SIZE", "2")
-        .env("NEMO_LENS_EXPORT_STRATEGY", "all_ranks");
+        .envs(env.iter().copied());
     let out = String::from_utf8_lossy(&run_ok(&mut cmd).stdout).into_owned();
-    assert!(out.contains("run tl: done"), "{out}");
-    let (spans, _, _) =
-        contents(&std::fs::read_to_string(dir.join("lens-telemetry/tl-rank1.otlp.jsonl")).unwrap());
+    assert!(out.contains(&format!("run {run}: done")), "{out}");
+    let text = std::fs::read_to_string(dir.join("lens-telemetry").join(file)).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    text
+}
+
+/// The example shipped inside the `nemo-lens` package runs as its doc says:
+/// configuration from the environment, rank and run id from the launcher.
+#[test]
+fn the_example_shipped_with_nemo_lens_runs() {
+    let text = run_shipped(
+        "train_loop",
+        &[
+            ("TORCHELASTIC_RUN_ID", "tl"),
+            ("RANK", "1"),
+            ("WORLD_SIZE", "2"),
+            ("NEMO_LENS_EXPORT_STRATEGY", "all_ranks"),
+        ],
+        "tl",
+        "tl-rank1.otlp.jsonl",
+    );
+    let (spans, _, _) = contents(&text);
     has_all(
         &spans,
         &[
@@ -144,7 +160,6 @@ fn the_example_shipped_with_nemo_lens_runs() {
             "eval.pass",
         ],
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The `tracing` example shipped inside `nemo-lens`: candle's pattern (a
@@ -152,22 +167,18 @@ fn the_example_shipped_with_nemo_lens_runs() {
 /// one lens span per entry under the step around it.
 #[test]
 fn the_tracing_example_shipped_with_nemo_lens_records_each_entry() {
-    let dir = std::env::temp_dir().join(format!("lens-tracing-model-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut cmd = clean_command(example_binary("tracing_model"));
-    cmd.current_dir(&dir)
-        .env("NEMO_LENS_ENABLED", "1")
-        .env("NEMO_LENS_EXPORTER", "file")
-        .env("NEMO_LENS_SPAN_GROUPS", "per_step")
-        .env("NEMO_LENS_RUN_ID", "tm")
-        .env(
-            "NEMO_LENS_TRACING_GROUPS",
-            "tracing_model=forward_backward:per_entry",
-        );
-    let out = String::from_utf8_lossy(&run_ok(&mut cmd).stdout).into_owned();
-    assert!(out.contains("run tm: done"), "{out}");
-    let text = std::fs::read_to_string(dir.join("lens-telemetry/tm-rank0.otlp.jsonl")).unwrap();
+    let text = run_shipped(
+        "tracing_model",
+        &[
+            ("NEMO_LENS_RUN_ID", "tm"),
+            (
+                "NEMO_LENS_TRACING_GROUPS",
+                "tracing_model=forward_backward:per_entry",
+            ),
+        ],
+        "tm",
+        "tm-rank0.otlp.jsonl",
+    );
     let mut spans = Vec::new();
     for line in text.lines() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
@@ -195,7 +206,6 @@ fn the_tracing_example_shipped_with_nemo_lens_records_each_entry() {
             .count();
         assert_eq!(under, 4, "four layer entries under step {step}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
