@@ -62,9 +62,10 @@ pub use api::semconv;
 #[cfg(feature = "tower")]
 pub use api::serving::{RouteFn, ServerFuture, ServerLayer, ServerService};
 pub use api::span::opts::{IntoLink, IntoParentContext};
+pub use api::span::start::start_detached;
 #[cfg(feature = "sdk-core")]
 pub use api::span::{clear_tracer_provider, set_tracer_provider};
-pub use api::span::{start_detached, LensSpan, SpanGuard, SpanStatus};
+pub use api::span::{LensSpan, SpanGuard, SpanStatus};
 #[cfg(feature = "tracing")]
 pub use bridge::{tracing_layer, tracing_layer_with, TracingBridge, TracingLayer, TracingMode};
 #[cfg(feature = "sdk-core")]
@@ -118,7 +119,8 @@ pub mod __private {
         record_ok, record_ok_current, record_return, record_return_current, start_detached_with,
         start_span_with, IntoLink, IntoParentContext,
     };
-    pub use crate::api::span::{record_result, start_detached, start_span, LensSpan, SpanGuard};
+    pub use crate::api::span::start::{start_detached, start_span};
+    pub use crate::api::span::{record_result, LensSpan, SpanGuard};
     pub use opentelemetry::trace::SpanKind;
     pub use opentelemetry::{Key, KeyValue};
     pub use std::sync::atomic::AtomicU64;

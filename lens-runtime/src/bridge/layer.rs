@@ -5,7 +5,8 @@
 use super::fields::{merge, Fields};
 use super::filter::Shared;
 use super::route::{Route, Routes, TracingMode};
-use crate::api::span::{span_of, start_detached_builder, start_detached_in, LensSpan, SpanGuard};
+use crate::api::span::start::{start_detached_builder, start_detached_in};
+use crate::api::span::{span_of, LensSpan, SpanGuard};
 use opentelemetry::trace::{SpanBuilder, SpanKind, Status, TraceContextExt};
 use opentelemetry::{Context, ContextGuard, KeyValue};
 use std::any::TypeId;

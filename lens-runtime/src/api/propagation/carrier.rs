@@ -200,7 +200,7 @@ pub fn create_linked_span(
     if sc.is_valid() {
         builder = builder.with_links(vec![Link::with_context(sc)]);
     }
-    span::start_detached_builder(builder)
+    span::start::start_detached_builder(builder)
 }
 
 static PP_CARRIER: Mutex<Option<Carrier>> = Mutex::new(None);

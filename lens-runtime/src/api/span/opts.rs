@@ -1,7 +1,8 @@
 //! Spans with the options of `#[trace_fn]`: a kind, an explicit parent,
 //! links (follows-from) and the recorded return value.
 
-use super::{start_detached_builder, start_detached_in, LensSpan, SpanGuard};
+use super::start::{start_detached_builder, start_detached_in};
+use super::{LensSpan, SpanGuard};
 use crate::api::attr::{value_for_key, AttributeValue, Attrs};
 use opentelemetry::trace::{Link, SpanBuilder, SpanContext, SpanKind, TraceContextExt};
 use opentelemetry::{Context, KeyValue};

@@ -1,0 +1,93 @@
+//! Where spans start: lens's own recorder when it is installed, else the
+//! tracer set up with a provider, else the global tracer.
+
+use super::{LensSpan, SpanGuard, SCOPE_NAME};
+use crate::api::attr::Attrs;
+use opentelemetry::trace::{SpanBuilder, TraceContextExt, Tracer as _};
+use opentelemetry::Context;
+use std::borrow::Cow;
+
+#[cfg(feature = "sdk-core")]
+use super::{record, tracer::slot};
+
+// Both inline into the `#[inline(never)]` entry points, so the 120-byte
+// `SpanBuilder` is not passed through an extra out-of-line call.
+#[inline(always)]
+fn start_context(name: Cow<'static, str>, attributes: Attrs) -> LensSpan {
+    #[cfg(feature = "sdk-core")]
+    if let Some(rec) = record::get() {
+        return LensSpan::recorded(Context::map_current(|parent| {
+            rec.start_simple(name, attributes, parent)
+        }));
+    }
+    start_builder(SpanBuilder::from_name(name).with_attributes(attributes.into_vec()))
+}
+
+#[inline(always)]
+fn start_builder(builder: SpanBuilder) -> LensSpan {
+    #[cfg(feature = "sdk-core")]
+    if let Some(rec) = record::get() {
+        return LensSpan::recorded(Context::map_current(|parent| rec.start(builder, parent)));
+    }
+    #[cfg(feature = "sdk-core")]
+    if let Some(tracer) = slot::get() {
+        return LensSpan::new(Context::map_current(|parent| {
+            let span = tracer.build_with_context(builder, parent);
+            parent.with_span(span)
+        }));
+    }
+    let tracer = opentelemetry::global::tracer(SCOPE_NAME);
+    LensSpan::new(Context::map_current(|parent| {
+        let span = tracer.build_with_context(builder, parent);
+        parent.with_span(span)
+    }))
+}
+
+/// Starts a span from `builder` as a child of `parent` (not of the current
+/// context); its context is `parent` plus the new span.
+#[inline(always)]
+fn start_builder_in(builder: SpanBuilder, parent: &Context) -> LensSpan {
+    #[cfg(feature = "sdk-core")]
+    if let Some(rec) = record::get() {
+        return LensSpan::recorded(rec.start(builder, parent));
+    }
+    #[cfg(feature = "sdk-core")]
+    if let Some(tracer) = slot::get() {
+        let span = tracer.build_with_context(builder, parent);
+        return LensSpan::new(parent.with_span(span));
+    }
+    let tracer = opentelemetry::global::tracer(SCOPE_NAME);
+    let span = tracer.build_with_context(builder, parent);
+    LensSpan::new(parent.with_span(span))
+}
+
+/// Starts a span, child of the current context, without attaching it.
+#[doc(hidden)]
+#[inline(never)]
+pub fn start_detached(
+    name: impl Into<Cow<'static, str>>,
+    attributes: impl Into<Attrs>,
+) -> LensSpan {
+    start_context(name.into(), attributes.into())
+}
+
+/// Starts a span from a full builder (links, kind, …), child of the current
+/// context, without attaching it.
+#[doc(hidden)]
+pub(crate) fn start_detached_builder(builder: SpanBuilder) -> LensSpan {
+    start_builder(builder)
+}
+
+/// Starts a span from a full builder as a child of `parent` (an explicit
+/// parent context, not the current one), without attaching it.
+pub(crate) fn start_detached_in(builder: SpanBuilder, parent: &Context) -> LensSpan {
+    start_builder_in(builder, parent)
+}
+
+/// Starts a span, child of the current context, and makes it current until
+/// the returned guard drops. This is what the macros expand to.
+#[doc(hidden)]
+#[inline(never)]
+pub fn start_span(name: impl Into<Cow<'static, str>>, attributes: impl Into<Attrs>) -> SpanGuard {
+    start_context(name.into(), attributes.into()).enter()
+}
