@@ -140,6 +140,10 @@ impl crate::api::span::record::SpanSink for RecorderSink {
             .fetch_add(spans.len() as u64, Ordering::Relaxed);
         self.processor.on_end_batch(spans);
     }
+
+    fn max_batch(&self) -> usize {
+        self.processor.max_export_batch_size()
+    }
 }
 
 /// Counts spans that ended (offered to the batch processor).

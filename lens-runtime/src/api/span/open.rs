@@ -83,98 +83,6 @@ pub(crate) struct OpenList {
     spans: Mutex<Spans>,
 }
 
-/// A slab of open spans: a span keeps its slot until it ends, so ending
-/// one is O(1) whatever the order spans end in. A freed slot is reused
-/// by the next span, and the top slot is popped, so spans that end
-/// innermost first use the slab as a stack; no allocation once the slab
-/// has grown to the most spans open at once.
-#[derive(Debug)]
-struct Slab<T> {
-    /// `(id, span)` of the span in each slot; `None` for a free slot.
-    slots: Vec<Option<(u64, T)>>,
-    /// The free slots (all below `slots.len()`), most recently freed last.
-    free: Vec<usize>,
-}
-
-impl<T> Default for Slab<T> {
-    fn default() -> Self {
-        Slab {
-            slots: Vec::new(),
-            free: Vec::new(),
-        }
-    }
-}
-
-impl<T> Slab<T> {
-    /// Stores `span` under `id`; returns its slot.
-    fn insert(&mut self, id: u64, span: T) -> usize {
-        self.insert_with(id, || span)
-    }
-
-    /// Stores the span `make` makes under `id`, made in its free slot
-    /// (`get_or_insert_with` on an empty slot); returns the slot.
-    #[inline]
-    fn insert_with(&mut self, id: u64, make: impl FnOnce() -> T) -> usize {
-        let slot = loop {
-            match self.free.pop() {
-                Some(slot) if matches!(self.slots.get(slot), Some(None)) => break slot,
-                Some(_) => continue,
-                None => {
-                    self.slots.push(None);
-                    break self.slots.len() - 1;
-                }
-            }
-        };
-        if let Some(free) = self.slots.get_mut(slot) {
-            free.get_or_insert_with(|| (id, make()));
-        }
-        slot
-    }
-
-    /// The span with `id` in `slot`, if it is still there.
-    #[cfg(feature = "sdk-core")]
-    fn get_mut(&mut self, slot: usize, id: u64) -> Option<&mut T> {
-        match self.slots.get_mut(slot) {
-            Some(Some((i, span))) if *i == id => Some(span),
-            _ => None,
-        }
-    }
-
-    /// Takes the span with `id` in `slot` out, if it is still there (not
-    /// taken by [`truncate_all`]).
-    fn remove(&mut self, slot: usize, id: u64) -> Option<T> {
-        let len = self.slots.len();
-        let entry = self.slots.get_mut(slot)?;
-        if !matches!(entry, Some((i, _)) if *i == id) {
-            return None;
-        }
-        let taken = if slot + 1 == len {
-            self.slots.pop().flatten()
-        } else {
-            self.free.push(slot);
-            entry.take()
-        };
-        if self.free.len() == self.slots.len() {
-            // nothing open: start over (keeps the capacity)
-            self.slots.clear();
-            self.free.clear();
-        }
-        taken.map(|(_, span)| span)
-    }
-
-    /// How many spans are open.
-    #[cfg(test)]
-    fn live(&self) -> usize {
-        self.slots.len().saturating_sub(self.free.len())
-    }
-
-    /// Takes every span out, with its id.
-    fn take_all(&mut self) -> impl Iterator<Item = (u64, T)> {
-        self.free.clear();
-        std::mem::take(&mut self.slots).into_iter().flatten()
-    }
-}
-
 /// One thread's open spans: those the OpenTelemetry SDK built (their
 /// contexts) and those of lens's own path (their records), in two slabs
 /// so that neither pays for the other's size.
@@ -302,14 +210,17 @@ fn register_slow(cx: &Context) -> Option<Registration> {
 /// Registers a span in this thread's list: `put` stores it under the new
 /// id and returns its slot (`None` while the thread is exiting).
 fn register_with(put: impl FnOnce(&mut Spans, u64) -> usize) -> Option<Registration> {
-    MINE.try_with(|mine| {
-        let list = mine.list();
-        let mut spans = list.lock();
-        let id = spans.next_id();
-        let slot = put(&mut spans, id);
-        Registration { list, slot, id }
-    })
-    .ok()
+    let list = mine()?;
+    let mut spans = list.lock();
+    let id = spans.next_id();
+    let slot = put(&mut spans, id);
+    Some(Registration { list, slot, id })
+}
+
+/// This thread's list (`None` while the thread is exiting).
+#[inline]
+fn mine() -> Option<&'static OpenList> {
+    MINE.try_with(Mine::list).ok()
 }
 
 #[cfg_attr(not(feature = "sdk-core"), allow(dead_code))] // only setup turns it on
@@ -396,5 +307,7 @@ fn forget_lists(reg: &mut Registry) {
 
 #[cfg(feature = "sdk-core")]
 pub(crate) mod records;
+mod slab;
+use slab::Slab;
 #[cfg(test)]
 mod tests;

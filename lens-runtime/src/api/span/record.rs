@@ -19,7 +19,7 @@
 //! the SDK's defaults (128 attributes, events and links per span, 128
 //! attributes per event and link).
 
-use super::open::{records, Registration};
+use super::open::{records::NewSlot, Registration};
 use opentelemetry::trace::{
     Event, Link, SpanBuilder, SpanContext, SpanId, SpanKind, Status, TraceContextExt, TraceFlags,
     TraceId, TraceState,
@@ -262,10 +262,16 @@ impl Recorder {
             },
             psc.is_valid() && psc.is_remote(),
         );
-        // built in its slot, not on the stack and copied there: the copy
-        // of a freshly written record stalls on store forwarding (perf:
-        // ~10 % of the calling thread)
-        let rec = || Record {
+        let Some(new_slot) = NewSlot::take() else {
+            // the thread is exiting: the span is not recorded
+            return Started {
+                cx: parent_cx.with_remote_span_context(sc),
+                reg: None,
+            };
+        };
+        // made in its slot, not on the stack and copied there: the copy
+        // of a freshly written record stalls on store forwarding
+        let reg = new_slot.fill(|| Record {
             trace_id,
             span_id,
             flags,
@@ -279,21 +285,13 @@ impl Recorder {
             dropped_attributes,
             more,
             scope: &self.scope,
-        };
-        match records::insert_with(rec) {
-            Some(reg) if self.ids_only => Started {
-                cx: parent_cx.with_remote_span_context(sc),
-                reg: Some(reg),
+        });
+        Started {
+            cx: match self.ids_only {
+                true => parent_cx.with_remote_span_context(sc),
+                false => parent_cx.with_span(RecSpan { sc, reg }),
             },
-            Some(reg) => Started {
-                cx: parent_cx.with_span(RecSpan { sc, reg }),
-                reg: Some(reg),
-            },
-            // the thread is exiting: the span is not recorded
-            None => Started {
-                cx: parent_cx.with_remote_span_context(sc),
-                reg: None,
-            },
+            reg: Some(reg),
         }
     }
 }

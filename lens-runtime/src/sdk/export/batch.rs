@@ -156,6 +156,11 @@ impl BatchProcessor {
     /// Queues a batch of ended spans under one lock (lens's own span
     /// path): the sampled ones, as far as the queue has room; the rest of
     /// those is dropped and counted. Never blocks.
+    /// Spans per export call at most (`OTEL_BSP_MAX_EXPORT_BATCH_SIZE`).
+    pub(crate) fn max_export_batch_size(&self) -> usize {
+        self.shared.settings.max_export_batch_size
+    }
+
     pub(crate) fn on_end_batch(&self, spans: Vec<SpanData>) {
         let counters = &self.shared.counters;
         if crate::sdk::fork::in_child() {
@@ -173,7 +178,10 @@ impl BatchProcessor {
             false => settings.max_queue_size.saturating_sub(before),
         };
         let over = spans.len().saturating_sub(room);
-        let late = spans.split_off(spans.len() - over);
+        let late = match over {
+            0 => Vec::new(),
+            _ => spans.split_off(spans.len() - over),
+        };
         if !spans.is_empty() {
             st.queue.push_batch(spans);
         }

@@ -50,8 +50,12 @@ impl Queue {
 }
 
 /// The spans of `single` (emptied, its allocation kept) and of `batches`,
-/// in order, as export batches of at most `max`: a buffer that fits is
-/// exported as it came, the others are joined with one copy per span.
+/// in order, as export batches of at most `max`. A buffer that fits is
+/// exported as it came, and only a buffer larger than `max` is cut. A
+/// buffer joins the one before it only when the join fits in `max` and
+/// costs no reallocation (or the buffer is small): batches are not refilled
+/// to exactly `max`, which would shift every later buffer by the first
+/// partial one and copy each of its spans, twice.
 pub(super) fn export_batches(
     single: &mut VecDeque<SpanData>,
     batches: Vec<Vec<SpanData>>,
@@ -68,31 +72,42 @@ pub(super) fn export_batches(
         }
     }
     for mut b in batches {
-        while !b.is_empty() {
-            if cur.is_empty() && b.len() <= max {
-                cur = b; // as it came: no copy
-                break;
-            }
-            let room = max - cur.len();
-            if b.len() <= room {
-                cur.append(&mut b);
-            } else {
-                let rest = b.split_off(room);
-                cur.append(&mut b);
-                b = rest;
-            }
-            if cur.len() == max {
-                out.push_back(std::mem::take(&mut cur));
-            }
+        while b.len() > max {
+            let rest = b.split_off(max);
+            push_joined(&mut out, &mut cur, std::mem::replace(&mut b, rest), max);
         }
-        if cur.len() == max {
-            out.push_back(std::mem::take(&mut cur));
-        }
+        push_joined(&mut out, &mut cur, b, max);
     }
     if !cur.is_empty() {
         out.push_back(cur);
     }
     out
+}
+
+/// Adds `b` (at most `max` spans) after `cur`: joined when both fit in one
+/// batch and the join is cheap, else `cur` goes out and `b`, as it came,
+/// takes its place.
+fn push_joined(
+    out: &mut VecDeque<Vec<SpanData>>,
+    cur: &mut Vec<SpanData>,
+    mut b: Vec<SpanData>,
+    max: usize,
+) {
+    if b.is_empty() {
+        return;
+    }
+    let cheap = cur.capacity() - cur.len() >= b.len() || b.len() <= max / 8;
+    if !cur.is_empty() && cur.len() + b.len() <= max && cheap {
+        cur.append(&mut b);
+    } else {
+        let full = std::mem::replace(cur, b);
+        if !full.is_empty() {
+            out.push_back(full);
+        }
+    }
+    if cur.len() == max {
+        out.push_back(std::mem::take(cur));
+    }
 }
 
 #[cfg(test)]
@@ -147,11 +162,6 @@ pub(super) mod tests {
                 out.iter().all(|b| !b.is_empty() && b.len() <= max),
                 "max {max}"
             );
-            // all full but the last
-            assert!(
-                out.iter().rev().skip(1).all(|b| b.len() == max),
-                "max {max}"
-            );
             let ids: Vec<u64> = out
                 .iter()
                 .flatten()
@@ -161,5 +171,23 @@ pub(super) mod tests {
         }
         single.clear();
         assert!(export_batches(&mut single, Vec::new(), 4).is_empty());
+    }
+
+    /// A partial batch first does not make every later full buffer be cut
+    /// and copied: buffers that fit leave as they came (same allocation).
+    #[test]
+    fn full_buffers_after_a_partial_one_are_not_copied() {
+        let full = |from: u64| {
+            (from..from + 4)
+                .map(|i| finished(i, true))
+                .collect::<Vec<_>>()
+        };
+        let (a, b) = (full(1), full(5));
+        let (pa, pb) = (a.as_ptr(), b.as_ptr());
+        let mut single: VecDeque<SpanData> = [finished(0, true)].into();
+        let out = export_batches(&mut single, vec![a, b], 4);
+        let lens: Vec<usize> = out.iter().map(Vec::len).collect();
+        assert_eq!(lens, [1, 4, 4]);
+        assert_eq!((out[1].as_ptr(), out[2].as_ptr()), (pa, pb));
     }
 }

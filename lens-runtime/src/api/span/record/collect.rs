@@ -25,6 +25,12 @@ use std::time::Duration;
 pub(crate) trait SpanSink: Send + Sync + 'static {
     /// Takes a batch of finished spans; never blocks.
     fn submit(&self, spans: Vec<SpanData>);
+
+    /// Spans per export call at most: the batches submitted are built up
+    /// to this size, so that nothing downstream joins (copies) them.
+    fn max_batch(&self) -> usize {
+        THRESHOLD
+    }
 }
 
 /// Finished spans a thread's list holds at most before the thread hands
@@ -88,17 +94,32 @@ fn sink() -> Option<&'static Arc<dyn SpanSink>> {
     unsafe { SINK.load(Ordering::Acquire).as_ref() }
 }
 
-/// Builds the batch's `SpanData` (sampled spans only) and submits it.
-fn submit(batch: Vec<Record>) {
-    if let Some(s) = sink() {
-        let spans: Vec<SpanData> = batch
-            .into_iter()
-            .filter(Record::is_sampled)
-            .map(Record::into_span_data)
-            .collect();
-        if !spans.is_empty() {
-            s.submit(spans);
+/// Builds the batches' `SpanData` (sampled spans only), in order, and
+/// submits them joined up to the sink's batch size: each span is built
+/// straight into the batch that goes out, so nothing downstream copies it
+/// again.
+fn submit(batches: Vec<Vec<Record>>) {
+    let Some(s) = sink() else {
+        return;
+    };
+    let max = s.max_batch().max(1);
+    let mut left: usize = batches.iter().map(Vec::len).sum();
+    let mut spans: Vec<SpanData> = Vec::new();
+    for rec in batches.into_iter().flatten() {
+        left -= 1;
+        if !rec.is_sampled() {
+            continue;
         }
+        if spans.len() == max {
+            s.submit(std::mem::take(&mut spans));
+        }
+        if spans.capacity() == 0 {
+            spans.reserve_exact((left + 1).min(max));
+        }
+        spans.push(rec.into_span_data());
+    }
+    if !spans.is_empty() {
+        s.submit(spans);
     }
 }
 
@@ -213,10 +234,11 @@ fn collector(pid: u32) {
 /// Submits the batches handed over (the caller holds `SUBMITTING`).
 fn submit_waiting(sh: &Shared) {
     loop {
-        let Some(batch) = lock(&sh.waiting).pop() else {
+        let batches = std::mem::take(&mut *lock(&sh.waiting));
+        if batches.is_empty() {
             return;
-        };
-        submit(batch);
+        }
+        submit(batches);
     }
 }
 
@@ -240,7 +262,7 @@ pub(super) fn hand_over(batch: Vec<Record>) {
             return;
         }
     }
-    submit(batch);
+    submit(vec![batch]);
 }
 
 #[cold]
@@ -263,7 +285,5 @@ pub(super) fn drain() {
     let sh = shared();
     let _submitting = lock(&sh.submitting);
     submit_waiting(sh);
-    for batch in records::take_done() {
-        submit(batch);
-    }
+    submit(records::take_done());
 }
