@@ -102,6 +102,52 @@ fn a_sleeping_thread_s_spans_are_exported_without_a_flush() {
     h.shutdown(Duration::from_secs(5)).unwrap();
 }
 
+/// The interval drain also runs while another thread keeps handing full
+/// batches over (the collector is busy, never idle until its timeout).
+#[test]
+fn a_sleeping_thread_s_spans_are_exported_while_another_thread_is_busy() {
+    let _s = serial();
+    let (h, exporter) = install("50");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let busy = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let until = Instant::now() + Duration::from_secs(3);
+            // a full batch every 4 ms: more often than the collector's
+            // interval (a quarter of the 50 ms delay)
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) && Instant::now() < until {
+                for _ in 0..512 {
+                    drop(span_cm!("busy"));
+                }
+                std::thread::sleep(Duration::from_millis(4));
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_millis(100));
+    for _ in 0..10 {
+        drop(span_cm!("few"));
+    }
+    let few = || {
+        exporter
+            .finished()
+            .iter()
+            .filter(|s| s.name == "few")
+            .count()
+    };
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while few() < 10 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let got = few();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    busy.join().unwrap();
+    assert_eq!(
+        got, 10,
+        "spans stayed in the buffer while the collector was busy"
+    );
+    h.shutdown(Duration::from_secs(5)).unwrap();
+}
+
 #[test]
 fn exited_threads_and_open_spans_reach_the_exporter_at_shutdown() {
     let _s = serial();

@@ -3,10 +3,12 @@
 //!
 //! A span that ends joins its thread's finished records (in the thread's
 //! open-span list, under the lock its end takes anyway). When a list holds
-//! [`THRESHOLD`] of them the ending thread hands the batch over: onto a
-//! small queue that the collector thread takes, wakes the collector, and
-//! goes on; the collector builds the SDK's `SpanData` and submits the
-//! batch off the calling thread. When that queue is full (the collector
+//! [`THRESHOLD`] of them the ending thread hands the batch over, onto a
+//! small queue, and goes on; the collector thread takes the queue on its
+//! next look, builds the SDK's `SpanData` and submits it off the calling
+//! thread. The collector naps between looks for about as long as a few
+//! batches take to come, so ending threads do not wake it (only a queue
+//! half full does). When that queue is full (the collector
 //! is behind) the ending thread builds and submits the batch itself, so
 //! memory stays bounded and nothing waits. The collector also drains every
 //! list on an interval, so a thread that records a few spans and sleeps
@@ -190,26 +192,40 @@ fn start_collector() {
     }
 }
 
-/// The collector thread: takes handed-over batches when woken, drains
-/// every list on the interval; exits once no sink is set (the pipeline
-/// shut down), so no thread outlives it.
+/// The collector's shortest nap between two looks.
+const NAP_MIN: Duration = Duration::from_micros(100);
+
+/// Batches waiting when an ending thread wakes the collector: half the
+/// queue. The collector naps for about [`NAP_BATCHES`] batches' time, so
+/// an ending thread makes no wake-up call (a `futex` call and, on a VM, an
+/// interrupt to another CPU, microseconds each) unless batches suddenly
+/// come twice as fast.
+const WAKE_AT: usize = MAX_WAITING / 2;
+const NAP_BATCHES: u32 = 4;
+
+/// The collector thread: takes handed-over batches, and drains every list
+/// once per interval (also under load, so a thread that records a few
+/// spans and sleeps still has them exported); exits once no sink is set
+/// (the pipeline shut down), so no thread outlives it. Between looks it
+/// naps for the time [`NAP_BATCHES`] batches take to come, as measured so
+/// far, and at most until the next drain.
 fn collector(pid: u32) {
+    use std::time::Instant;
     crate::api::span::record::clock::anchor();
-    let mut anchored = std::time::Instant::now();
+    let mut anchored = Instant::now();
+    let mut drained = Instant::now();
+    let mut looked = Instant::now();
+    // the time between two handed-over batches, smoothed
+    let mut per_batch = NAP_MIN;
     loop {
         if anchored.elapsed() >= crate::api::span::record::clock::REANCHOR {
             crate::api::span::record::clock::anchor();
-            anchored = std::time::Instant::now();
+            anchored = Instant::now();
         }
         let interval = Duration::from_millis(INTERVAL_MS.load(Ordering::Relaxed));
         let sh = shared();
-        let woken = lock(&sh.wake);
-        let (mut woken, timeout) = sh
-            .wake_cv
-            .wait_timeout_while(woken, interval, |w| !*w)
-            .unwrap_or_else(|e| e.into_inner());
-        *woken = false;
-        drop(woken);
+        let left = interval.saturating_sub(drained.elapsed());
+        nap(sh, (per_batch * NAP_BATCHES).max(NAP_MIN).min(left));
         if sink().is_none() {
             let _ = COLLECTOR_PID.compare_exchange(pid, 0, Ordering::AcqRel, Ordering::Acquire);
             // a set-up that came in meanwhile found this thread still
@@ -222,22 +238,45 @@ fn collector(pid: u32) {
                 return;
             }
         }
-        if timeout.timed_out() {
-            drain();
-        } else {
-            let _submitting = lock(&sh.submitting);
-            submit_waiting(sh);
-        }
+        let batches = match drained.elapsed() >= interval {
+            true => {
+                drained = Instant::now();
+                drain()
+            }
+            false => {
+                let _submitting = lock(&sh.submitting);
+                submit_waiting(sh)
+            }
+        };
+        let since = std::mem::replace(&mut looked, Instant::now()).elapsed();
+        per_batch = match u32::try_from(batches) {
+            Ok(n) if n > 0 => (per_batch + since / n) / 2,
+            _ => per_batch.max(since),
+        };
     }
 }
 
-/// Submits the batches handed over (the caller holds `SUBMITTING`).
-fn submit_waiting(sh: &Shared) {
+/// Naps for at most `wait`, or until woken (half the queue waiting, or the
+/// pipeline shut down).
+fn nap(sh: &Shared, wait: Duration) {
+    let woken = lock(&sh.wake);
+    let (mut woken, _) = sh
+        .wake_cv
+        .wait_timeout_while(woken, wait, |w| !*w)
+        .unwrap_or_else(|e| e.into_inner());
+    *woken = false;
+}
+
+/// Submits the batches handed over (the caller holds `SUBMITTING`);
+/// returns how many there were.
+fn submit_waiting(sh: &Shared) -> usize {
+    let mut n = 0;
     loop {
         let batches = std::mem::take(&mut *lock(&sh.waiting));
         if batches.is_empty() {
-            return;
+            return n;
         }
+        n += batches.len();
         submit(batches);
     }
 }
@@ -251,9 +290,10 @@ pub(super) fn hand_over(batch: Vec<Record>) {
     if COLLECTOR_PID.load(Ordering::Relaxed) != 0 {
         let mut waiting = lock(&shared().waiting);
         if waiting.len() < MAX_WAITING {
-            // a queue that was not empty has a wake-up on its way already:
-            // the collector takes batches until the queue is empty
-            let wake = waiting.is_empty();
+            // the collector looks again by itself before the queue fills:
+            // only batches coming faster than it measured wake it (each
+            // hand-over from half full on, in case a wake-up was missed)
+            let wake = waiting.len() + 1 >= WAKE_AT;
             waiting.push(batch);
             drop(waiting);
             if wake {
@@ -277,13 +317,16 @@ fn wake_collector() {
 }
 
 /// Hands every thread's finished spans, and the batches waiting, to the
-/// sink; returns once they are all there.
-pub(super) fn drain() {
+/// sink; returns once they are all there, with the number of batches.
+pub(super) fn drain() -> usize {
     if IN_CHILD.load(Ordering::Relaxed) || sink().is_none() {
-        return;
+        return 0;
     }
     let sh = shared();
     let _submitting = lock(&sh.submitting);
-    submit_waiting(sh);
-    submit(records::take_done());
+    let waiting = submit_waiting(sh);
+    let done = records::take_done();
+    let n = waiting + done.len();
+    submit(done);
+    n
 }
