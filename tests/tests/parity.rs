@@ -314,11 +314,32 @@ fn attribute_keys_are_the_semconv_constants() {
         })
         .map(|(_, v, _)| (v.clone(), v))
         .collect();
-    assert!(keys.contains_key("nv.dl.tensor_parallel_size"));
+    assert!(keys.contains_key("dl.tensor_parallel.size"));
     let rows = section(&t, "Attribute keys");
     // a Python-only key (Rust column `—`) is allowed beside the code's
     let ours: Vec<Row> = rows.iter().filter(|r| r.rust != "—").cloned().collect();
     check_exact("Attribute keys", &ours, &keys);
+}
+
+/// The `slurm.*` variable rows of the behaviour table: their Rust column is
+/// `lens::semconv::SLURM_JOB_SOURCES` ("A, else B"), and every source has
+/// its row.
+#[test]
+fn slurm_variables_are_the_code_s() {
+    let t = tables();
+    let rows = by_key(section(&t, "Wire formats and behaviour"));
+    for (attr, vars) in lens::semconv::SLURM_JOB_SOURCES {
+        let key = format!("{attr} variable");
+        let row = rows
+            .get(key.as_str())
+            .unwrap_or_else(|| panic!("no row `{key}`"));
+        assert_eq!(row.rust, vars.join(", else "), "Rust column of `{key}`");
+        assert_eq!(
+            row.python.split(", else ").next(),
+            Some(vars[0]),
+            "`{key}`: lens reads the documented variable first"
+        );
+    }
 }
 
 #[test]

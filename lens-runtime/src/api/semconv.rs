@@ -1,8 +1,9 @@
 //! Attribute and metric names lens emits or documents, as constants, grouped
 //! by namespace. Standard names (`service.*`, `host.*`, `process.*`, `k8s.*`,
 //! `gen_ai.*`, `hw.*`, `exception.*`) follow the OpenTelemetry semantic
-//! conventions [`SEMCONV_VERSION`]; `nv.dl.*`, `nemo.*`, `rl.*`, `gym.*`,
-//! `slurm.*`, `wandb.*` are the `nemo-lens` family's own.
+//! conventions [`SEMCONV_VERSION`]; `nv.dl.*`, `dl.*`, `nemo.*`, `rl.*`,
+//! `gym.*`, `slurm.*`, `wandb.*` are the `nemo-lens` family's own, named as
+//! the Python library names them (docs/PARITY.md lists where they differ).
 //!
 //! Attribute names are plain (`GEN_AI_REQUEST_MODEL`), metric names carry a
 //! `METRIC_` prefix (`METRIC_GEN_AI_SERVER_REQUEST_DURATION`), well-known
@@ -62,17 +63,49 @@ pub const NV_DL_WORLD_SIZE: &str = "nv.dl.world_size";
 pub const NV_DL_LOCAL_RANK: &str = "nv.dl.local_rank";
 /// `nv.dl.iteration`: training iteration.
 pub const NV_DL_ITERATION: &str = "nv.dl.iteration";
-/// `nv.dl.tensor_parallel_size`: ranks one layer is split across (TP).
-pub const NV_DL_TENSOR_PARALLEL_SIZE: &str = "nv.dl.tensor_parallel_size";
-/// `nv.dl.pipeline_parallel_size`: pipeline stages the model is split into
+
+// === dl.* (the Python library's names, in both its 0.1.0 and Nightly
+// `nemo.lens.semconv`) ===
+/// `dl.tensor_parallel.size`: ranks one layer is split across (TP).
+pub const DL_TENSOR_PARALLEL_SIZE: &str = "dl.tensor_parallel.size";
+/// `dl.pipeline_parallel.size`: pipeline stages the model is split into
 /// (PP).
-pub const NV_DL_PIPELINE_PARALLEL_SIZE: &str = "nv.dl.pipeline_parallel_size";
-/// `nv.dl.data_parallel_size`: model replicas (DP).
-pub const NV_DL_DATA_PARALLEL_SIZE: &str = "nv.dl.data_parallel_size";
-/// `nv.dl.batch_size`: samples per (global) batch.
-pub const NV_DL_BATCH_SIZE: &str = "nv.dl.batch_size";
-/// `nv.dl.sequence_length`: tokens per sequence.
-pub const NV_DL_SEQUENCE_LENGTH: &str = "nv.dl.sequence_length";
+pub const DL_PIPELINE_PARALLEL_SIZE: &str = "dl.pipeline_parallel.size";
+/// `dl.data_parallel.size`: model replicas (DP).
+pub const DL_DATA_PARALLEL_SIZE: &str = "dl.data_parallel.size";
+/// `dl.batch_size`: samples per (global) batch.
+pub const DL_BATCH_SIZE: &str = "dl.batch_size";
+/// `dl.sequence_length`: tokens per sequence.
+pub const DL_SEQUENCE_LENGTH: &str = "dl.sequence_length";
+/// `dl.tensor_parallel.rank`: this rank's index in its TP group.
+pub const DL_TENSOR_PARALLEL_RANK: &str = "dl.tensor_parallel.rank";
+/// `dl.pipeline_parallel.rank`: this rank's pipeline stage.
+pub const DL_PIPELINE_PARALLEL_RANK: &str = "dl.pipeline_parallel.rank";
+/// `dl.data_parallel.rank`: this rank's replica.
+pub const DL_DATA_PARALLEL_RANK: &str = "dl.data_parallel.rank";
+/// `dl.microbatch_id`: the microbatch within a step.
+pub const DL_MICROBATCH_ID: &str = "dl.microbatch_id";
+/// Former name of [`DL_TENSOR_PARALLEL_SIZE`], now its value.
+#[deprecated(
+    note = "the Python library's name is `dl.tensor_parallel.size`: use DL_TENSOR_PARALLEL_SIZE"
+)]
+pub const NV_DL_TENSOR_PARALLEL_SIZE: &str = DL_TENSOR_PARALLEL_SIZE;
+/// Former name of [`DL_PIPELINE_PARALLEL_SIZE`], now its value.
+#[deprecated(
+    note = "the Python library's name is `dl.pipeline_parallel.size`: use DL_PIPELINE_PARALLEL_SIZE"
+)]
+pub const NV_DL_PIPELINE_PARALLEL_SIZE: &str = DL_PIPELINE_PARALLEL_SIZE;
+/// Former name of [`DL_DATA_PARALLEL_SIZE`], now its value.
+#[deprecated(
+    note = "the Python library's name is `dl.data_parallel.size`: use DL_DATA_PARALLEL_SIZE"
+)]
+pub const NV_DL_DATA_PARALLEL_SIZE: &str = DL_DATA_PARALLEL_SIZE;
+/// Former name of [`DL_BATCH_SIZE`], now its value.
+#[deprecated(note = "the Python library's name is `dl.batch_size`: use DL_BATCH_SIZE")]
+pub const NV_DL_BATCH_SIZE: &str = DL_BATCH_SIZE;
+/// Former name of [`DL_SEQUENCE_LENGTH`], now its value.
+#[deprecated(note = "the Python library's name is `dl.sequence_length`: use DL_SEQUENCE_LENGTH")]
+pub const NV_DL_SEQUENCE_LENGTH: &str = DL_SEQUENCE_LENGTH;
 
 // nv.dl.* metrics (training instrument set, `metrics::TrainingMetrics`)
 /// Metric `nv.dl.step.duration`: histogram, `s`, wall time of one training
@@ -111,11 +144,11 @@ pub const WANDB_ENTITY: &str = "wandb.entity";
 pub const WANDB_PROJECT: &str = "wandb.project";
 
 // === slurm.* ===
-/// `slurm.job.id` (`SLURM_JOB_ID`)
+/// `slurm.job.id` (`SLURM_JOB_ID`, else the older alias `SLURM_JOBID`)
 pub const SLURM_JOB_ID: &str = "slurm.job.id";
 /// `slurm.job.name` (`SLURM_JOB_NAME`)
 pub const SLURM_JOB_NAME: &str = "slurm.job.name";
-/// `slurm.nodelist` (`SLURM_JOB_NODELIST`)
+/// `slurm.nodelist` (`SLURM_JOB_NODELIST`, else `SLURM_NODELIST`)
 pub const SLURM_NODELIST: &str = "slurm.nodelist";
 /// `slurm.nnodes` (`SLURM_NNODES`, else `SLURM_JOB_NUM_NODES`), a string
 pub const SLURM_NNODES: &str = "slurm.nnodes";
@@ -127,9 +160,12 @@ pub const SLURM_PARTITION: &str = "slurm.partition";
 pub const SLURM_CLUSTER_NAME: &str = "slurm.cluster.name";
 /// The job-level SLURM attributes and the variables each is read from
 /// (the first set wins): what resource detection records and what
-/// `lens slurm-env --stage sbatch` appends. As in the Python library, they
-/// are recorded only inside a job (the first entry, `slurm.job.id`, is
-/// set), and every value is the variable's text, counts included.
+/// `lens slurm-env --stage sbatch` appends. As the Python library
+/// documents them (`detect_slurm`, nemo-lens 0.1.0; docs/PARITY.md), they
+/// are recorded only inside a job (the first entry, `slurm.job.id`, is set),
+/// the first variable of each entry is the one the documentation names (the
+/// others only fill in where it is unset), and every value is the
+/// variable's text, counts included, as 0.1.0 writes them.
 ///
 /// ```
 /// let (attr, vars) = lens::semconv::SLURM_JOB_SOURCES[0];
@@ -214,6 +250,10 @@ pub const METRIC_GEN_AI_SERVER_TIME_PER_OUTPUT_TOKEN: &str = "gen_ai.server.time
 pub const RL_ALGORITHM: &str = "rl.algorithm";
 /// `rl.num_rollouts`: rollouts collected in a step or phase.
 pub const RL_NUM_ROLLOUTS: &str = "rl.num_rollouts";
+/// `rl.reward`: the reward of one rollout or sample.
+pub const RL_REWARD: &str = "rl.reward";
+/// `rl.generation.backend`: the generation engine, e.g. `vllm`.
+pub const RL_GENERATION_BACKEND: &str = "rl.generation.backend";
 /// Metric `rl.reward.mean`: gauge, `1`, mean reward of the last batch.
 pub const METRIC_RL_REWARD_MEAN: &str = "rl.reward.mean";
 /// Metric `rl.kl_divergence`: gauge, `1`, KL divergence to the reference
@@ -245,6 +285,10 @@ pub const METRIC_RL_ROLLOUT_DURATION_MS: &str = "rl.rollout.duration_ms";
 pub const GYM_SERVER_NAME: &str = "gym.server.name";
 /// `gym.server.type`: the kind of server (`agent`, `model`, `resources`).
 pub const GYM_SERVER_TYPE: &str = "gym.server.type";
+/// `gym.num_servers`: environment servers in the run.
+pub const GYM_NUM_SERVERS: &str = "gym.num_servers";
+/// `gym.rollout.batch_size`: rollouts collected per batch.
+pub const GYM_ROLLOUT_BATCH_SIZE: &str = "gym.rollout.batch_size";
 /// Metric `gym.server.request_duration_ms`: histogram, `ms`, one request to
 /// an environment server.
 pub const METRIC_GYM_SERVER_REQUEST_DURATION_MS: &str = "gym.server.request_duration_ms";

@@ -251,27 +251,34 @@ fn read_trimmed(path: &Path) -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
+/// The Kubernetes attributes, as the Python library documents them
+/// (`detect_kubernetes`, nemo-lens 0.1.0): only in a pod
+/// (`KUBERNETES_SERVICE_HOST` set, or the service-account folder present),
+/// each from its `K8S_*` downward-API variable first, then the
+/// documented `POD_*` / `NODE_NAME` one (`HOSTNAME`, the Python code's
+/// fallback, last for the pod name). The other names, and the service
+/// account's `namespace` file, only fill in where those are unset.
 fn kubernetes(d: &Detect<'_>) -> Vec<KeyValue> {
     let sa = &d.k8s_service_account_dir;
     if d.get("KUBERNETES_SERVICE_HOST").is_none() && !sa.is_dir() {
         return Vec::new();
     }
     let namespace = d
-        .first(&["POD_NAMESPACE", "K8S_NAMESPACE", "KUBERNETES_NAMESPACE"])
+        .first(&["K8S_NAMESPACE", "POD_NAMESPACE", "KUBERNETES_NAMESPACE"])
         .or_else(|| read_trimmed(&sa.join("namespace")));
     let pairs = [
         (sc::K8S_NAMESPACE_NAME, namespace),
         (
             sc::K8S_POD_NAME,
-            d.first(&["POD_NAME", "K8S_POD_NAME", "HOSTNAME"]),
+            d.first(&["K8S_POD_NAME", "POD_NAME", "HOSTNAME"]),
         ),
-        (sc::K8S_POD_UID, d.first(&["POD_UID", "K8S_POD_UID"])),
-        (sc::K8S_NODE_NAME, d.first(&["NODE_NAME", "K8S_NODE_NAME"])),
+        (sc::K8S_POD_UID, d.first(&["K8S_POD_UID", "POD_UID"])),
+        (sc::K8S_NODE_NAME, d.first(&["K8S_NODE_NAME", "NODE_NAME"])),
         (
             sc::K8S_CONTAINER_NAME,
-            d.first(&["CONTAINER_NAME", "K8S_CONTAINER_NAME"]),
+            d.first(&["K8S_CONTAINER_NAME", "CONTAINER_NAME"]),
         ),
-        (sc::K8S_JOB_NAME, d.first(&["JOB_NAME", "K8S_JOB_NAME"])),
+        (sc::K8S_JOB_NAME, d.first(&["K8S_JOB_NAME", "JOB_NAME"])),
     ];
     pairs
         .into_iter()
@@ -468,48 +475,116 @@ mod tests {
         assert!(e.to_string().contains("has no '='"));
     }
 
-    /// Issue 14: SLURM attributes only inside a job, every value a string,
-    /// read from the Python library's variables first.
+    /// Issue 14: SLURM attributes only inside a job, every value a string
+    /// (as nemo-lens 0.1.0 writes them), each read from the variable the
+    /// Python documentation names (`SLURM_NNODES`, `SLURM_NTASKS`,
+    /// `SLURM_JOB_PARTITION`, `SLURM_JOB_NODELIST`, …), the other form only
+    /// where that one is unset.
     #[test]
     fn slurm_attributes_as_the_python_library_writes_them() {
-        let job = HashMap::from([
+        let raw = |vars: &HashMap<&str, &str>, k: &str| {
+            slurm(&detect(vars, Path::new("/nonexistent")))
+                .into_iter()
+                .find(|kv| kv.key.as_str() == k)
+                .map(|kv| kv.value)
+        };
+        // a faked srun step of a 4-node job: both forms set, the documented wins
+        let step = HashMap::from([
             ("SLURM_JOB_ID", "77"),
+            ("SLURM_JOB_NAME", "pretrain"),
+            ("SLURM_NODELIST", "gpu[001-002]"),
+            ("SLURM_JOB_NODELIST", "gpu[001-004]"),
             ("SLURM_NNODES", "2"),
             ("SLURM_JOB_NUM_NODES", "4"),
             ("SLURM_NTASKS", "16"),
             ("SLURM_PARTITION", "from-input"),
-        ]);
-        let d = detect(&job, Path::new("/nonexistent"));
-        let attrs = slurm(&d);
-        let raw = |k: &str| {
-            attrs
-                .iter()
-                .find(|kv| kv.key.as_str() == k)
-                .map(|kv| kv.value.clone())
-        };
-        assert_eq!(
-            raw("slurm.nnodes"),
-            Some(Value::from("2")),
-            "SLURM_NNODES first"
-        );
-        assert_eq!(
-            raw("slurm.ntasks"),
-            Some(Value::from("16")),
-            "a string, not an int"
-        );
-        assert_eq!(raw("slurm.partition"), Some(Value::from("from-input")));
-        let with_job_partition = HashMap::from([
-            ("SLURM_JOB_ID", "77"),
-            ("SLURM_JOB_NUM_NODES", "4"),
             ("SLURM_JOB_PARTITION", "batch"),
-            ("SLURM_PARTITION", "other"),
+            ("SLURM_CLUSTER_NAME", "eos"),
         ]);
-        let attrs = slurm(&detect(&with_job_partition, Path::new("/nonexistent")));
-        assert_eq!(value(&attrs, "slurm.nnodes").as_deref(), Some("4"));
-        assert_eq!(value(&attrs, "slurm.partition").as_deref(), Some("batch"));
+        let want = [
+            ("slurm.job.id", "77"),
+            ("slurm.job.name", "pretrain"),
+            ("slurm.nodelist", "gpu[001-004]"),
+            ("slurm.nnodes", "2"),
+            ("slurm.ntasks", "16"),
+            ("slurm.partition", "batch"),
+            ("slurm.cluster.name", "eos"),
+        ];
+        for (k, v) in want {
+            // strings, counts included, as Python's `detect_slurm` writes them
+            assert_eq!(raw(&step, k), Some(Value::from(v)), "{k}");
+        }
+        assert_eq!(
+            slurm(&detect(&step, Path::new("/nonexistent"))).len(),
+            want.len()
+        );
+        // only the other forms set: they fill in
+        let other = HashMap::from([
+            ("SLURM_JOB_ID", "77"),
+            ("SLURM_NODELIST", "gpu[001-002]"),
+            ("SLURM_JOB_NUM_NODES", "4"),
+            ("SLURM_PARTITION", "from-input"),
+        ]);
+        assert_eq!(raw(&other, "slurm.nnodes"), Some(Value::from("4")));
+        assert_eq!(
+            raw(&other, "slurm.nodelist"),
+            Some(Value::from("gpu[001-002]"))
+        );
+        assert_eq!(
+            raw(&other, "slurm.partition"),
+            Some(Value::from("from-input"))
+        );
+        assert_eq!(raw(&other, "slurm.ntasks"), None);
         // outside a job (no SLURM_JOB_ID): nothing, even with other SLURM_*
         let no_job = HashMap::from([("SLURM_NTASKS", "16"), ("SLURM_JOB_PARTITION", "batch")]);
         assert!(slurm(&detect(&no_job, Path::new("/nonexistent"))).is_empty());
+    }
+
+    /// The Kubernetes attributes from the Python library's `K8S_*`
+    /// variables first, the other names after them.
+    #[test]
+    fn kubernetes_reads_the_python_library_s_variables_first() {
+        let vars = HashMap::from([
+            ("KUBERNETES_SERVICE_HOST", "10.0.0.1"),
+            ("K8S_NAMESPACE", "ml"),
+            ("POD_NAMESPACE", "other"),
+            ("K8S_POD_NAME", "trainer-0"),
+            ("HOSTNAME", "host-name"),
+            ("POD_NAME", "other"),
+            ("K8S_POD_UID", "u-1"),
+            ("POD_UID", "other"),
+            ("K8S_NODE_NAME", "node-3"),
+            ("NODE_NAME", "other"),
+            ("K8S_CONTAINER_NAME", "main"),
+            ("CONTAINER_NAME", "other"),
+            ("K8S_JOB_NAME", "j"),
+            ("JOB_NAME", "other"),
+        ]);
+        let attrs = kubernetes(&detect(&vars, Path::new("/nonexistent")));
+        for (k, v) in [
+            ("k8s.namespace.name", "ml"),
+            ("k8s.pod.name", "trainer-0"),
+            ("k8s.pod.uid", "u-1"),
+            ("k8s.node.name", "node-3"),
+            ("k8s.container.name", "main"),
+            ("k8s.job.name", "j"),
+        ] {
+            assert_eq!(value(&attrs, k).as_deref(), Some(v), "{k}");
+        }
+        // the documented POD_NAME, then the Python code's HOSTNAME
+        let pod = HashMap::from([
+            ("KUBERNETES_SERVICE_HOST", "10.0.0.1"),
+            ("HOSTNAME", "host-name"),
+            ("POD_NAME", "trainer-1"),
+        ]);
+        let attrs = kubernetes(&detect(&pod, Path::new("/nonexistent")));
+        assert_eq!(value(&attrs, "k8s.pod.name").as_deref(), Some("trainer-1"));
+        let host = HashMap::from([
+            ("KUBERNETES_SERVICE_HOST", "10.0.0.1"),
+            ("HOSTNAME", "trainer-2"),
+        ]);
+        let attrs = kubernetes(&detect(&host, Path::new("/nonexistent")));
+        assert_eq!(value(&attrs, "k8s.pod.name").as_deref(), Some("trainer-2"));
     }
 
     #[test]
