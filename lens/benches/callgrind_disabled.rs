@@ -40,6 +40,8 @@ const MODES: &[&str] = &[
     "sdk_on",
     "sdk_cx_on",
     "sdk_guard_on",
+    "otel_current_ids",
+    "otel_current_full",
 ];
 
 /// Enabled modes flush the batch processor every this many spans: valgrind
@@ -127,6 +129,12 @@ fn run(mode: &str, n: u64) -> Result<(), String> {
         "sdk_on" => enabled!(|i, t| sdk_start_end(t, i)),
         "sdk_cx_on" => enabled!(|i, t| sdk_in_span(t, i)),
         "sdk_guard_on" => enabled!(|i, t| sdk_guard_like(t, i)),
+        "otel_current_ids" | "otel_current_full" => {
+            let full = mode == "otel_current_full";
+            for i in 0..n {
+                acc = acc.wrapping_add(otel_current_only(black_box(i as i64), full));
+            }
+        }
         _ => {
             return Err(format!(
                 "unknown mode `{mode}`; modes: {}",
