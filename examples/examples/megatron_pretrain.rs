@@ -68,7 +68,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         let _job = managed_span!("job", "pretrain.job", "nemo.model" = "gpt-tiny");
         for step in 0..4u64 {
             let started = Instant::now();
-            let step_span = managed_span!("step", "train.step", "nv.dl.iteration" = step);
+            let step_span = managed_span!("step", "train.step", "dl.iteration" = step);
             let mut loss = 0.0;
             for mb in 0..MICROBATCHES {
                 let _mb = managed_span!(megatron::MICROBATCH, "microbatch", microbatch = mb);

@@ -83,7 +83,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     {
         let _job = managed_span!("job", "grpo.job", algorithm = "grpo");
         for step in 0..3u64 {
-            let _step = managed_span!("step", "rl.step", "nv.dl.iteration" = step);
+            let _step = managed_span!("step", "rl.step", "dl.iteration" = step);
             let rollout_started = Instant::now();
             let mut samples = Vec::new();
             {

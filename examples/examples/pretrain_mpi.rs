@@ -38,14 +38,14 @@ fn main() -> Result<(), Box<dyn Error>> {
     for iteration in 0..STEPS {
         // rank 0 owns the step; everyone else joins its trace
         let root_step =
-            (rank == 0).then(|| lens::span_cm!("train.step", "nv.dl.iteration" = iteration));
+            (rank == 0).then(|| lens::span_cm!("train.step", "dl.iteration" = iteration));
         let carrier = broadcast_trace_context(&comm, 0)?;
         let parent = extract_context(&carrier).attach();
         let stage = managed_span!(
             "step",
             "pp.stage",
             "nv.dl.rank" = rank,
-            "nv.dl.iteration" = iteration
+            "dl.iteration" = iteration
         );
         for mb in 0..MICROBATCHES {
             let _mb = managed_span!(megatron::MICROBATCH, "microbatch", microbatch = mb);

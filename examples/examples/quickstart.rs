@@ -64,7 +64,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         let _job = managed_span!("job", "job", "service.name" = config.service_name.as_str());
         let mut model = init_model(1024);
         for iteration in 0..3u64 {
-            let step = managed_span!("step", "train.step", "nv.dl.iteration" = iteration);
+            let step = managed_span!("step", "train.step", "dl.iteration" = iteration);
             let loss = forward_backward(&model, 2);
             optimizer_step(&mut model, 1e-3);
             if let Some(step) = &step {

@@ -116,7 +116,7 @@ impl Writer {
         if let Some(it) = s.iteration {
             let _ = write!(
                 b,
-                r#",{{"key":"nv.dl.iteration","value":{{"intValue":"{it}"}}}}"#
+                r#",{{"key":"dl.iteration","value":{{"intValue":"{it}"}}}}"#
             );
         }
         if s.truncated {

@@ -178,7 +178,7 @@ fn bom_crlf_and_utf16_files() {
 #[test]
 fn non_finite_doubles_are_read_not_skipped() {
     let dir = fresh_dir("non-finite");
-    let line = r#"{"resourceSpans":[{"resource":{"attributes":[{"key":"nv.dl.rank","value":{"intValue":"0"}}]},"scopeSpans":[{"scope":{"name":"lens"},"spans":[{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"b7ad6b7169203331","parentSpanId":"","name":"train.step","kind":1,"startTimeUnixNano":"1000","endTimeUnixNano":"2000","attributes":[{"key":"loss","value":{"doubleValue":"NaN"}},{"key":"grad_norm","value":{"doubleValue":"Infinity"}},{"key":"floor","value":{"doubleValue":"-Infinity"}},{"key":"nv.dl.iteration","value":{"intValue":"0"}}],"status":{"code":0}}]}]}]}"#;
+    let line = r#"{"resourceSpans":[{"resource":{"attributes":[{"key":"nv.dl.rank","value":{"intValue":"0"}}]},"scopeSpans":[{"scope":{"name":"lens"},"spans":[{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"b7ad6b7169203331","parentSpanId":"","name":"train.step","kind":1,"startTimeUnixNano":"1000","endTimeUnixNano":"2000","attributes":[{"key":"loss","value":{"doubleValue":"NaN"}},{"key":"grad_norm","value":{"doubleValue":"Infinity"}},{"key":"floor","value":{"doubleValue":"-Infinity"}},{"key":"dl.iteration","value":{"intValue":"0"}}],"status":{"code":0}}]}]}]}"#;
     std::fs::write(dir.join("r-rank0.otlp.jsonl"), format!("{line}\n")).expect("write");
     let r = report_json(&[&dir], &[]);
     assert_eq!(r["input"]["skipped_lines"], 0, "{r}");

@@ -216,3 +216,35 @@ fn straggler_thresholds_are_options() {
         [1]
     );
 }
+
+/// Step spans are those with `dl.iteration` (what lens and the Python
+/// library write) or with `nv.dl.iteration` (what lens wrote before): a run
+/// mixing a new rank file and an older one has its steps on both ranks.
+#[test]
+fn steps_are_read_under_dl_iteration_and_the_former_nv_dl_iteration() {
+    let dir = fresh_dir("iteration-keys");
+    let line = |rank: u32, key: &str, it: u32| {
+        let start = 1_000_000 * (it + 1);
+        format!(
+            r#"{{"resourceSpans":[{{"resource":{{"attributes":[{{"key":"nv.dl.rank","value":{{"intValue":"{rank}"}}}},{{"key":"nv.dl.world_size","value":{{"intValue":"2"}}}}]}},"scopeSpans":[{{"scope":{{"name":"lens"}},"spans":[{{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"{:016x}","parentSpanId":"","name":"train.step","kind":1,"startTimeUnixNano":"{start}","endTimeUnixNano":"{}","attributes":[{{"key":"{key}","value":{{"intValue":"{it}"}}}}],"status":{{"code":0}}}}]}}]}}]}}"#,
+            (rank + 1) * 100 + it + 1,
+            start + 500_000,
+        )
+    };
+    for (rank, key) in [(0, "dl.iteration"), (1, "nv.dl.iteration")] {
+        let text: String = (0..3).map(|it| line(rank, key, it) + "\n").collect();
+        std::fs::write(dir.join(format!("r-rank{rank}.otlp.jsonl")), text).expect("write");
+    }
+    let r = report_json(&[&dir], &[]);
+    assert_eq!(r["input"]["skipped_lines"], 0, "{r}");
+    assert_eq!(r["spans"]["count"], 6, "{r}");
+    assert_eq!(
+        r["spans"]["step_span_names"],
+        serde_json::json!(["train.step"])
+    );
+    assert_eq!(r["steps"]["count"], 3, "{r}");
+    let rows = r["steps"]["rows"].as_array().expect("rows");
+    assert!(rows.iter().all(|row| row["ranks"] == 2), "{r}");
+    let ranks = r["ranks"].as_array().expect("ranks");
+    assert!(ranks.iter().all(|x| x["steps"] == 3), "{r}");
+}

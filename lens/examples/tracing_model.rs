@@ -46,7 +46,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     {
         let _job = lens::managed_span!("job", "train.job");
         for iteration in 0..3u64 {
-            let _step = lens::managed_span!("step", "train.step", "nv.dl.iteration" = iteration);
+            let _step = lens::managed_span!("step", "train.step", "dl.iteration" = iteration);
             let out = model.iter().fold(0.5, |x, layer| layer.forward(x));
             println!("step {iteration}: {out:.4}");
         }

@@ -36,7 +36,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let _job = managed_span!("job", "train.job");
         let mut weights: Vec<f64> = (0..256).map(|i| f64::from(i).sin()).collect();
         for iteration in 0..5u64 {
-            let step = managed_span!("step", "train.step", "nv.dl.iteration" = iteration);
+            let step = managed_span!("step", "train.step", "dl.iteration" = iteration);
             let loss = forward_backward(&weights, 2);
             optimizer_step(&mut weights, 1e-3);
             if let Some(step) = &step {

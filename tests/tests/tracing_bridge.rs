@@ -78,7 +78,7 @@ fn per_entry_spans_made_once_entered_n_times() {
         // load: the spans exist from here on, nothing is recorded yet
         let blocks: Vec<Block> = (0..2).map(Block::load).collect();
         for step in 0..3u64 {
-            let _s = managed_span!("step", "train.step", "nv.dl.iteration" = step);
+            let _s = managed_span!("step", "train.step", "dl.iteration" = step);
             let mut x = 1.0;
             for b in &blocks {
                 x = b.forward(x);

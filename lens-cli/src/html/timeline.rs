@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use crate::input::otlp::{span_id_u64, Span};
+use crate::input::otlp::{span_id_u64, Span, StepIteration};
 use crate::input::Origin;
 
 /// Non-step spans buffered per rank before the oldest are set aside.
@@ -34,7 +34,7 @@ pub(crate) struct TSpan {
     pub(crate) end: u64,
     /// `key=value` lines for the tooltip.
     pub(crate) attrs: String,
-    /// `nv.dl.iteration` of a step span.
+    /// `dl.iteration` (or the former `nv.dl.iteration`) of a step span.
     pub(crate) iteration: Option<i64>,
     /// Marked `nemo.span.truncated`.
     pub(crate) truncated: bool,
@@ -168,10 +168,10 @@ impl Timeline {
 
 fn to_tspan(s: &Span<'_>) -> TSpan {
     let mut attrs = String::new();
-    let (mut iteration, mut truncated) = (None, false);
+    let (mut iteration, mut truncated) = (StepIteration::default(), false);
     for kv in &s.attributes {
         match kv.key.as_ref() {
-            "nv.dl.iteration" => iteration = kv.value.as_i64(),
+            k if iteration.offer(k, &kv.value) => {}
             "nemo.span.truncated" => truncated = kv.value.is_true(),
             _ => {}
         }
@@ -190,7 +190,7 @@ fn to_tspan(s: &Span<'_>) -> TSpan {
         start: s.start_time_unix_nano,
         end: s.end_time_unix_nano.max(s.start_time_unix_nano),
         attrs,
-        iteration,
+        iteration: iteration.get(),
         truncated,
         error: s.status.code == 2,
     }

@@ -113,6 +113,50 @@ pub(crate) struct AnyValue<'a> {
     pub(crate) kvlist_value: Option<Box<serde_json::Value>>,
 }
 
+/// Keys that number a step span, preferred first: the Python library's
+/// `dl.iteration`, which lens writes, then `nv.dl.iteration`, lens's former
+/// name, still read so that older trace files keep their steps.
+pub(crate) const ITERATION_KEYS: [&str; 2] = [lens::semconv::DL_ITERATION, "nv.dl.iteration"];
+
+/// A step span's iteration, gathered over its attributes in one pass: feed
+/// every attribute to [`StepIteration::offer`], then read
+/// [`StepIteration::get`]. `dl.iteration` wins over `nv.dl.iteration` when a
+/// span carries both, whatever their order.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct StepIteration {
+    found: [Option<i64>; ITERATION_KEYS.len()],
+}
+
+impl StepIteration {
+    /// Takes the attribute when `key` is one of [`ITERATION_KEYS`] (an
+    /// integer value counts; any other value leaves the span without one
+    /// from this key); returns whether it was.
+    pub(crate) fn offer(&mut self, key: &str, value: &AnyValue<'_>) -> bool {
+        match ITERATION_KEYS.iter().position(|k| *k == key) {
+            Some(i) => {
+                self.found[i] = value.as_i64();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The iteration under the first key that had an integer.
+    pub(crate) fn get(self) -> Option<i64> {
+        self.found.into_iter().flatten().next()
+    }
+
+    /// The iteration of a span with attributes `attrs`.
+    #[cfg(test)]
+    pub(crate) fn of(attrs: &[KeyValue<'_>]) -> Option<i64> {
+        let mut it = Self::default();
+        for kv in attrs {
+            it.offer(&kv.key, &kv.value);
+        }
+        it.get()
+    }
+}
+
 /// A plain attribute value, as the readers use it.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Value {
@@ -344,4 +388,52 @@ pub(crate) fn span_id_u64(hex: &str) -> u64 {
         return 0;
     }
     u64::from_str_radix(hex, 16).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn iteration(attrs: &str) -> Option<i64> {
+        let attrs: Vec<KeyValue<'_>> = serde_json::from_str(attrs).expect("attributes");
+        StepIteration::of(&attrs)
+    }
+
+    #[test]
+    fn steps_are_numbered_by_dl_iteration_or_the_former_nv_dl_iteration() {
+        assert_eq!(ITERATION_KEYS[0], "dl.iteration");
+        // what lens and the Python library write
+        assert_eq!(
+            iteration(r#"[{"key":"dl.iteration","value":{"intValue":"7"}}]"#),
+            Some(7)
+        );
+        // what lens wrote before: older trace files keep their steps
+        assert_eq!(
+            iteration(r#"[{"key":"nv.dl.iteration","value":{"intValue":8}}]"#),
+            Some(8)
+        );
+        // both: the current name wins, in either order
+        for attrs in [
+            r#"[{"key":"nv.dl.iteration","value":{"intValue":"1"}},{"key":"dl.iteration","value":{"intValue":"2"}}]"#,
+            r#"[{"key":"dl.iteration","value":{"intValue":"2"}},{"key":"nv.dl.iteration","value":{"intValue":"1"}}]"#,
+        ] {
+            assert_eq!(iteration(attrs), Some(2), "{attrs}");
+        }
+        // a non-integer current key falls back to the former one
+        assert_eq!(
+            iteration(
+                r#"[{"key":"dl.iteration","value":{"stringValue":"x"}},{"key":"nv.dl.iteration","value":{"intValue":"3"}}]"#
+            ),
+            Some(3)
+        );
+        // neither, or the metric's name, or a bare `iteration`: not a step
+        for attrs in [
+            r#"[]"#,
+            r#"[{"key":"nv.dl.iterations","value":{"intValue":"1"}}]"#,
+            r#"[{"key":"iteration","value":{"intValue":"1"}}]"#,
+            r#"[{"key":"dl.iteration","value":{"doubleValue":1.0}}]"#,
+        ] {
+            assert_eq!(iteration(attrs), None, "{attrs}");
+        }
+    }
 }

@@ -81,7 +81,8 @@ pub(crate) struct SpanTotals {
     pub(crate) errors: u64,
     /// Sum over ranks of their wall time (the denominator of `share`).
     pub(crate) wall_ns: u64,
-    /// Names of spans carrying `nv.dl.iteration`.
+    /// Names of spans carrying `dl.iteration` (or the former
+    /// `nv.dl.iteration`).
     pub(crate) step_span_names: Vec<String>,
 }
 

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
 
-use crate::input::otlp::{span_id_u64, Metric, Span};
+use crate::input::otlp::{span_id_u64, Metric, Span, StepIteration};
 use crate::input::{Diagnostics, Origin, Sink};
 use crate::sketch::Sketch;
 pub(crate) use doc::Report;
@@ -118,10 +118,10 @@ impl Aggregator {
         let dur = s.end_time_unix_nano.saturating_sub(s.start_time_unix_nano);
         let id = self.name_id(&s.name);
         self.names[id as usize].1.sketch.add(dur);
-        let (mut iteration, mut truncated, mut reason) = (None, false, "");
+        let (mut iteration, mut truncated, mut reason) = (StepIteration::default(), false, "");
         for kv in &s.attributes {
             match kv.key.as_ref() {
-                "nv.dl.iteration" => iteration = kv.value.as_i64(),
+                k if iteration.offer(k, &kv.value) => {}
                 "nemo.span.truncated" => truncated = kv.value.is_true(),
                 "nemo.span.truncated.reason" => reason = kv.value.as_str().unwrap_or(""),
                 _ => {}
@@ -163,7 +163,7 @@ impl Aggregator {
                 None => e.push((id, dur)),
             }
         }
-        if let Some(it) = iteration {
+        if let Some(it) = iteration.get() {
             self.step_names.insert(id);
             let mut phases = Vec::new();
             for (child, ns) in children.unwrap_or_default() {

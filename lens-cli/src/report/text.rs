@@ -127,7 +127,10 @@ fn truncate(s: &str, n: usize) -> String {
 fn steps(o: &mut String, r: &Report, max_rows: usize) {
     let st = &r.steps;
     if st.rows.is_empty() {
-        let _ = writeln!(o, "\nNo step spans (spans with nv.dl.iteration).");
+        let _ = writeln!(
+            o,
+            "\nNo step spans (spans with dl.iteration or nv.dl.iteration)."
+        );
         return;
     }
     let _ = writeln!(

@@ -13,6 +13,10 @@
 //! ```
 //! use lens::semconv;
 //! assert_eq!(semconv::NV_DL_RANK, "nv.dl.rank");
+//! assert_eq!(semconv::DL_ITERATION, "dl.iteration"); // the Python library's
+//! #[allow(deprecated)]
+//! let former = semconv::NV_DL_ITERATION; // a deprecated alias, same value
+//! assert_eq!(former, semconv::DL_ITERATION);
 //! assert_eq!(semconv::METRIC_HW_GPU_UTILIZATION, "hw.gpu.utilization");
 //! assert!(semconv::SCHEMA_URL.ends_with(semconv::SEMCONV_VERSION));
 //! ```
@@ -61,8 +65,6 @@ pub const NV_DL_RANK: &str = "nv.dl.rank";
 pub const NV_DL_WORLD_SIZE: &str = "nv.dl.world_size";
 /// `nv.dl.local_rank`: rank within the node.
 pub const NV_DL_LOCAL_RANK: &str = "nv.dl.local_rank";
-/// `nv.dl.iteration`: training iteration.
-pub const NV_DL_ITERATION: &str = "nv.dl.iteration";
 
 // === dl.* (the Python library's names, in both its 0.1.0 and Nightly
 // `nemo.lens.semconv`) ===
@@ -85,6 +87,9 @@ pub const DL_PIPELINE_PARALLEL_RANK: &str = "dl.pipeline_parallel.rank";
 pub const DL_DATA_PARALLEL_RANK: &str = "dl.data_parallel.rank";
 /// `dl.microbatch_id`: the microbatch within a step.
 pub const DL_MICROBATCH_ID: &str = "dl.microbatch_id";
+/// `dl.iteration`: training iteration, on step spans (`lens report` also
+/// reads the former name `nv.dl.iteration` from older trace files).
+pub const DL_ITERATION: &str = "dl.iteration";
 /// Former name of [`DL_TENSOR_PARALLEL_SIZE`], now its value.
 #[deprecated(
     note = "the Python library's name is `dl.tensor_parallel.size`: use DL_TENSOR_PARALLEL_SIZE"
@@ -106,6 +111,10 @@ pub const NV_DL_BATCH_SIZE: &str = DL_BATCH_SIZE;
 /// Former name of [`DL_SEQUENCE_LENGTH`], now its value.
 #[deprecated(note = "the Python library's name is `dl.sequence_length`: use DL_SEQUENCE_LENGTH")]
 pub const NV_DL_SEQUENCE_LENGTH: &str = DL_SEQUENCE_LENGTH;
+/// Former name of [`DL_ITERATION`], now its value (the key it named,
+/// `nv.dl.iteration`, is no longer written).
+#[deprecated(note = "the Python library's name is `dl.iteration`: use DL_ITERATION")]
+pub const NV_DL_ITERATION: &str = DL_ITERATION;
 
 // nv.dl.* metrics (training instrument set, `metrics::TrainingMetrics`)
 /// Metric `nv.dl.step.duration`: histogram, `s`, wall time of one training

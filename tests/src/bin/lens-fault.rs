@@ -61,7 +61,7 @@ fn wait_and_checkpoint(flag: &AtomicBool) -> Res {
 
 fn job_with_open_span(handle: &TelemetryHandle) -> lens::SpanGuard {
     let job = span_cm!("fault.job");
-    drop(managed_span!("step", "fault.step", "nv.dl.iteration" = 0));
+    drop(managed_span!("step", "fault.step", "dl.iteration" = 0));
     let _ = handle.force_flush();
     job
 }
@@ -731,7 +731,7 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
             let _h = TelemetryBuilder::new(LensConfig::from_env()?, rank, world).install()?;
             let _job = span_cm!("rank.job");
             for i in 0..5u64 {
-                drop(managed_span!("step", "rank.step", "nv.dl.iteration" = i));
+                drop(managed_span!("step", "rank.step", "dl.iteration" = i));
             }
             say("ready");
             std::thread::sleep(Duration::from_secs(60));

@@ -82,7 +82,7 @@ fn run(mode: &str, arg: Option<&str>) -> Result<(), Box<dyn std::error::Error>> 
         "spans" => {
             let _job = span_cm!("probe.job", "probe.mode" = mode);
             for i in 0..3u64 {
-                let step = managed_span!("step", "probe.step", "nv.dl.iteration" = i);
+                let step = managed_span!("step", "probe.step", "dl.iteration" = i);
                 let loss = forward_backward(2);
                 if let Some(s) = &step {
                     s.set_attribute("loss", loss);
@@ -107,7 +107,7 @@ fn run(mode: &str, arg: Option<&str>) -> Result<(), Box<dyn std::error::Error>> 
                         "step",
                         "probe.batch",
                         "probe.batch" = batch,
-                        "nv.dl.iteration" = i
+                        "dl.iteration" = i
                     );
                 }
                 if let Err(e) = telemetry.force_flush() {
@@ -130,7 +130,7 @@ fn run(mode: &str, arg: Option<&str>) -> Result<(), Box<dyn std::error::Error>> 
         "hang" => {
             // a run-wide span that is still open when a scheduler kills us
             let _job = span_cm!("probe.job");
-            drop(managed_span!("step", "probe.step", "nv.dl.iteration" = 0));
+            drop(managed_span!("step", "probe.step", "dl.iteration" = 0));
             println!("ready");
             std::thread::sleep(Duration::from_secs(120));
         }
@@ -236,7 +236,7 @@ fn run(mode: &str, arg: Option<&str>) -> Result<(), Box<dyn std::error::Error>> 
             let block =
                 tracing::trace_span!(target: "probe_model::layers", "probe.block", index = 0);
             for i in 0..3u64 {
-                let _step = managed_span!("step", "probe.step", "nv.dl.iteration" = i);
+                let _step = managed_span!("step", "probe.step", "dl.iteration" = i);
                 let _entry = block.enter();
                 forward_backward(1);
             }

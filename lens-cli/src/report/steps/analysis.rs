@@ -17,7 +17,7 @@ const MATRIX_CELLS: usize = 200_000;
 /// One step across ranks.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct StepRow {
-    /// `nv.dl.iteration`.
+    /// `dl.iteration` (or the former `nv.dl.iteration`).
     pub(crate) iteration: i64,
     /// Ranks that reported this step.
     pub(crate) ranks: usize,

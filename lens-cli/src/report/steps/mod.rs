@@ -1,6 +1,7 @@
 //! The rank × step matrix of step durations (spans carrying
-//! `nv.dl.iteration`) with the durations of their direct children (phases);
-//! the straggler analysis over it is in `analysis.rs`.
+//! `dl.iteration`, or the former `nv.dl.iteration`) with the durations of
+//! their direct children (phases); the straggler analysis over it is in
+//! `analysis.rs`.
 
 mod analysis;
 

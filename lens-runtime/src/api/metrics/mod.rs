@@ -25,10 +25,11 @@
 //! [`MAX_INFERENCE_ATTRIBUTE_SETS`]). Names come from [`crate::api::semconv`];
 //! the README's "Metrics" section has the full table.
 //!
-//! Choices the design left open, for the training set: the names mirror the
-//! `nv.dl.*` attributes (`nv.dl.iteration` → counter `nv.dl.iterations`);
-//! the step duration is in seconds (`nv.dl.step.duration`, as OpenTelemetry
-//! recommends for durations) while the `rl.*` / `gym.*` durations keep the
+//! Choices the design left open, for the training set: the names are
+//! `nv.dl.*` (the counter `nv.dl.iterations` counts what step spans number
+//! with `dl.iteration`, the Python library's attribute); the step duration
+//! is in seconds (`nv.dl.step.duration`, as OpenTelemetry recommends for
+//! durations) while the `rl.*` / `gym.*` durations keep the
 //! `_ms` names and `ms` unit of the Python library; loss, gradient norm and
 //! learning rate are dimensionless gauges (`1`) holding the last step's
 //! value; TFLOP/s uses the UCUM annotation form `{TFLOP}/s`.
