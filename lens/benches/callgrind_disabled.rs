@@ -37,6 +37,7 @@ const MODES: &[&str] = &[
     "lens_trace_fn_on",
     "lens_on",
     "lens_setup_on",
+    "lens_setup3_on",
     "sdk_on",
     "sdk_cx_on",
     "sdk_guard_on",
@@ -113,10 +114,14 @@ fn run(mode: &str, n: u64) -> Result<(), String> {
         "fastrace_off" => disabled!(fastrace_trace),
         "lens_trace_fn_on" => enabled!(|i, _t| lens_trace_fn(i as u64)),
         "lens_on" => enabled!(|i, _t| lens_managed_span(i)),
-        "lens_setup_on" => {
+        "lens_setup_on" | "lens_setup3_on" => {
             let handle = common::lens_setup(common::DiscardExporter::default());
+            let site = match mode {
+                "lens_setup3_on" => lens_managed_span3,
+                _ => lens_managed_span,
+            };
             for k in 0..n {
-                acc = acc.wrapping_add(lens_managed_span(black_box(k as i64)));
+                acc = acc.wrapping_add(site(black_box(k as i64)));
                 if k % FLUSH_EVERY == FLUSH_EVERY - 1 {
                     let _ = handle.force_flush();
                 }

@@ -118,6 +118,20 @@ pub(crate) fn lens_managed_span(i: i64) -> u64 {
     body(i as u64)
 }
 
+/// `managed_span!` with three attributes (an integer, a float, a static
+/// string).
+#[inline(never)]
+pub(crate) fn lens_managed_span3(i: i64) -> u64 {
+    let _span = lens::managed_span!(
+        "step",
+        "train.step",
+        iteration = i,
+        loss = 0.25,
+        phase = "train"
+    );
+    body(i as u64)
+}
+
 /// Raw SDK: builder with the attribute, start, end.
 #[inline(never)]
 pub(crate) fn sdk_start_end(tracer: &SdkTracer, i: i64) -> u64 {
