@@ -173,6 +173,23 @@ pub(super) mod tests {
         assert!(export_batches(&mut single, Vec::new(), 4).is_empty());
     }
 
+    /// Partial buffers (each a collector drain's few spans, built with
+    /// exactly their capacity) that fit in one export batch together leave
+    /// in one export call, not one call each.
+    #[test]
+    fn partial_buffers_that_fit_together_leave_in_one_call() {
+        let part = |from: u64| {
+            (from..from + 100)
+                .map(|i| finished(i, true))
+                .collect::<Vec<_>>()
+        };
+        let batches: Vec<Vec<SpanData>> = (0..5).map(|k| part(k * 100)).collect();
+        assert!(batches.iter().all(|b| b.capacity() == b.len()));
+        let out = export_batches(&mut VecDeque::new(), batches, 512);
+        let lens: Vec<usize> = out.iter().map(Vec::len).collect();
+        assert_eq!(lens, [500], "one export call per drained buffer");
+    }
+
     /// A partial batch first does not make every later full buffer be cut
     /// and copied: buffers that fit leave as they came (same allocation).
     #[test]
