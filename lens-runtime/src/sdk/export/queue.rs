@@ -52,10 +52,11 @@ impl Queue {
 /// The spans of `single` (emptied, its allocation kept) and of `batches`,
 /// in order, as export batches of at most `max`. A buffer that fits is
 /// exported as it came, and only a buffer larger than `max` is cut. A
-/// buffer joins the one before it only when the join fits in `max` and
-/// costs no reallocation (or the buffer is small): batches are not refilled
-/// to exactly `max`, which would shift every later buffer by the first
-/// partial one and copy each of its spans, twice.
+/// buffer joins the one before it when the join fits in `max` (partial
+/// buffers, such as a collector drain's, leave in one export call, not one
+/// each); batches are not refilled to exactly `max`, which would shift
+/// every later buffer by the first partial one and copy each of its spans,
+/// twice.
 pub(super) fn export_batches(
     single: &mut VecDeque<SpanData>,
     batches: Vec<Vec<SpanData>>,
@@ -85,8 +86,8 @@ pub(super) fn export_batches(
 }
 
 /// Adds `b` (at most `max` spans) after `cur`: joined when both fit in one
-/// batch and the join is cheap, else `cur` goes out and `b`, as it came,
-/// takes its place.
+/// batch (an export call costs far more than copying a partial buffer),
+/// else `cur` goes out and `b`, as it came, takes its place.
 fn push_joined(
     out: &mut VecDeque<Vec<SpanData>>,
     cur: &mut Vec<SpanData>,
@@ -96,8 +97,7 @@ fn push_joined(
     if b.is_empty() {
         return;
     }
-    let cheap = cur.capacity() - cur.len() >= b.len() || b.len() <= max / 8;
-    if !cur.is_empty() && cur.len() + b.len() <= max && cheap {
+    if !cur.is_empty() && cur.len() + b.len() <= max {
         cur.append(&mut b);
     } else {
         let full = std::mem::replace(cur, b);
