@@ -188,6 +188,15 @@ pub(super) mod tests {
         let out = export_batches(&mut VecDeque::new(), batches, 512);
         let lens: Vec<usize> = out.iter().map(Vec::len).collect();
         assert_eq!(lens, [500], "one export call per drained buffer");
+        // lens's defaults: handed-over batches of 512, 2048 per call
+        let full = |k: u64| {
+            (k * 512..(k + 1) * 512)
+                .map(|i| finished(i, true))
+                .collect::<Vec<_>>()
+        };
+        let out = export_batches(&mut VecDeque::new(), (0..4).map(full).collect(), 2048);
+        let lens: Vec<usize> = out.iter().map(Vec::len).collect();
+        assert_eq!(lens, [2048]);
     }
 
     /// A partial batch first does not make every later full buffer be cut
