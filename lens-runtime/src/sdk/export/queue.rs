@@ -199,6 +199,24 @@ pub(super) mod tests {
         assert_eq!(lens, [2048]);
     }
 
+    /// A long buffer (the SDK path's spans join the last buffer queued,
+    /// up to the queue's size while the exporter is busy) is cut into
+    /// pieces that hold about their own spans' memory, not each the
+    /// capacity of the whole rest of the buffer it was cut from (quadratic
+    /// memory: 65 536 queued spans cut by 2 048 hold a million spans'
+    /// room, a queue of 2^20 tens of GB).
+    #[test]
+    fn a_long_buffer_is_cut_into_pieces_that_hold_their_own_size() {
+        let (n, max) = (4096u64, 64);
+        let long: Vec<SpanData> = (0..n).map(|i| finished(i, true)).collect();
+        let out = export_batches(&mut VecDeque::new(), vec![long], max);
+        assert_eq!(out.len(), (n as usize).div_ceil(max));
+        let ids: Vec<String> = out.iter().flatten().map(|s| s.name.to_string()).collect();
+        assert_eq!(ids, (0..n).map(|i| format!("s{i}")).collect::<Vec<_>>());
+        let room: usize = out.iter().map(Vec::capacity).sum();
+        assert!(room <= 2 * n as usize, "{room} spans' room for {n} spans");
+    }
+
     /// A partial batch first does not make every later full buffer be cut
     /// and copied: buffers that fit leave as they came (same allocation).
     #[test]
