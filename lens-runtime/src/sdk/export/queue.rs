@@ -72,12 +72,22 @@ pub(super) fn export_batches(
             out.push_back(std::mem::take(&mut cur));
         }
     }
+    let mut pieces: Vec<Vec<SpanData>> = Vec::new();
     for mut b in batches {
+        // a buffer larger than `max` is cut from its end: each cut copies
+        // only the piece it cuts off, into an allocation of its size (cut
+        // from the front, each piece would keep the allocation of the whole
+        // rest, and each cut copy that rest: quadratic memory and time)
         while b.len() > max {
-            let rest = b.split_off(max);
-            push_joined(&mut out, &mut cur, std::mem::replace(&mut b, rest), max);
+            pieces.push(b.split_off((b.len() - 1) / max * max));
+        }
+        if !pieces.is_empty() {
+            b.shrink_to_fit();
         }
         push_joined(&mut out, &mut cur, b, max);
+        while let Some(p) = pieces.pop() {
+            push_joined(&mut out, &mut cur, p, max);
+        }
     }
     if !cur.is_empty() {
         out.push_back(cur);
