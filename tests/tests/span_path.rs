@@ -266,3 +266,110 @@ fn ids_only_context_parents_raw_spans_and_lens_api_reaches_the_record() {
     assert_eq!(panicky.events.events[0].name, "exception");
     h.shutdown(Duration::from_secs(5)).unwrap();
 }
+
+/// Eight threads ending 20 000 spans each, as fast as they can: the
+/// spans each thread exported, as `i` in the order they reached the
+/// exporter (full batches handed over, the collector's queue overflowing
+/// into the ending threads, interval drains meanwhile).
+fn many_busy_threads() -> Vec<Vec<i64>> {
+    std::env::set_var("OTEL_BSP_MAX_QUEUE_SIZE", "1000000");
+    let (h, exporter) = install("50");
+    std::env::remove_var("OTEL_BSP_MAX_QUEUE_SIZE");
+    let workers: Vec<_> = (0..8i64)
+        .map(|t| {
+            std::thread::spawn(move || {
+                for i in 0..20_000i64 {
+                    let s = span_cm!("seq");
+                    s.set_attribute("t", t);
+                    s.set_attribute("i", i);
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    h.force_flush().unwrap();
+    let mut per_thread = vec![Vec::new(); 8];
+    for s in exporter.finished().iter().filter(|s| s.name == "seq") {
+        let t: usize = attr(s, "t").unwrap().parse().unwrap();
+        per_thread[t].push(attr(s, "i").unwrap().parse().unwrap());
+    }
+    h.shutdown(Duration::from_secs(5)).unwrap();
+    per_thread
+}
+
+#[test]
+fn many_busy_threads_lose_no_span() {
+    let _s = serial();
+    for (t, mut got) in many_busy_threads().into_iter().enumerate() {
+        got.sort_unstable();
+        assert_eq!(got, (0..20_000).collect::<Vec<_>>(), "thread {t}");
+    }
+}
+
+/// Each thread's spans reach the exporter in the order they ended. Not
+/// so today: a batch an ending thread submits itself (the collector's
+/// queue full) overtakes that thread's earlier batches still queued, and
+/// an interval drain can take a thread's newest spans after a batch it
+/// handed over meanwhile (tens of inversions per 160 000 spans; more
+/// before the collector took its queue in order).
+#[test]
+#[ignore = "per-thread order is not kept under overload (review-21)"]
+fn many_busy_threads_keep_each_thread_s_order() {
+    let _s = serial();
+    for (t, got) in many_busy_threads().into_iter().enumerate() {
+        let inversions = got.windows(2).filter(|w| w[1] < w[0]).count();
+        assert_eq!(inversions, 0, "thread {t}: spans out of order");
+    }
+}
+
+/// An exporter that counts its export calls.
+#[derive(Clone, Debug, Default)]
+struct Calls(std::sync::Arc<Mutex<Vec<usize>>>);
+
+impl lens::otel_sdk::trace::SpanExporter for Calls {
+    async fn export(
+        &self,
+        batch: Vec<lens::otel_sdk::trace::SpanData>,
+    ) -> lens::otel_sdk::error::OTelSdkResult {
+        self.0.lock().unwrap().push(batch.len());
+        Ok(())
+    }
+}
+
+/// With the default batch settings (2048 spans per export call), four
+/// batches a thread hands over one by one (512 spans each, taken by the
+/// collector at separate looks) leave in one export call, not four.
+#[test]
+fn batches_handed_over_one_by_one_leave_in_full_export_calls() {
+    let _s = serial();
+    std::env::set_var("OTEL_BSP_SCHEDULE_DELAY", "5000");
+    let mut c = LensConfig::default();
+    c.enabled = true;
+    c.metrics_enabled = false;
+    c.span_groups = "all".into();
+    c.export_strategy = "all_ranks".into();
+    c.quiet = true;
+    let calls = Calls::default();
+    let h = TelemetryBuilder::new(c, 0, 1)
+        .with_span_exporter(calls.clone())
+        .allow_reinit(true)
+        .install()
+        .unwrap();
+    for _ in 0..4 {
+        for _ in 0..512 {
+            drop(span_cm!("handed"));
+        }
+        // the collector takes this batch alone (at most its interval,
+        // 250 ms here, later)
+        std::thread::sleep(Duration::from_millis(400));
+    }
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while calls.0.lock().unwrap().iter().sum::<usize>() < 2048 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let got = calls.0.lock().unwrap().clone();
+    h.shutdown(Duration::from_secs(5)).unwrap();
+    assert_eq!(got, [2048], "spans per export call");
+}

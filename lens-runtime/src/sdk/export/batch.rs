@@ -153,14 +153,14 @@ impl BatchProcessor {
 }
 
 impl BatchProcessor {
-    /// Queues a batch of ended spans under one lock (lens's own span
-    /// path): the sampled ones, as far as the queue has room; the rest of
-    /// those is dropped and counted. Never blocks.
     /// Spans per export call at most (`OTEL_BSP_MAX_EXPORT_BATCH_SIZE`).
     pub(crate) fn max_export_batch_size(&self) -> usize {
         self.shared.settings.max_export_batch_size
     }
 
+    /// Queues a batch of ended spans under one lock (lens's own span
+    /// path): the sampled ones, as far as the queue has room; the rest of
+    /// those is dropped and counted. Never blocks.
     pub(crate) fn on_end_batch(&self, spans: Vec<SpanData>) {
         let counters = &self.shared.counters;
         if crate::sdk::fork::in_child() {

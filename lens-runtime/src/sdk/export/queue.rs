@@ -52,10 +52,11 @@ impl Queue {
 /// The spans of `single` (emptied, its allocation kept) and of `batches`,
 /// in order, as export batches of at most `max`. A buffer that fits is
 /// exported as it came, and only a buffer larger than `max` is cut. A
-/// buffer joins the one before it only when the join fits in `max` and
-/// costs no reallocation (or the buffer is small): batches are not refilled
-/// to exactly `max`, which would shift every later buffer by the first
-/// partial one and copy each of its spans, twice.
+/// buffer joins the one before it when the join fits in `max` (partial
+/// buffers, such as a collector drain's, leave in one export call, not one
+/// each); batches are not refilled to exactly `max`, which would shift
+/// every later buffer by the first partial one and copy each of its spans,
+/// twice.
 pub(super) fn export_batches(
     single: &mut VecDeque<SpanData>,
     batches: Vec<Vec<SpanData>>,
@@ -71,12 +72,22 @@ pub(super) fn export_batches(
             out.push_back(std::mem::take(&mut cur));
         }
     }
+    let mut pieces: Vec<Vec<SpanData>> = Vec::new();
     for mut b in batches {
+        // a buffer larger than `max` is cut from its end: each cut copies
+        // only the piece it cuts off, into an allocation of its size (cut
+        // from the front, each piece would keep the allocation of the whole
+        // rest, and each cut copy that rest: quadratic memory and time)
         while b.len() > max {
-            let rest = b.split_off(max);
-            push_joined(&mut out, &mut cur, std::mem::replace(&mut b, rest), max);
+            pieces.push(b.split_off((b.len() - 1) / max * max));
+        }
+        if !pieces.is_empty() {
+            b.shrink_to_fit();
         }
         push_joined(&mut out, &mut cur, b, max);
+        while let Some(p) = pieces.pop() {
+            push_joined(&mut out, &mut cur, p, max);
+        }
     }
     if !cur.is_empty() {
         out.push_back(cur);
@@ -85,8 +96,8 @@ pub(super) fn export_batches(
 }
 
 /// Adds `b` (at most `max` spans) after `cur`: joined when both fit in one
-/// batch and the join is cheap, else `cur` goes out and `b`, as it came,
-/// takes its place.
+/// batch (an export call costs far more than copying a partial buffer),
+/// else `cur` goes out and `b`, as it came, takes its place.
 fn push_joined(
     out: &mut VecDeque<Vec<SpanData>>,
     cur: &mut Vec<SpanData>,
@@ -96,8 +107,7 @@ fn push_joined(
     if b.is_empty() {
         return;
     }
-    let cheap = cur.capacity() - cur.len() >= b.len() || b.len() <= max / 8;
-    if !cur.is_empty() && cur.len() + b.len() <= max && cheap {
+    if !cur.is_empty() && cur.len() + b.len() <= max {
         cur.append(&mut b);
     } else {
         let full = std::mem::replace(cur, b);
@@ -171,6 +181,50 @@ pub(super) mod tests {
         }
         single.clear();
         assert!(export_batches(&mut single, Vec::new(), 4).is_empty());
+    }
+
+    /// Partial buffers (each a collector drain's few spans, built with
+    /// exactly their capacity) that fit in one export batch together leave
+    /// in one export call, not one call each.
+    #[test]
+    fn partial_buffers_that_fit_together_leave_in_one_call() {
+        let part = |from: u64| {
+            (from..from + 100)
+                .map(|i| finished(i, true))
+                .collect::<Vec<_>>()
+        };
+        let batches: Vec<Vec<SpanData>> = (0..5).map(|k| part(k * 100)).collect();
+        assert!(batches.iter().all(|b| b.capacity() == b.len()));
+        let out = export_batches(&mut VecDeque::new(), batches, 512);
+        let lens: Vec<usize> = out.iter().map(Vec::len).collect();
+        assert_eq!(lens, [500], "one export call per drained buffer");
+        // lens's defaults: handed-over batches of 512, 2048 per call
+        let full = |k: u64| {
+            (k * 512..(k + 1) * 512)
+                .map(|i| finished(i, true))
+                .collect::<Vec<_>>()
+        };
+        let out = export_batches(&mut VecDeque::new(), (0..4).map(full).collect(), 2048);
+        let lens: Vec<usize> = out.iter().map(Vec::len).collect();
+        assert_eq!(lens, [2048]);
+    }
+
+    /// A long buffer (the SDK path's spans join the last buffer queued,
+    /// up to the queue's size while the exporter is busy) is cut into
+    /// pieces that hold about their own spans' memory, not each the
+    /// capacity of the whole rest of the buffer it was cut from (quadratic
+    /// memory: 65 536 queued spans cut by 2 048 hold a million spans'
+    /// room, a queue of 2^20 tens of GB).
+    #[test]
+    fn a_long_buffer_is_cut_into_pieces_that_hold_their_own_size() {
+        let (n, max) = (4096u64, 64);
+        let long: Vec<SpanData> = (0..n).map(|i| finished(i, true)).collect();
+        let out = export_batches(&mut VecDeque::new(), vec![long], max);
+        assert_eq!(out.len(), (n as usize).div_ceil(max));
+        let ids: Vec<String> = out.iter().flatten().map(|s| s.name.to_string()).collect();
+        assert_eq!(ids, (0..n).map(|i| format!("s{i}")).collect::<Vec<_>>());
+        let room: usize = out.iter().map(Vec::capacity).sum();
+        assert!(room <= 2 * n as usize, "{room} spans' room for {n} spans");
     }
 
     /// A partial batch first does not make every later full buffer be cut
