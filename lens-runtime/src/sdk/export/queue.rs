@@ -4,6 +4,9 @@
 use opentelemetry_sdk::trace::SpanData;
 use std::collections::VecDeque;
 
+/// Room of the buffer a single span starts after a full handed-over one.
+const SMALL: usize = 64;
+
 /// The spans waiting for export: single spans (the SDK path) and whole
 /// buffers handed over by lens's own span path, kept as they came so the
 /// handing thread does not copy them; the exporter thread joins them.
@@ -25,15 +28,22 @@ impl Queue {
     }
 
     /// Queues one span after everything queued so far (after the last
-    /// buffer, if any, so spans leave in the order they came).
+    /// buffer, if any, so spans leave in the order they came). A full
+    /// buffer is not grown: a handed-over one holds up to an export batch
+    /// (~700 KB at 2,048 spans), and reallocating it here would copy all of
+    /// it on the ending thread, under the queue's lock; a small buffer of
+    /// its own follows it instead (joined at export).
     pub(super) fn push_back(&mut self, span: SpanData) {
         match self.batches.last_mut() {
-            Some(last) => {
-                last.push(span);
-                self.batched += 1;
+            Some(last) if last.len() < last.capacity() => last.push(span),
+            Some(_) => {
+                let mut own = Vec::with_capacity(SMALL);
+                own.push(span);
+                self.batches.push(own);
             }
-            None => self.single.push_back(span),
+            None => return self.single.push_back(span),
         }
+        self.batched += 1;
     }
 
     pub(super) fn push_batch(&mut self, spans: Vec<SpanData>) {
@@ -225,6 +235,30 @@ pub(super) mod tests {
         assert_eq!(ids, (0..n).map(|i| format!("s{i}")).collect::<Vec<_>>());
         let room: usize = out.iter().map(Vec::capacity).sum();
         assert!(room <= 2 * n as usize, "{room} spans' room for {n} spans");
+    }
+
+    /// A single span queued after a full handed-over buffer does not grow
+    /// (reallocate and copy) that buffer.
+    #[test]
+    fn a_single_span_after_a_full_buffer_does_not_grow_it() {
+        let mut q = Queue::default();
+        let full: Vec<SpanData> = (0..8).map(|i| finished(i, true)).collect();
+        let (ptr, cap) = (full.as_ptr(), full.capacity());
+        q.push_batch(full);
+        for i in 8..12 {
+            q.push_back(finished(i, true));
+        }
+        assert_eq!(q.len(), 12);
+        let batches = q.take_batches();
+        assert_eq!((batches[0].as_ptr(), batches[0].capacity()), (ptr, cap));
+        assert_eq!(batches.iter().map(Vec::len).collect::<Vec<_>>(), [8, 4]);
+        let out = export_batches(&mut VecDeque::new(), batches, 16);
+        let ids: Vec<u64> = out
+            .iter()
+            .flatten()
+            .map(|s| u64::from_be_bytes(s.span_context.span_id().to_bytes()) - 1)
+            .collect();
+        assert_eq!(ids, (0..12).collect::<Vec<_>>());
     }
 
     /// A partial batch first does not make every later full buffer be cut
