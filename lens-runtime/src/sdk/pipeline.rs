@@ -7,10 +7,9 @@ use crate::api::span::SCOPE_NAME;
 use crate::config::otel::{BatchSettings, OtelEnv};
 use crate::config::{ExporterKind, LensConfig};
 use crate::sdk::deadline::{spawn_all, timed_out_or, wait_all, Task};
-use crate::sdk::export::batch::BatchProcessor;
-use crate::sdk::export::log_count::LogCounters;
-use crate::sdk::export::perfetto::{PerfettoExporter, PerfettoFiles};
-use crate::sdk::export::{self, console, file, ExportRuntime, SpanCounters};
+use crate::sdk::export::{self, batch::BatchProcessor, console, file, log_count::LogCounters};
+use crate::sdk::export::{perfetto::PerfettoExporter, perfetto::PerfettoFiles};
+use crate::sdk::export::{ExportRuntime, SpanCounters};
 use crate::sdk::ids::ForkSafeIdGenerator;
 pub(crate) use crate::sdk::processors::batch_processor;
 use crate::sdk::processors::{log_processor, own_recorder, own_span_path, CountEnded};
@@ -93,13 +92,6 @@ pub(crate) struct Pipeline {
     _runtime: Option<ExportRuntime>,
 }
 
-fn file_path(cfg: &LensConfig, run_id: &str, rank: u32) -> PathBuf {
-    match &cfg.file_path {
-        Some(p) => PathBuf::from(p.replace("{rank}", &rank.to_string())),
-        None => Path::new("lens-telemetry").join(format!("{run_id}-rank{rank}.otlp.jsonl")),
-    }
-}
-
 impl Pipeline {
     /// Builds the providers of every enabled signal on one backend.
     pub(crate) fn build(inp: Inputs<'_>) -> Result<Pipeline, BuildError> {
@@ -131,7 +123,8 @@ impl Pipeline {
             && cfg.traces_enabled
             && inp.span_processor.is_none();
         let perfetto = if perfetto_spans {
-            let stem = crate::sdk::export::perfetto::stem(&file_path(cfg, inp.run_id, inp.rank));
+            let stem =
+                crate::sdk::export::perfetto::stem(&file::path_for(cfg, inp.run_id, inp.rank));
             let first = crate::sdk::export::perfetto::rotated(&stem, 0);
             Some(
                 PerfettoFiles::open(stem, cfg.perfetto_max_bytes)
@@ -145,7 +138,7 @@ impl Pipeline {
             ExporterKind::Perfetto => cfg.metrics_enabled || cfg.logs_enabled,
             _ => false,
         };
-        let file_path = wants_file.then(|| file_path(cfg, inp.run_id, inp.rank));
+        let file_path = wants_file.then(|| file::path_for(cfg, inp.run_id, inp.rank));
         let backend = match (&file_path, &runtime) {
             (Some(p), _) => Backend::File(file::Sink::file(p).map_err(|e| cannot_open(p, e))?),
             (None, Some(rt)) => Backend::Otlp(rt.handle()),
@@ -395,9 +388,7 @@ impl Pipeline {
         errors.extend(wait_all(waiting, deadline, timeout, "shutdown"));
         errors
     }
-}
 
-impl Pipeline {
     /// Log records that were never exported: `(lost, emitted)`, meaningful
     /// once the pipeline is shut down (before, some may be queued).
     pub(crate) fn lost_logs(&self) -> (u64, u64) {

@@ -35,11 +35,21 @@ use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 use opentelemetry_sdk::metrics::Temporality;
 use opentelemetry_sdk::trace::{SpanData, SpanExporter};
 use opentelemetry_sdk::Resource;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 /// A JSON-lines exporter for all three signals. `per_record` splits each
 /// request into one line per span / metric / log record (the console form).
+/// Where the `file` exporter of `rank` writes: `NEMO_LENS_FILE_PATH` with
+/// `{rank}` replaced, else `lens-telemetry/<run_id>-rank<rank>.otlp.jsonl`.
+pub(crate) fn path_for(cfg: &crate::config::LensConfig, run_id: &str, rank: u32) -> PathBuf {
+    match &cfg.file_path {
+        Some(p) => PathBuf::from(p.replace("{rank}", &rank.to_string())),
+        None => Path::new("lens-telemetry").join(format!("{run_id}-rank{rank}.otlp.jsonl")),
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct JsonLines {
     sink: Arc<Sink>,
