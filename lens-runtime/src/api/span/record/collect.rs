@@ -61,7 +61,7 @@ struct Shared {
     /// Held while batches are built and submitted: a drain that holds it
     /// knows no batch is half-way to the sink.
     submitting: Mutex<()>,
-    /// Wakes the collector before its interval (a batch handed over, or
+    /// Wakes the collector from its nap (the waiting queue half full, or
     /// its pipeline shut down).
     wake: Mutex<bool>,
     wake_cv: Condvar,
