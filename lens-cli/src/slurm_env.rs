@@ -56,7 +56,7 @@ const VALUE: &AsciiSet = &CONTROLS
 pub(crate) fn run(args: &SlurmEnvArgs) -> Result<(), Failure> {
     let lookup = |v: &str| std::env::var_os(v);
     let existing = lookup(VAR).unwrap_or_default();
-    let value = if JOB[0].1.iter().any(|v| lookup(v).is_some()) {
+    let value = if in_job(lookup) {
         extend(existing.as_bytes(), args.stage, lookup)
     } else {
         eprintln!(
@@ -68,6 +68,16 @@ pub(crate) fn run(args: &SlurmEnvArgs) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
     out.write_all(&export_line(&value))?;
     Ok(())
+}
+
+/// Whether this is a SLURM job: one of `slurm.job.id`'s variables is set
+/// and not blank (an empty `SLURM_JOB_ID` is unset, as resource detection
+/// reads it, so the two agree on being in a job).
+fn in_job(lookup: impl Fn(&str) -> Option<OsString>) -> bool {
+    JOB[0]
+        .1
+        .iter()
+        .any(|v| lookup(v).is_some_and(|s| !trim(s.as_bytes()).is_empty()))
 }
 
 /// `existing` with the stage's attributes appended (those found in the
@@ -163,6 +173,18 @@ mod tests {
         );
         let sbatch = extend(b"", SlurmStage::Sbatch, env(&vars));
         assert_eq!(sbatch, b"slurm.job.id=77,slurm.job.name=a%20b%2Cc%3Dd%3B%22e%22%5C%25f'g%20%C3%A9,slurm.nodelist=n[1-2]");
+    }
+
+    /// An empty or blank `SLURM_JOB_ID` is not a job, as for resource
+    /// detection (which then records no `slurm.*`); the older alias counts.
+    #[test]
+    fn a_blank_job_id_is_not_a_job() {
+        let others = [("SLURM_NTASKS", "16"), ("SLURM_JOB_PARTITION", "batch")];
+        assert!(!in_job(env(&others)));
+        assert!(!in_job(env(&[("SLURM_JOB_ID", ""), others[0], others[1]])));
+        assert!(!in_job(env(&[("SLURM_JOB_ID", "  "), others[0]])));
+        assert!(in_job(env(&[("SLURM_JOB_ID", "77")])));
+        assert!(in_job(env(&[("SLURM_JOB_ID", ""), ("SLURM_JOBID", "77")])));
     }
 
     #[test]

@@ -248,3 +248,56 @@ fn steps_are_read_under_dl_iteration_and_the_former_nv_dl_iteration() {
     let ranks = r["ranks"].as_array().expect("ranks");
     assert!(ranks.iter().all(|x| x["steps"] == 3), "{r}");
 }
+
+/// Ranks are told apart by `nv.dl.rank` (lens, and the Python library's
+/// Nightly) or by `dl.rank` (what the Python library 0.1.0 writes), with
+/// `nv.dl.rank` winning when a resource has both: files without a
+/// `-rank<N>` name and with only `dl.rank` are not merged into rank 0.
+#[test]
+fn ranks_are_read_under_nv_dl_rank_and_the_python_0_1_dl_rank() {
+    let dir = fresh_dir("rank-keys");
+    let line = |rank_attrs: &str, id: u32, it: u32, dur: u64| {
+        let start = 1_000_000 * u64::from(it + 1);
+        format!(
+            r#"{{"resourceSpans":[{{"resource":{{"attributes":[{rank_attrs}]}},"scopeSpans":[{{"scope":{{"name":"nemo.lens"}},"spans":[{{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"{id:016x}","parentSpanId":"","name":"train.step","kind":1,"startTimeUnixNano":"{start}","endTimeUnixNano":"{}","attributes":[{{"key":"dl.iteration","value":{{"intValue":"{it}"}}}}],"status":{{"code":0}}}}]}}]}}]}}"#,
+            start + dur,
+        )
+    };
+    let kv = |k: &str, v: u32| format!(r#"{{"key":"{k}","value":{{"intValue":"{v}"}}}}"#);
+    let files = [
+        // Python 0.1.0: dl.rank, dl.world_size
+        (
+            "py-a",
+            format!("{},{}", kv("dl.rank", 0), kv("dl.world_size", 3)),
+        ),
+        (
+            "py-b",
+            format!("{},{}", kv("dl.world_size", 3), kv("dl.rank", 1)),
+        ),
+        // both keys, in either order: nv.dl.rank wins
+        (
+            "both",
+            format!("{},{}", kv("dl.rank", 0), kv("nv.dl.rank", 2)),
+        ),
+    ];
+    for (n, (name, attrs)) in files.iter().enumerate() {
+        let text: String = (0..3)
+            .map(|it| line(attrs, n as u32 * 100 + it + 1, it, 400_000) + "\n")
+            .collect();
+        std::fs::write(dir.join(format!("{name}.otlp.jsonl")), text).expect("write");
+    }
+    let r = report_json(&[&dir], &[]);
+    assert_eq!(r["input"]["skipped_lines"], 0, "{r}");
+    let ranks: Vec<i64> = r["ranks"]
+        .as_array()
+        .expect("ranks")
+        .iter()
+        .map(|x| x["rank"].as_i64().expect("rank"))
+        .collect();
+    assert_eq!(ranks, [0, 1, 2], "{r}");
+    assert_eq!(r["world_size"], 3, "{r}");
+    assert_eq!(r["missing_ranks"], serde_json::json!([]), "{r}");
+    assert_eq!(r["steps"]["count"], 3, "{r}");
+    let rows = r["steps"]["rows"].as_array().expect("rows");
+    assert!(rows.iter().all(|row| row["ranks"] == 3), "{r}");
+}

@@ -16,7 +16,7 @@
 //! ```
 //! use lens::{managed_span, span_cm, trace_fn};
 //!
-//! #[trace_fn(group = "step", name = "train.step", fields(iteration = it))]
+//! #[trace_fn(group = "step", name = "train.step", fields("dl.iteration" = it))]
 //! fn train_step(it: u64) -> f64 {
 //!     let _fb = managed_span!("forward_backward", "forward_backward", microbatches = 4);
 //!     0.5

@@ -20,9 +20,10 @@ const MAX_PRINTED: u64 = 20;
 /// Who emitted a batch: the resource attributes the readers use.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Origin {
-    /// `nv.dl.rank`, else the `-rank<N>` of the file name, else 0.
+    /// `nv.dl.rank`, else `dl.rank` (what the Python library 0.1.0
+    /// writes), else the `-rank<N>` of the file name, else 0.
     pub(crate) rank: i64,
-    /// `nv.dl.world_size`, when present.
+    /// `nv.dl.world_size`, else `dl.world_size`, when present.
     pub(crate) world_size: Option<i64>,
     /// `host.name`.
     pub(crate) host: String,
@@ -36,14 +37,15 @@ pub(crate) struct Origin {
 
 impl Origin {
     fn from_attrs(attrs: &[KeyValue<'_>], file_rank: Option<i64>) -> Self {
-        let mut o = Origin {
-            rank: file_rank.unwrap_or(0),
-            ..Origin::default()
-        };
+        let mut o = Origin::default();
+        // [nv.dl.*, dl.*]: lens's (and Nightly's) name wins, in any order
+        let (mut rank, mut world) = ([None; 2], [None; 2]);
         for kv in attrs {
             match kv.key.as_ref() {
-                "nv.dl.rank" => o.rank = kv.value.as_i64().unwrap_or(o.rank),
-                "nv.dl.world_size" => o.world_size = kv.value.as_i64(),
+                "nv.dl.rank" => rank[0] = kv.value.as_i64().or(rank[0]),
+                "dl.rank" => rank[1] = kv.value.as_i64().or(rank[1]),
+                "nv.dl.world_size" => world[0] = kv.value.as_i64(),
+                "dl.world_size" => world[1] = kv.value.as_i64(),
                 "host.name" => o.host = kv.value.as_str().unwrap_or("").to_owned(),
                 "process.pid" => o.pid = kv.value.as_i64(),
                 "nemo.run.id" => o.run_id = kv.value.as_str().unwrap_or("").to_owned(),
@@ -51,6 +53,8 @@ impl Origin {
                 _ => {}
             }
         }
+        o.rank = rank.into_iter().flatten().next().or(file_rank).unwrap_or(0);
+        o.world_size = world.into_iter().flatten().next();
         o
     }
 }

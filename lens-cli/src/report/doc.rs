@@ -149,7 +149,7 @@ pub(crate) struct Report {
     pub(crate) input: Diagnostics,
     /// `nemo.run.id`s seen.
     pub(crate) run_ids: Vec<String>,
-    /// Largest `nv.dl.world_size` seen.
+    /// Largest `nv.dl.world_size` (else `dl.world_size`) seen.
     pub(crate) world_size: Option<i64>,
     /// Per-rank totals.
     pub(crate) ranks: Vec<RankRow>,
