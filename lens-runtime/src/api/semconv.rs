@@ -112,7 +112,10 @@ pub const NV_DL_BATCH_SIZE: &str = DL_BATCH_SIZE;
 #[deprecated(note = "the Python library's name is `dl.sequence_length`: use DL_SEQUENCE_LENGTH")]
 pub const NV_DL_SEQUENCE_LENGTH: &str = DL_SEQUENCE_LENGTH;
 /// Former name of [`DL_ITERATION`], now its value (the key it named,
-/// `nv.dl.iteration`, is no longer written).
+/// `nv.dl.iteration`, is no longer written). Code that writes with it now
+/// writes the Python library's key; code that *reads* older data must
+/// match the literal `"nv.dl.iteration"`, which this constant no longer
+/// is (the same holds for each `NV_DL_*` alias below and above).
 #[deprecated(note = "the Python library's name is `dl.iteration`: use DL_ITERATION")]
 pub const NV_DL_ITERATION: &str = DL_ITERATION;
 
