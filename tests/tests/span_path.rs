@@ -21,6 +21,16 @@ fn serial() -> MutexGuard<'static, ()> {
 }
 
 fn install(delay_ms: &str) -> (lens::TelemetryHandle, Capture) {
+    let exporter = Capture::default();
+    (install_with(delay_ms, exporter.clone()), exporter)
+}
+
+/// Sets lens up exporting to `exporter`, with `OTEL_BSP_SCHEDULE_DELAY`
+/// of `delay_ms` and every span group on.
+fn install_with(
+    delay_ms: &str,
+    exporter: impl lens::otel_sdk::trace::SpanExporter + 'static,
+) -> lens::TelemetryHandle {
     std::env::set_var("OTEL_BSP_SCHEDULE_DELAY", delay_ms);
     let mut c = LensConfig::default();
     c.enabled = true;
@@ -28,13 +38,11 @@ fn install(delay_ms: &str) -> (lens::TelemetryHandle, Capture) {
     c.span_groups = "all".into();
     c.export_strategy = "all_ranks".into();
     c.quiet = true;
-    let exporter = Capture::default();
-    let h = TelemetryBuilder::new(c, 0, 1)
-        .with_span_exporter(exporter.clone())
+    TelemetryBuilder::new(c, 0, 1)
+        .with_span_exporter(exporter)
         .allow_reinit(true)
         .install()
-        .unwrap();
-    (h, exporter)
+        .unwrap()
 }
 
 fn attr(s: &lens::otel_sdk::trace::SpanData, key: &str) -> Option<String> {
@@ -344,19 +352,8 @@ impl lens::otel_sdk::trace::SpanExporter for Calls {
 #[test]
 fn batches_handed_over_one_by_one_leave_in_full_export_calls() {
     let _s = serial();
-    std::env::set_var("OTEL_BSP_SCHEDULE_DELAY", "5000");
-    let mut c = LensConfig::default();
-    c.enabled = true;
-    c.metrics_enabled = false;
-    c.span_groups = "all".into();
-    c.export_strategy = "all_ranks".into();
-    c.quiet = true;
     let calls = Calls::default();
-    let h = TelemetryBuilder::new(c, 0, 1)
-        .with_span_exporter(calls.clone())
-        .allow_reinit(true)
-        .install()
-        .unwrap();
+    let h = install_with("5000", calls.clone());
     for _ in 0..4 {
         for _ in 0..512 {
             drop(span_cm!("handed"));

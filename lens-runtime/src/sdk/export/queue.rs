@@ -164,6 +164,11 @@ pub(super) mod tests {
         }
     }
 
+    /// `n` finished, sampled spans with ids from `from` on.
+    fn run(from: u64, n: u64) -> Vec<SpanData> {
+        (from..from + n).map(|i| finished(i, true)).collect()
+    }
+
     #[test]
     fn export_batches_keep_the_order_and_the_size_limit() {
         let mut next = 0u64;
@@ -198,12 +203,7 @@ pub(super) mod tests {
     /// in one export call, not one call each.
     #[test]
     fn partial_buffers_that_fit_together_leave_in_one_call() {
-        let part = |from: u64| {
-            (from..from + 100)
-                .map(|i| finished(i, true))
-                .collect::<Vec<_>>()
-        };
-        let batches: Vec<Vec<SpanData>> = (0..5).map(|k| part(k * 100)).collect();
+        let batches: Vec<Vec<SpanData>> = (0..5).map(|k| run(k * 100, 100)).collect();
         assert!(batches.iter().all(|b| b.capacity() == b.len()));
         let out = export_batches(&mut VecDeque::new(), batches, 512);
         let lens: Vec<usize> = out.iter().map(Vec::len).collect();
@@ -265,12 +265,7 @@ pub(super) mod tests {
     /// and copied: buffers that fit leave as they came (same allocation).
     #[test]
     fn full_buffers_after_a_partial_one_are_not_copied() {
-        let full = |from: u64| {
-            (from..from + 4)
-                .map(|i| finished(i, true))
-                .collect::<Vec<_>>()
-        };
-        let (a, b) = (full(1), full(5));
+        let (a, b) = (run(1, 4), run(5, 4));
         let (pa, pb) = (a.as_ptr(), b.as_ptr());
         let mut single: VecDeque<SpanData> = [finished(0, true)].into();
         let out = export_batches(&mut single, vec![a, b], 4);
