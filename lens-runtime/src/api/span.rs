@@ -359,6 +359,7 @@ pub fn record_result<T, E: Display>(guard: &Option<SpanGuard>, result: &Result<T
 }
 
 pub(crate) mod exception;
+pub(crate) mod fresh;
 pub(crate) mod handle;
 pub(crate) mod open;
 pub(crate) mod opts;

@@ -7,13 +7,14 @@
 //! finished until the collector takes it ([`record`](super::record)): one
 //! uncontended lock to start a span, one to end it.
 
+use super::fresh::ForkFresh;
 use crate::api::semconv;
 #[cfg(feature = "sdk-core")]
 use crate::api::span::record::data::Record;
 use opentelemetry::trace::TraceContextExt;
 use opentelemetry::{Context, KeyValue};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 
 static TRACKING: AtomicBool = AtomicBool::new(false);
@@ -23,12 +24,9 @@ static TRACKING: AtomicBool = AtomicBool::new(false);
 /// never locked again (a thread that no longer exists may hold them).
 static EPOCH: AtomicU64 = AtomicU64::new(0);
 
-/// The registry a process starts with.
-static FIRST: Mutex<Registry> = Mutex::new(Registry::new(0));
-
-/// The registry in use: null for [`FIRST`], else one that
-/// [`reset_after_fork`] leaked because the previous one was locked.
-static REPLACED: AtomicPtr<Mutex<Registry>> = AtomicPtr::new(std::ptr::null_mut());
+/// The registry in use: the one a process starts with, else one that
+/// [`reset_after_fork`] made because the previous one was locked.
+static REGISTRY: ForkFresh<Mutex<Registry>> = ForkFresh::new(Mutex::new(Registry::new(0)));
 
 /// Every list of the current epoch, and those of threads that have
 /// exited (reused by the next new thread, so thread churn does not grow
@@ -50,14 +48,8 @@ impl Registry {
     }
 }
 
-fn registry_mutex() -> &'static Mutex<Registry> {
-    // SAFETY: the pointer is null or a leaked `Box<Mutex<Registry>>`,
-    // never freed.
-    unsafe { REPLACED.load(Ordering::Acquire).as_ref() }.unwrap_or(&FIRST)
-}
-
 fn registry() -> MutexGuard<'static, Registry> {
-    registry_mutex().lock().unwrap_or_else(|e| e.into_inner())
+    REGISTRY.get().lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A list of the registry in use (a free one if any).
@@ -284,14 +276,12 @@ pub(crate) fn truncate_all(reason: &str) -> usize {
 #[cfg_attr(not(feature = "sdk-core"), allow(dead_code))] // called by the fork handler
 pub(crate) fn reset_after_fork() {
     TRACKING.store(false, Ordering::Relaxed);
-    match registry_mutex().try_lock() {
+    match REGISTRY.get().try_lock() {
         Ok(mut reg) => forget_lists(&mut reg),
         Err(TryLockError::Poisoned(e)) => forget_lists(&mut e.into_inner()),
         Err(TryLockError::WouldBlock) => {
             let epoch = EPOCH.load(Ordering::Relaxed).wrapping_add(1);
-            let fresh: &'static Mutex<Registry> =
-                Box::leak(Box::new(Mutex::new(Registry::new(epoch))));
-            REPLACED.store(std::ptr::from_ref(fresh).cast_mut(), Ordering::Release);
+            REGISTRY.replace(Mutex::new(Registry::new(epoch)));
             EPOCH.store(epoch, Ordering::Relaxed);
         }
     }

@@ -17,6 +17,7 @@
 //! counts it.
 
 use super::data::Record;
+use crate::api::span::fresh::ForkFresh;
 use crate::api::span::open::records;
 use opentelemetry_sdk::trace::SpanData;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
@@ -30,9 +31,7 @@ pub(crate) trait SpanSink: Send + Sync + 'static {
 
     /// Spans per export call at most: the batches submitted are built up
     /// to this size, so that nothing downstream joins (copies) them.
-    fn max_batch(&self) -> usize {
-        THRESHOLD
-    }
+    fn max_batch(&self) -> usize;
 }
 
 /// Finished spans a thread's list holds at most before the thread hands
@@ -78,13 +77,12 @@ impl Shared {
     }
 }
 
-static FIRST: Shared = Shared::new();
-/// Null for [`FIRST`], else the locks leaked by a set-up in a child.
-static REPLACED: AtomicPtr<Shared> = AtomicPtr::new(std::ptr::null_mut());
+/// The locks in use: those a process starts with, else fresh ones a
+/// set-up in a forked child made.
+static SHARED: ForkFresh<Shared> = ForkFresh::new(Shared::new());
 
 fn shared() -> &'static Shared {
-    // SAFETY: null or a leaked `Box<Shared>`, never freed.
-    unsafe { REPLACED.load(Ordering::Acquire).as_ref() }.unwrap_or(&FIRST)
+    SHARED.get()
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -130,7 +128,7 @@ fn submit(batches: Vec<Vec<Record>>) {
 pub(super) fn set_sink(sink: Arc<dyn SpanSink>, interval: Duration) {
     if IN_CHILD.swap(false, Ordering::AcqRel) {
         DROPPED_IN_CHILD.store(0, Ordering::Relaxed);
-        REPLACED.store(Box::into_raw(Box::new(Shared::new())), Ordering::Release);
+        SHARED.replace(Shared::new());
     }
     let ms = interval.as_millis().clamp(1, 1000) as u64;
     INTERVAL_MS.store(ms, Ordering::Relaxed);
