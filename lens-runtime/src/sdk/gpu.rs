@@ -276,5 +276,4 @@ const INSTRUMENTS: [Instrument; 7] = [
 ];
 
 #[cfg(test)]
-#[path = "gpu_tests.rs"]
 mod tests;
