@@ -101,6 +101,8 @@ pub use setup::{
 
 #[cfg(all(test, feature = "sdk-core"))]
 mod metrics_test_support;
+#[cfg(test)]
+mod test_rng;
 
 /// The OpenTelemetry SDK crate lens is built on.
 #[cfg(feature = "sdk-core")]

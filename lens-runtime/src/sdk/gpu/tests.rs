@@ -7,6 +7,7 @@ use super::*;
 use crate::host::gpu_fake::{uuid, Fake, FakeGpu, FAST};
 use crate::host::gpu_worker::visible_count;
 use crate::metrics_test_support::{collect, flat, provider};
+use crate::test_rng::Rng;
 use opentelemetry::metrics::MeterProvider as _;
 use opentelemetry_sdk::metrics::data::{AggregatedMetrics, Metric, MetricData, ResourceMetrics};
 use opentelemetry_sdk::metrics::{
@@ -449,56 +450,35 @@ fn this_machine_without_nvml_gets_false_and_no_instruments() {
 
 // ------------------------------------------------------ property test
 
-/// xorshift64*: a small, seeded generator (no proptest needed).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    fn hex(&mut self, len: usize) -> String {
-        // two digits only, so prefixes collide
-        (0..len)
-            .map(|_| ['a', 'b'][self.below(2) as usize])
-            .collect()
-    }
-}
-
 /// A random device table and a random `CUDA_VISIBLE_DEVICES`.
 fn case(rng: &mut Rng) -> (Fake, Option<String>) {
     let n = rng.below(6) as u32;
     let table: Vec<FakeGpu> = (0..n)
         .map(|i| {
             let mut g = FakeGpu::new(i);
-            g.uuid = format!("GPU-{}-{i}", rng.hex(4));
+            g.uuid = format!("GPU-{}-{i}", rng.hex(4, "ab"));
             g.accessible = rng.below(5) != 0;
             g.migs = (0..rng.below(3))
-                .map(|k| format!("MIG-{}-{i}{k}", rng.hex(3)))
+                .map(|k| format!("MIG-{}-{i}{k}", rng.hex(3, "ab")))
                 .collect();
             g
         })
         .collect();
     let mut entries: Vec<String> = Vec::new();
     for _ in 0..rng.below(5) {
-        let pick = |rng: &mut Rng, v: &[String]| v.get(rng.below(v.len() as u64) as usize).cloned();
+        let pick = |rng: &mut Rng, v: &[String]| v.get(rng.below(v.len())).cloned();
         let uuids: Vec<String> = table.iter().map(|g| g.uuid.clone()).collect();
         let migs: Vec<String> = table.iter().flat_map(|g| g.migs.clone()).collect();
         let cut = |rng: &mut Rng, s: String| {
-            let len = 4 + rng.below(s.len() as u64 - 3) as usize;
+            let len = 4 + rng.below(s.len() - 3);
             s.get(..len).unwrap_or(&s).to_owned()
         };
         let e = match rng.below(9) {
             0 => rng.below(7).to_string(),
-            1 => ["-1", "xyz", "", "GPU-", "MIG-", "NoDevFiles"][rng.below(6) as usize].into(),
+            1 => ["-1", "xyz", "", "GPU-", "MIG-", "NoDevFiles"][rng.below(6)].into(),
             2 | 3 => pick(rng, &uuids).map_or("GPU-a".into(), |u| cut(rng, u)),
             4 => pick(rng, &migs).map_or("MIG-a".into(), |u| cut(rng, u)),
-            5 => rng.hex(3),
+            5 => rng.hex(3, "ab"),
             6 => pick(rng, &entries).unwrap_or_default(),
             _ => rng.below(3).to_string(),
         };

@@ -1,29 +1,7 @@
 //! Generated hostile input: never a panic, and valid contexts round-trip.
 
 use super::*;
-
-/// A small deterministic generator (xorshift64*), so the property test
-/// needs no extra dependency and every failure reproduces.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len())]
-    }
-    fn hex(&mut self, n: usize, alphabet: &str) -> String {
-        let a: Vec<char> = alphabet.chars().collect();
-        (0..n).map(|_| a[self.below(a.len())]).collect()
-    }
-}
+use crate::test_rng::Rng;
 
 /// A traceparent, valid or broken in one or more of many ways.
 fn hostile_traceparent(r: &mut Rng) -> String {
