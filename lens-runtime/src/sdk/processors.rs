@@ -144,6 +144,10 @@ impl crate::api::span::record::SpanSink for RecorderSink {
     fn max_batch(&self) -> usize {
         self.processor.max_export_batch_size()
     }
+
+    fn spare(&self) -> Option<Vec<SpanData>> {
+        self.processor.take_spare()
+    }
 }
 
 /// Counts spans that ended (offered to the batch processor).

@@ -38,6 +38,11 @@ struct State {
     /// then was counted as dropped.
     abandoned: bool,
     resource: Option<Resource>,
+    /// Empty export batches made by the exporter thread, with room for a
+    /// whole batch, for lens's own span path to fill (see `take_spare`).
+    spares: Vec<Vec<SpanData>>,
+    /// Set once a spare was asked for: only then does the thread make them.
+    spares_wanted: bool,
 }
 
 struct Shared {
@@ -120,6 +125,19 @@ impl BatchProcessor {
             st.finished = true;
         }
         BatchProcessor { shared }
+    }
+
+    /// An empty batch with room for `max_export_batch_size` spans, made by
+    /// the exporter thread (`None` if it has none ready). Lens's span
+    /// collector fills it: the memory of a batch is then taken and given
+    /// back by the one thread that frees it after export, so the allocator
+    /// reuses it at once, where a batch made on the collector thread and
+    /// freed on this one keeps growing and trimming the collector's heap
+    /// (tens of thousands of page faults per million spans).
+    pub(crate) fn take_spare(&self) -> Option<Vec<SpanData>> {
+        let mut st = self.shared.lock();
+        st.spares_wanted = true;
+        st.spares.pop()
     }
 
     /// Waits until everything queued now is exported, at most `timeout`.
@@ -338,6 +356,7 @@ fn run<E: SpanExporter>(mut exporter: E, shared: &Shared) {
         }
         shared.lock().in_flight = 0;
         last_export = Instant::now();
+        make_spares(shared);
 
         let mut st = shared.lock();
         st.flushed = st.flushed.max(ticket);
@@ -363,6 +382,27 @@ fn run<E: SpanExporter>(mut exporter: E, shared: &Shared) {
             spare = VecDeque::new();
         }
         shared.done.notify_all();
+    }
+}
+
+/// Spare batches kept ready for lens's span collector, at most.
+const SPARES: usize = 2;
+
+/// Tops up the spare batches, if they are used, on this thread: right
+/// after an export freed a batch of the same size, which the allocator
+/// hands back.
+fn make_spares(shared: &Shared) {
+    let missing = {
+        let st = shared.lock();
+        match st.spares_wanted && !st.shutdown {
+            true => SPARES.saturating_sub(st.spares.len()),
+            false => 0,
+        }
+    };
+    if missing > 0 {
+        let max = shared.settings.max_export_batch_size;
+        let fresh = (0..missing).map(|_| Vec::with_capacity(max));
+        shared.lock().spares.extend(fresh);
     }
 }
 

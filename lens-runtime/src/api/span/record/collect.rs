@@ -21,7 +21,7 @@ use crate::api::span::fresh::ForkFresh;
 use crate::api::span::open::records;
 use opentelemetry_sdk::trace::SpanData;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
 
 /// Where finished spans go.
@@ -32,6 +32,10 @@ pub(crate) trait SpanSink: Send + Sync + 'static {
     /// Spans per export call at most: the batches submitted are built up
     /// to this size, so that nothing downstream joins (copies) them.
     fn max_batch(&self) -> usize;
+
+    /// An empty batch with room for `max_batch()` spans, made where the
+    /// batches are freed, if one is ready.
+    fn spare(&self) -> Option<Vec<SpanData>>;
 }
 
 /// Finished spans a thread's list holds at most before the thread hands
@@ -58,8 +62,11 @@ struct Shared {
     /// Batches handed over by ending threads.
     waiting: Mutex<Vec<Vec<Record>>>,
     /// Held while batches are built and submitted: a drain that holds it
-    /// knows no batch is half-way to the sink.
-    submitting: Mutex<()>,
+    /// knows no batch is half-way to the sink. It holds the export batch
+    /// the collector's looks are filling: spans wait there, across looks,
+    /// until it is full (or the next drain sends it), so the sink gets
+    /// full batches and never joins (copies) two.
+    submitting: Mutex<Vec<SpanData>>,
     /// Wakes the collector from its nap (the waiting queue half full, or
     /// its pipeline shut down).
     wake: Mutex<bool>,
@@ -70,7 +77,7 @@ impl Shared {
     const fn new() -> Self {
         Shared {
             waiting: Mutex::new(Vec::new()),
-            submitting: Mutex::new(()),
+            submitting: Mutex::new(Vec::new()),
             wake: Mutex::new(false),
             wake_cv: Condvar::new(),
         }
@@ -94,32 +101,43 @@ fn sink() -> Option<&'static Arc<dyn SpanSink>> {
     unsafe { SINK.load(Ordering::Acquire).as_ref() }
 }
 
-/// Builds the batches' `SpanData` (sampled spans only), in order, and
-/// submits them joined up to the sink's batch size: each span is built
-/// straight into the batch that goes out, so nothing downstream copies it
-/// again.
-fn submit(batches: Vec<Vec<Record>>) {
-    let Some(s) = sink() else {
-        return;
-    };
+/// Builds the batches' `SpanData` (sampled spans only), in order, into
+/// `spans`, the export batch being filled, and submits it to the sink each
+/// time it holds the sink's batch size: each span is built straight into
+/// the batch that goes out, so nothing downstream copies it again. With
+/// `flush`, what is left is submitted too; without, it stays in `spans`
+/// for the next call (a batch is never grown: it is made with room for
+/// the sink's batch size, or, when flushing, for what is left).
+fn submit(batches: Vec<Vec<Record>>, spans: &mut Vec<SpanData>, flush: bool) {
+    if let Some(s) = sink() {
+        submit_to(&**s, batches, spans, flush);
+    }
+}
+
+fn submit_to(s: &dyn SpanSink, batches: Vec<Vec<Record>>, spans: &mut Vec<SpanData>, flush: bool) {
     let max = s.max_batch().max(1);
     let mut left: usize = batches.iter().map(Vec::len).sum();
-    let mut spans: Vec<SpanData> = Vec::new();
     for rec in batches.into_iter().flatten() {
         left -= 1;
         if !rec.is_sampled() {
             continue;
         }
-        if spans.len() == max {
-            s.submit(std::mem::take(&mut spans));
+        if spans.len() >= max || (!spans.is_empty() && spans.len() == spans.capacity()) {
+            s.submit(std::mem::take(spans));
         }
         if spans.capacity() == 0 {
-            spans.reserve_exact((left + 1).min(max));
+            match flush {
+                true => spans.reserve_exact((left + 1).min(max)),
+                false => match s.spare() {
+                    Some(spare) if spare.capacity() >= max && spare.is_empty() => *spans = spare,
+                    _ => spans.reserve_exact(max),
+                },
+            }
         }
         spans.push(rec.into_span_data());
     }
-    if !spans.is_empty() {
-        s.submit(spans);
+    if !spans.is_empty() && (flush || spans.len() >= max) {
+        s.submit(std::mem::take(spans));
     }
 }
 
@@ -241,10 +259,7 @@ fn collector(pid: u32) {
                 drained = Instant::now();
                 drain()
             }
-            false => {
-                let _submitting = lock(&sh.submitting);
-                submit_waiting(sh)
-            }
+            false => submit_waiting(sh, &mut lock(&sh.submitting)),
         };
         let since = std::mem::replace(&mut looked, Instant::now()).elapsed();
         per_batch = match u32::try_from(batches) {
@@ -265,9 +280,10 @@ fn nap(sh: &Shared, wait: Duration) {
     *woken = false;
 }
 
-/// Submits the batches handed over (the caller holds `SUBMITTING`);
-/// returns how many there were.
-fn submit_waiting(sh: &Shared) -> usize {
+/// Submits the batches handed over into `spans`, the export batch being
+/// filled (the caller holds `submitting`: `spans` is its content), without
+/// flushing it; returns how many batches there were.
+fn submit_waiting(sh: &Shared, spans: &mut Vec<SpanData>) -> usize {
     let mut n = 0;
     loop {
         let batches = std::mem::take(&mut *lock(&sh.waiting));
@@ -275,7 +291,7 @@ fn submit_waiting(sh: &Shared) -> usize {
             return n;
         }
         n += batches.len();
-        submit(batches);
+        submit(batches, spans, false);
     }
 }
 
@@ -299,8 +315,18 @@ pub(super) fn hand_over(batch: Vec<Record>) {
             }
             return;
         }
+        drop(waiting);
+        // the collector is behind: build the batch here, into the export
+        // batch it is filling unless it is busy with it right now
+        match shared().submitting.try_lock() {
+            Ok(mut spans) => return submit(vec![batch], &mut spans, false),
+            Err(TryLockError::Poisoned(e)) => {
+                return submit(vec![batch], &mut e.into_inner(), false)
+            }
+            Err(TryLockError::WouldBlock) => {}
+        }
     }
-    submit(vec![batch]);
+    submit(vec![batch], &mut Vec::new(), true);
 }
 
 #[cold]
@@ -321,10 +347,13 @@ pub(super) fn drain() -> usize {
         return 0;
     }
     let sh = shared();
-    let _submitting = lock(&sh.submitting);
-    let waiting = submit_waiting(sh);
+    let mut spans = lock(&sh.submitting);
+    let waiting = submit_waiting(sh, &mut spans);
     let done = records::take_done();
     let n = waiting + done.len();
-    submit(done);
+    submit(done, &mut spans, true);
     n
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,110 @@
+use super::*;
+use crate::api::attr::Attrs;
+use opentelemetry::trace::{SpanId, SpanKind, TraceFlags, TraceId};
+use opentelemetry::InstrumentationScope;
+use std::sync::LazyLock;
+
+static SCOPE: LazyLock<InstrumentationScope> =
+    LazyLock::new(|| InstrumentationScope::builder("t").build());
+
+fn rec(i: u64, sampled: bool) -> Record {
+    let start = super::super::clock::now();
+    Record {
+        trace_id: TraceId::from(1u128),
+        span_id: SpanId::from(i + 1),
+        flags: match sampled {
+            true => TraceFlags::SAMPLED,
+            false => TraceFlags::default(),
+        },
+        parent_span_id: SpanId::INVALID,
+        parent_is_remote: false,
+        kind: SpanKind::Internal,
+        name: "r".into(),
+        start,
+        end: start,
+        attributes: Attrs::new(),
+        dropped_attributes: 0,
+        more: None,
+        scope: &SCOPE,
+    }
+}
+
+/// A sink that keeps what it is given: (spans, capacity) per submit.
+struct Kept {
+    max: usize,
+    got: Mutex<Vec<(Vec<u64>, usize)>>,
+}
+
+impl SpanSink for Kept {
+    fn submit(&self, spans: Vec<SpanData>) {
+        let ids = spans
+            .iter()
+            .map(|s| u64::from_be_bytes(s.span_context.span_id().to_bytes()) - 1)
+            .collect();
+        self.got.lock().unwrap().push((ids, spans.capacity()));
+    }
+
+    fn max_batch(&self) -> usize {
+        self.max
+    }
+
+    fn spare(&self) -> Option<Vec<SpanData>> {
+        None
+    }
+}
+
+fn batch(from: u64, n: u64) -> Vec<Record> {
+    (from..from + n).map(|i| rec(i, true)).collect()
+}
+
+/// Batches taken at separate looks fill one export batch, made once with
+/// room for the sink's batch size (never grown), and reach the sink only
+/// when it is full: the sink gets full batches it need not join.
+#[test]
+fn looks_fill_one_export_batch_across_calls() {
+    let sink = Kept {
+        max: 2048,
+        got: Mutex::new(Vec::new()),
+    };
+    let mut spans = Vec::new();
+    for k in 0..3 {
+        submit_to(&sink, vec![batch(k * 512, 512)], &mut spans, false);
+        assert!(sink.got.lock().unwrap().is_empty(), "look {k}");
+    }
+    // the fourth fills it; the fifth starts the next one
+    submit_to(
+        &sink,
+        vec![batch(1536, 512), batch(2048, 100)],
+        &mut spans,
+        false,
+    );
+    {
+        let got = sink.got.lock().unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].0, (0..2048).collect::<Vec<_>>());
+        assert_eq!(got[0].1, 2048, "made once with room for the batch");
+    }
+    assert_eq!(spans.len(), 100);
+    // a flush sends the rest, unsampled spans left out, in order
+    let mixed = vec![rec(2148, false), rec(2149, true)];
+    submit_to(&sink, vec![mixed], &mut spans, true);
+    let got = sink.got.lock().unwrap();
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[1].0, (2048..2148).chain([2149]).collect::<Vec<_>>());
+    assert!(spans.is_empty() && spans.capacity() == 0);
+}
+
+/// A flush with nothing carried makes its batches to size: a few spans
+/// are not given room for a whole export batch.
+#[test]
+fn a_flush_makes_batches_to_size() {
+    let sink = Kept {
+        max: 2048,
+        got: Mutex::new(Vec::new()),
+    };
+    submit_to(&sink, vec![batch(0, 3)], &mut Vec::new(), true);
+    submit_to(&sink, vec![batch(3, 2500)], &mut Vec::new(), true);
+    let got = sink.got.lock().unwrap();
+    let shape: Vec<(usize, usize)> = got.iter().map(|(ids, cap)| (ids.len(), *cap)).collect();
+    assert_eq!(shape, [(3, 3), (2048, 2048), (452, 452)]);
+}
