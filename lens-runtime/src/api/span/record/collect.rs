@@ -9,8 +9,9 @@
 //! thread. The collector naps between looks for about as long as a few
 //! batches take to come, so ending threads do not wake it (only a queue
 //! half full does). When that queue is full (the collector
-//! is behind) the ending thread builds and submits the batch itself, so
-//! memory stays bounded and nothing waits. The collector also drains every
+//! is behind) the ending thread builds the oldest batch itself and queues
+//! its own, so memory stays bounded, nothing waits, and batches reach the
+//! sink in the order they were handed over. The collector also drains every
 //! list on an interval, so a thread that records a few spans and sleeps
 //! still exports them within the batch delay. The sink (lens's batch span
 //! processor) never blocks: a full export queue drops the excess and
@@ -301,32 +302,62 @@ pub(super) fn hand_over(batch: Vec<Record>) {
     if IN_CHILD.load(Ordering::Relaxed) {
         return;
     }
-    if COLLECTOR_PID.load(Ordering::Relaxed) != 0 {
-        let mut waiting = lock(&shared().waiting);
-        if waiting.len() < MAX_WAITING {
-            // the collector looks again by itself before the queue fills:
-            // only batches coming faster than it measured wake it (each
-            // hand-over from half full on, in case a wake-up was missed)
-            let wake = waiting.len() + 1 >= WAKE_AT;
+    if COLLECTOR_PID.load(Ordering::Relaxed) == 0 {
+        return submit(vec![batch], &mut Vec::new(), true);
+    }
+    let sh = shared();
+    let mut waiting = lock(&sh.waiting);
+    if waiting.len() < MAX_WAITING {
+        // the collector looks again by itself before the queue fills:
+        // only batches coming faster than it measured wake it (each
+        // hand-over from half full on, in case a wake-up was missed)
+        let wake = waiting.len() + 1 >= WAKE_AT;
+        waiting.push(batch);
+        drop(waiting);
+        if wake {
+            wake_collector();
+        }
+        return;
+    }
+    // The collector is behind. Batches reach the sink in the order they
+    // were handed over, so that each thread's spans keep their order.
+    match try_lock(&sh.submitting) {
+        Some(mut spans) => {
+            // nobody is submitting: this thread does one batch of the
+            // collector's work, the oldest, and queues its own
+            let oldest = waiting.remove(0);
             waiting.push(batch);
             drop(waiting);
-            if wake {
-                wake_collector();
-            }
-            return;
+            submit(vec![oldest], &mut spans, false);
         }
-        drop(waiting);
-        // the collector is behind: build the batch here, into the export
-        // batch it is filling unless it is busy with it right now
-        match shared().submitting.try_lock() {
-            Ok(mut spans) => return submit(vec![batch], &mut spans, false),
-            Err(TryLockError::Poisoned(e)) => {
-                return submit(vec![batch], &mut e.into_inner(), false)
-            }
-            Err(TryLockError::WouldBlock) => {}
+        None if waiting.len() < MAX_OVER => {
+            // whoever submits takes the queue until it is empty
+            waiting.push(batch);
+            drop(waiting);
+            wake_collector();
+        }
+        None => {
+            // far behind and busy: built here, ahead of this thread's
+            // batches still queued (their order is lost; nothing waits)
+            drop(waiting);
+            submit(vec![batch], &mut Vec::new(), true);
         }
     }
-    submit(vec![batch], &mut Vec::new(), true);
+}
+
+/// Batches queued at most while another thread submits: past
+/// [`MAX_WAITING`], an ending thread queues its batch (rather than build
+/// it) only when it cannot do the collector's work itself. 128 batches
+/// are ~10 MiB of records; past that, order is given up, not memory.
+const MAX_OVER: usize = 8 * MAX_WAITING;
+
+/// `m` locked, if nobody holds it (never waits).
+fn try_lock<T>(m: &Mutex<T>) -> Option<MutexGuard<'_, T>> {
+    match m.try_lock() {
+        Ok(g) => Some(g),
+        Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
+        Err(TryLockError::WouldBlock) => None,
+    }
 }
 
 #[cold]
@@ -349,8 +380,15 @@ pub(super) fn drain() -> usize {
     let sh = shared();
     let mut spans = lock(&sh.submitting);
     let waiting = submit_waiting(sh, &mut spans);
-    let done = records::take_done();
-    let n = waiting + done.len();
+    // the batches handed over last and every list's finished records,
+    // taken together: a batch handed over in between would reach the sink
+    // after newer spans of its thread
+    let (last, done) = {
+        let mut waiting = lock(&sh.waiting);
+        (std::mem::take(&mut *waiting), records::take_done())
+    };
+    let n = waiting + last.len() + done.len();
+    submit(last, &mut spans, false);
     submit(done, &mut spans, true);
     n
 }
