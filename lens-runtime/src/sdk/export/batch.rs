@@ -368,6 +368,7 @@ fn run<E: SpanExporter>(mut exporter: E, shared: &Shared) {
                 st.queue.len() as u64
             };
             st.queue = Queue::default();
+            st.spares = Vec::new();
             drop(st);
             shared.counters.dropped.fetch_add(late, Ordering::Relaxed);
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| exporter.shutdown()));
