@@ -1,8 +1,11 @@
-use super::*;
+use super::collector::{submit_to, SpanSink};
+use super::Record;
 use crate::api::attr::Attrs;
 use opentelemetry::trace::{SpanId, SpanKind, TraceFlags, TraceId};
 use opentelemetry::InstrumentationScope;
+use opentelemetry_sdk::trace::SpanData;
 use std::sync::LazyLock;
+use std::sync::Mutex;
 
 static SCOPE: LazyLock<InstrumentationScope> =
     LazyLock::new(|| InstrumentationScope::builder("t").build());
@@ -53,6 +56,13 @@ impl SpanSink for Kept {
     }
 }
 
+fn kept() -> Kept {
+    Kept {
+        max: 2048,
+        got: Mutex::new(Vec::new()),
+    }
+}
+
 fn batch(from: u64, n: u64) -> Vec<Record> {
     (from..from + n).map(|i| rec(i, true)).collect()
 }
@@ -62,10 +72,7 @@ fn batch(from: u64, n: u64) -> Vec<Record> {
 /// when it is full: the sink gets full batches it need not join.
 #[test]
 fn looks_fill_one_export_batch_across_calls() {
-    let sink = Kept {
-        max: 2048,
-        got: Mutex::new(Vec::new()),
-    };
+    let sink = kept();
     let mut spans = Vec::new();
     for k in 0..3 {
         submit_to(&sink, vec![batch(k * 512, 512)], &mut spans, false);
@@ -98,13 +105,23 @@ fn looks_fill_one_export_batch_across_calls() {
 /// are not given room for a whole export batch.
 #[test]
 fn a_flush_makes_batches_to_size() {
-    let sink = Kept {
-        max: 2048,
-        got: Mutex::new(Vec::new()),
-    };
+    let sink = kept();
     submit_to(&sink, vec![batch(0, 3)], &mut Vec::new(), true);
     submit_to(&sink, vec![batch(3, 2500)], &mut Vec::new(), true);
     let got = sink.got.lock().unwrap();
     let shape: Vec<(usize, usize)> = got.iter().map(|(ids, cap)| (ids.len(), *cap)).collect();
     assert_eq!(shape, [(3, 3), (2048, 2048), (452, 452)]);
+}
+
+/// A batch a look made for the sink's batch size and a flush sends
+/// mostly empty keeps only its size: the export queue may hold many.
+#[test]
+fn a_mostly_empty_batch_is_flushed_at_its_size() {
+    let sink = kept();
+    let mut spans = Vec::new();
+    submit_to(&sink, vec![batch(0, 512)], &mut spans, false);
+    assert_eq!(spans.capacity(), 2048);
+    submit_to(&sink, Vec::new(), &mut spans, true);
+    let got = sink.got.lock().unwrap();
+    assert_eq!((got[0].0.len(), got[0].1), (512, 512));
 }

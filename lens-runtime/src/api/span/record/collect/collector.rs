@@ -1,0 +1,280 @@
+//! The collector: the queue of batches ending threads hand over, how
+//! batches become export batches for the sink, and the collector thread.
+
+use crate::api::span::fresh::ForkFresh;
+use crate::api::span::open::records;
+use crate::api::span::record::clock;
+use crate::api::span::record::data::Record;
+use opentelemetry_sdk::trace::SpanData;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
+use std::time::Duration;
+
+/// Where finished spans go.
+pub(crate) trait SpanSink: Send + Sync + 'static {
+    /// Takes a batch of finished spans; never blocks.
+    fn submit(&self, spans: Vec<SpanData>);
+
+    /// Spans per export call at most: the batches submitted are built up
+    /// to this size, so that nothing downstream joins (copies) them.
+    fn max_batch(&self) -> usize;
+
+    /// An empty batch with room for `max_batch()` spans, made where the
+    /// batches are freed, if one is ready.
+    fn spare(&self) -> Option<Vec<SpanData>>;
+}
+
+/// Finished spans a thread's list holds at most before the thread hands
+/// them over.
+pub(crate) const THRESHOLD: usize = 512;
+
+/// Batches handed over at most, waiting for the collector.
+pub(super) const MAX_WAITING: usize = 16;
+
+/// Set in a child forked while lens's path was on, until it sets up again.
+pub(super) static IN_CHILD: AtomicBool = AtomicBool::new(false);
+/// Sampled spans that ended in such a child (never exported).
+pub(super) static DROPPED_IN_CHILD: AtomicU64 = AtomicU64::new(0);
+/// The sink in use: null, or a leaked box never freed.
+pub(super) static SINK: AtomicPtr<Arc<dyn SpanSink>> = AtomicPtr::new(std::ptr::null_mut());
+pub(super) static INTERVAL_MS: AtomicU64 = AtomicU64::new(100);
+/// The process whose collector thread runs (0: none yet).
+pub(super) static COLLECTOR_PID: AtomicU32 = AtomicU32::new(0);
+
+/// The locks between ending threads, the collector and drains. A child
+/// forked while a parent thread held one gets fresh ones when it sets up
+/// again.
+pub(super) struct Shared {
+    /// Batches handed over by ending threads.
+    pub(super) waiting: Mutex<Vec<Vec<Record>>>,
+    /// Held while batches are built and submitted: a drain that holds it
+    /// knows no batch is half-way to the sink. It holds the export batch
+    /// the collector's looks are filling: spans wait there, across looks,
+    /// until it is full (or the next drain sends it), so the sink gets
+    /// full batches and never joins (copies) two.
+    pub(super) submitting: Mutex<Vec<SpanData>>,
+    /// Wakes the collector from its nap (the waiting queue half full, or
+    /// its pipeline shut down).
+    pub(super) wake: Mutex<bool>,
+    pub(super) wake_cv: Condvar,
+}
+
+impl Shared {
+    pub(super) const fn new() -> Self {
+        Shared {
+            waiting: Mutex::new(Vec::new()),
+            submitting: Mutex::new(Vec::new()),
+            wake: Mutex::new(false),
+            wake_cv: Condvar::new(),
+        }
+    }
+}
+
+/// The locks in use: those a process starts with, else fresh ones a
+/// set-up in a forked child made.
+pub(super) static SHARED: ForkFresh<Shared> = ForkFresh::new(Shared::new());
+
+pub(super) fn shared() -> &'static Shared {
+    SHARED.get()
+}
+
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub(super) fn sink() -> Option<&'static Arc<dyn SpanSink>> {
+    // SAFETY: null or a leaked `Box<Arc<dyn SpanSink>>`, never freed.
+    unsafe { SINK.load(Ordering::Acquire).as_ref() }
+}
+
+/// Builds the batches' `SpanData` (sampled spans only), in order, into
+/// `spans`, the export batch being filled, and submits it to the sink each
+/// time it holds the sink's batch size: each span is built straight into
+/// the batch that goes out, so nothing downstream copies it again. With
+/// `flush`, what is left is submitted too; without, it stays in `spans`
+/// for the next call (a batch is never grown: it is made with room for
+/// the sink's batch size, or, when flushing, for what is left).
+pub(super) fn submit(batches: Vec<Vec<Record>>, spans: &mut Vec<SpanData>, flush: bool) {
+    if let Some(s) = sink() {
+        submit_to(&**s, batches, spans, flush);
+    }
+}
+
+pub(super) fn submit_to(
+    s: &dyn SpanSink,
+    batches: Vec<Vec<Record>>,
+    spans: &mut Vec<SpanData>,
+    flush: bool,
+) {
+    let max = s.max_batch().max(1);
+    let mut left: usize = batches.iter().map(Vec::len).sum();
+    for rec in batches.into_iter().flatten() {
+        left -= 1;
+        if !rec.is_sampled() {
+            continue;
+        }
+        if spans.len() >= max || (!spans.is_empty() && spans.len() == spans.capacity()) {
+            s.submit(std::mem::take(spans));
+        }
+        if spans.capacity() == 0 {
+            match flush {
+                true => spans.reserve_exact((left + 1).min(max)),
+                false => match s.spare() {
+                    Some(spare) if spare.capacity() >= max && spare.is_empty() => *spans = spare,
+                    _ => spans.reserve_exact(max),
+                },
+            }
+        }
+        spans.push(rec.into_span_data());
+    }
+    if !spans.is_empty() && (flush || spans.len() >= max) {
+        if spans.len() < spans.capacity() / 2 {
+            // a batch made for a look, flushed mostly empty: the export
+            // queue holds it for up to its delay (and, with a hung
+            // exporter, holds many), so it keeps only its size
+            spans.shrink_to_fit();
+        }
+        s.submit(std::mem::take(spans));
+    }
+}
+
+/// `m` locked, if nobody holds it (never waits).
+pub(super) fn try_lock<T>(m: &Mutex<T>) -> Option<MutexGuard<'_, T>> {
+    match m.try_lock() {
+        Ok(g) => Some(g),
+        Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
+        Err(TryLockError::WouldBlock) => None,
+    }
+}
+
+/// Hands every thread's finished spans, and the batches waiting, to the
+/// sink; returns once they are all there, with the number of batches.
+pub(crate) fn drain() -> usize {
+    if IN_CHILD.load(Ordering::Relaxed) || sink().is_none() {
+        return 0;
+    }
+    let sh = shared();
+    let mut spans = lock(&sh.submitting);
+    let waiting = submit_waiting(sh, &mut spans);
+    // the batches handed over last and every list's finished records,
+    // taken together: a batch handed over in between would reach the sink
+    // after newer spans of its thread
+    let (last, done) = {
+        let mut waiting = lock(&sh.waiting);
+        (std::mem::take(&mut *waiting), records::take_done())
+    };
+    let n = waiting + last.len() + done.len();
+    submit(last, &mut spans, false);
+    submit(done, &mut spans, true);
+    n
+}
+
+/// Submits the batches handed over into `spans`, the export batch being
+/// filled (the caller holds `submitting`: `spans` is its content), without
+/// flushing it; returns how many batches there were.
+pub(super) fn submit_waiting(sh: &Shared, spans: &mut Vec<SpanData>) -> usize {
+    let mut n = 0;
+    loop {
+        let batches = std::mem::take(&mut *lock(&sh.waiting));
+        if batches.is_empty() {
+            return n;
+        }
+        n += batches.len();
+        submit(batches, spans, false);
+    }
+}
+
+/// Starts the collector thread if this process has none.
+pub(super) fn start_collector() {
+    let pid = std::process::id();
+    if COLLECTOR_PID.swap(pid, Ordering::AcqRel) == pid {
+        return;
+    }
+    let spawned = std::thread::Builder::new()
+        .name("lens-span-collect".into())
+        .spawn(move || collector(pid));
+    if let Err(e) = spawned {
+        COLLECTOR_PID.store(0, Ordering::Release);
+        crate::diag::warn(format_args!(
+            "cannot start the span collector thread ({e}); spans are handed over every {THRESHOLD} per thread and at flush"
+        ));
+    }
+}
+
+/// The collector's shortest nap between two looks.
+const NAP_MIN: Duration = Duration::from_micros(100);
+
+/// Batches' time the collector naps for between looks (see `WAKE_AT`).
+const NAP_BATCHES: u32 = 4;
+
+/// The collector thread: takes handed-over batches, and drains every list
+/// once per interval (also under load, so a thread that records a few
+/// spans and sleeps still has them exported); exits once no sink is set
+/// (the pipeline shut down), so no thread outlives it. Between looks it
+/// naps for the time [`NAP_BATCHES`] batches take to come, as measured so
+/// far, and at most until the next drain.
+fn collector(pid: u32) {
+    use std::time::Instant;
+    clock::anchor();
+    let mut anchored = Instant::now();
+    let mut drained = Instant::now();
+    let mut looked = Instant::now();
+    // the time between two handed-over batches, smoothed
+    let mut per_batch = NAP_MIN;
+    loop {
+        if anchored.elapsed() >= clock::REANCHOR {
+            clock::anchor();
+            anchored = Instant::now();
+        }
+        let interval = Duration::from_millis(INTERVAL_MS.load(Ordering::Relaxed));
+        let sh = shared();
+        let left = interval.saturating_sub(drained.elapsed());
+        nap(sh, (per_batch * NAP_BATCHES).max(NAP_MIN).min(left));
+        if sink().is_none() {
+            let _ = COLLECTOR_PID.compare_exchange(pid, 0, Ordering::AcqRel, Ordering::Acquire);
+            // a set-up that came in meanwhile found this thread still
+            // running: keep serving it
+            if sink().is_none()
+                || COLLECTOR_PID
+                    .compare_exchange(0, pid, Ordering::AcqRel, Ordering::Acquire)
+                    .is_err()
+            {
+                return;
+            }
+        }
+        let batches = match drained.elapsed() >= interval {
+            true => {
+                drained = Instant::now();
+                drain()
+            }
+            false => submit_waiting(sh, &mut lock(&sh.submitting)),
+        };
+        let since = std::mem::replace(&mut looked, Instant::now()).elapsed();
+        per_batch = match u32::try_from(batches) {
+            Ok(n) if n > 0 => (per_batch + since / n) / 2,
+            _ => per_batch.max(since),
+        };
+    }
+}
+
+/// Naps for at most `wait`, or until woken (half the queue waiting, or the
+/// pipeline shut down).
+fn nap(sh: &Shared, wait: Duration) {
+    let woken = lock(&sh.wake);
+    let (mut woken, _) = sh
+        .wake_cv
+        .wait_timeout_while(woken, wait, |w| !*w)
+        .unwrap_or_else(|e| e.into_inner());
+    *woken = false;
+}
+
+#[cold]
+#[inline(never)]
+pub(super) fn wake_collector() {
+    // never waits: if the collector holds the lock it is about to look
+    let sh = shared();
+    if let Ok(mut woken) = sh.wake.try_lock() {
+        *woken = true;
+        sh.wake_cv.notify_one();
+    }
+}
