@@ -13,7 +13,7 @@
 # constructor by spinning for a fixed wall-clock time).
 #
 # Building the SDK's `SpanData` from lens's own span records
-# (`collect::submit`) is left out too: natively the collector thread does
+# (`collect::collector::submit_to`) is left out too: natively the collector thread does
 # it, but valgrind runs one thread at a time, so the periodic flushes of the
 # driver do it on the calling thread whenever the collector has not had a
 # turn, and the count would measure valgrind's scheduling. What a span costs
@@ -96,7 +96,7 @@ main_thread_ir() {
     rm -f "$out" "$out"-*
     valgrind --tool=callgrind --separate-threads=yes --fair-sched=yes \
         --collect-atstart=no --toggle-collect='callgrind_disabled::run' \
-        --toggle-collect='lens_runtime::api::span::record::collect::submit' \
+        --toggle-collect='lens_runtime::api::span::record::collect::collector::submit_to' \
         --callgrind-out-file="$out" \
         "$BIN" "$mode" "$n" >"$out.log" 2>&1 || { cat "$out.log" >&2; return 1; }
     # Thread 1 is the main thread; its file carries `summary:`/`totals:`.
