@@ -275,18 +275,18 @@ fn ids_only_context_parents_raw_spans_and_lens_api_reaches_the_record() {
     h.shutdown(Duration::from_secs(5)).unwrap();
 }
 
-/// Eight threads ending 20 000 spans each, as fast as they can: the
-/// spans each thread exported, as `i` in the order they reached the
-/// exporter (full batches handed over, the collector's queue overflowing
-/// into the ending threads, interval drains meanwhile).
-fn many_busy_threads() -> Vec<Vec<i64>> {
+/// Eight threads ending `n` spans each, as fast as they can: the spans
+/// each thread exported, as `i` in the order they reached the exporter
+/// (full batches handed over, the collector's queue overflowing into the
+/// ending threads, interval drains meanwhile).
+fn many_busy_threads(n: i64) -> Vec<Vec<i64>> {
     std::env::set_var("OTEL_BSP_MAX_QUEUE_SIZE", "1000000");
     let (h, exporter) = install("50");
     std::env::remove_var("OTEL_BSP_MAX_QUEUE_SIZE");
     let workers: Vec<_> = (0..8i64)
         .map(|t| {
             std::thread::spawn(move || {
-                for i in 0..20_000i64 {
+                for i in 0..n {
                     let s = span_cm!("seq");
                     s.set_attribute("t", t);
                     s.set_attribute("i", i);
@@ -310,7 +310,7 @@ fn many_busy_threads() -> Vec<Vec<i64>> {
 #[test]
 fn many_busy_threads_lose_no_span() {
     let _s = serial();
-    for (t, mut got) in many_busy_threads().into_iter().enumerate() {
+    for (t, mut got) in many_busy_threads(20_000).into_iter().enumerate() {
         got.sort_unstable();
         assert_eq!(got, (0..20_000).collect::<Vec<_>>(), "thread {t}");
     }
@@ -321,12 +321,18 @@ fn many_busy_threads_lose_no_span() {
 /// ending thread then builds the oldest batch queued and queues its own)
 /// and interval drains taking the lists meanwhile (they take the last
 /// batches handed over and the lists' finished records together). It used
-/// to see tens of inversions per 160 000 spans: a thread built its own
-/// batch ahead of its earlier ones still queued.
+/// to see a few to tens of inversions: a thread built its own batch ahead
+/// of its earlier ones still queued.
+///
+/// The promise holds while the collector is at most 128 batches behind:
+/// past that an ending thread builds its own batch rather than wait or
+/// grow the queue, and order is given up (8 threads that do nothing but
+/// end spans, unpaced, on 2 CPUs, get there in a release build). 8 × 8,000
+/// spans are 125 batches in all, so here it always holds.
 #[test]
 fn many_busy_threads_keep_each_thread_s_order() {
     let _s = serial();
-    for (t, got) in many_busy_threads().into_iter().enumerate() {
+    for (t, got) in many_busy_threads(8_000).into_iter().enumerate() {
         let inversions = got.windows(2).filter(|w| w[1] < w[0]).count();
         assert_eq!(inversions, 0, "thread {t}: spans out of order");
     }
