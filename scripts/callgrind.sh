@@ -54,6 +54,9 @@
 #    OpenTelemetry's context as lens makes each span current, and nothing
 #    else, the floor of a span that raw OpenTelemetry code sees as its
 #    parent; reported, no target)
+#   (lens_setup_on / lens_setup_ids_on: lens's own span recorder under
+#    setup, its span current as a forwarding span / as its ids only,
+#    NEMO_LENS_OTEL_CONTEXT=full / ids; reported, no target)
 #   lens_on   <= sdk_on + 800          (managed_span! with one attribute vs the
 #                                       raw SDK start+end with it in the builder)
 set -euo pipefail
@@ -68,7 +71,7 @@ REPEAT=${REPEAT:-3}
 MODES=("$@")
 if [ ${#MODES[@]} -eq 0 ]; then
     MODES=(bare bit_test bit_test_xcrate bit_test_noguard bit_test_noguard_xcrate lens_off lens_managed_off bare3 lens_off3 tracing_off fastrace_off
-           lens_trace_fn_on lens_on lens_setup_on sdk_on sdk_cx_on sdk_guard_on otel_current_ids otel_current_full)
+           lens_trace_fn_on lens_on lens_setup_on lens_setup_ids_on sdk_on sdk_cx_on sdk_guard_on otel_current_ids otel_current_full)
 fi
 
 command -v valgrind >/dev/null || { echo "valgrind not found" >&2; exit 2; }

@@ -37,6 +37,7 @@ const MODES: &[&str] = &[
     "lens_trace_fn_on",
     "lens_on",
     "lens_setup_on",
+    "lens_setup_ids_on",
     "lens_setup3_on",
     "sdk_on",
     "sdk_cx_on",
@@ -114,7 +115,11 @@ fn run(mode: &str, n: u64) -> Result<(), String> {
         "fastrace_off" => disabled!(fastrace_trace),
         "lens_trace_fn_on" => enabled!(|i, _t| lens_trace_fn(i as u64)),
         "lens_on" => enabled!(|i, _t| lens_managed_span(i)),
-        "lens_setup_on" | "lens_setup3_on" => {
+        "lens_setup_on" | "lens_setup_ids_on" | "lens_setup3_on" => {
+            if mode == "lens_setup_ids_on" {
+                // a span current in OpenTelemetry as its ids only
+                std::env::set_var("NEMO_LENS_OTEL_CONTEXT", "ids");
+            }
             let handle = common::lens_setup(common::DiscardExporter::default());
             let site = match mode {
                 "lens_setup3_on" => lens_managed_span3,
