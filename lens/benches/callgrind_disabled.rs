@@ -121,6 +121,7 @@ fn run(mode: &str, n: u64) -> Result<(), String> {
                 std::env::set_var("NEMO_LENS_OTEL_CONTEXT", "ids");
             }
             let handle = common::lens_setup(common::DiscardExporter::default());
+            std::env::remove_var("NEMO_LENS_OTEL_CONTEXT");
             let site = match mode {
                 "lens_setup3_on" => lens_managed_span3,
                 _ => lens_managed_span,
