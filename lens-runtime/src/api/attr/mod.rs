@@ -65,14 +65,21 @@ impl Attrs {
 
     /// The attributes as a `Vec` (the heap buffer as it is, or one
     /// allocation of the exact count).
-    pub fn into_vec(self) -> Vec<opentelemetry::KeyValue> {
+    pub fn into_vec(mut self) -> Vec<opentelemetry::KeyValue> {
         if self.0.spilled() {
             return self.0.into_vec();
         }
-        // `SmallVec::into_vec` collects through its iterator: dearer
-        let mut v = Vec::with_capacity(self.0.len());
-        for kv in self.0 {
-            v.push(kv);
+        // moved bit for bit: `SmallVec::into_vec`, or a loop that pushes
+        // each, goes through the iterator (~100 instructions for one)
+        let n = self.0.len();
+        let mut v = Vec::with_capacity(n);
+        // SAFETY: `v` has room for `n`; the `n` inline attributes are
+        // copied there and counted in `v`, and `self.0`'s length is set to
+        // 0 first, so they are owned (and dropped) once, by `v`.
+        unsafe {
+            self.0.set_len(0);
+            std::ptr::copy_nonoverlapping(self.0.as_ptr(), v.as_mut_ptr(), n);
+            v.set_len(n);
         }
         v
     }
@@ -95,6 +102,29 @@ impl std::ops::Deref for Attrs {
 mod tests {
     use super::*;
     use opentelemetry::{Array, Value};
+
+    /// Inline or on the heap, every attribute comes out once, in order,
+    /// owned strings included (each dropped once: a double free aborts).
+    #[test]
+    fn into_vec_moves_each_attribute_once() {
+        use opentelemetry::KeyValue;
+        for n in 0..4 {
+            let mut a = Attrs::new();
+            for i in 0..n {
+                a.push(KeyValue::new(format!("k{i}"), format!("v{i}")));
+            }
+            let v = a.into_vec();
+            let got: Vec<String> = v
+                .iter()
+                .map(|kv| format!("{}={}", kv.key, kv.value))
+                .collect();
+            let want: Vec<String> = (0..n).map(|i| format!("k{i}=v{i}")).collect();
+            assert_eq!(got, want, "{n} attributes");
+            if n <= 1 {
+                assert_eq!(v.capacity(), n, "inline: one allocation of the count");
+            }
+        }
+    }
 
     /// `(key, redacted by the default rule)`.
     const TABLE: &[(&str, bool)] = &[
