@@ -72,6 +72,9 @@ impl Attrs {
         // moved bit for bit: `SmallVec::into_vec`, or a loop that pushes
         // each, goes through the iterator (~100 instructions for one)
         let n = self.0.len();
+        if n == 0 {
+            return Vec::new();
+        }
         let mut v = Vec::with_capacity(n);
         // SAFETY: `v` has room for `n`; the `n` inline attributes are
         // copied there and counted in `v`, and `self.0`'s length is set to
