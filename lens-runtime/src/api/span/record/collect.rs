@@ -87,8 +87,9 @@ pub(super) fn reset_after_fork() {
 /// come twice as fast.
 const WAKE_AT: usize = MAX_WAITING / 2;
 
-/// A full batch from an ending thread: queued for the collector, or, if
-/// the collector is behind or absent, submitted by the caller.
+/// A full batch from an ending thread: queued for the collector. If the
+/// collector is behind, the caller builds the oldest batch queued and
+/// queues its own; with no collector thread, it submits its own.
 pub(super) fn hand_over(batch: Vec<Record>) {
     if IN_CHILD.load(Ordering::Relaxed) {
         return;
