@@ -376,3 +376,59 @@ fn batches_handed_over_one_by_one_leave_in_full_export_calls() {
     h.shutdown(Duration::from_secs(5)).unwrap();
     assert_eq!(got, [2048], "spans per export call");
 }
+
+/// The spans both paths export for the same code, `NEMO_LENS_SPAN_PATH`
+/// set to `path` for the setup.
+fn on_path(path: &str, run: impl FnOnce(&Capture)) -> Vec<lens::otel_sdk::trace::SpanData> {
+    std::env::set_var("NEMO_LENS_SPAN_PATH", path);
+    let (h, exporter) = install("5000");
+    std::env::set_var("NEMO_LENS_SPAN_PATH", "lens");
+    run(&exporter);
+    h.shutdown(Duration::from_secs(5)).unwrap();
+    exporter.finished()
+}
+
+/// `OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT`, `OTEL_SPAN_EVENT_COUNT_LIMIT` and
+/// `OTEL_SPAN_LINK_COUNT_LIMIT` limit the spans of lens's path as the
+/// SDK's tracer limits them (its default config reads them).
+#[test]
+fn span_limits_from_the_environment_apply_on_both_paths() {
+    let _s = serial();
+    let limits = [
+        ("OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "2"),
+        ("OTEL_SPAN_EVENT_COUNT_LIMIT", "1"),
+        ("OTEL_SPAN_LINK_COUNT_LIMIT", "1"),
+    ];
+    let run = |path: &str| {
+        for (k, v) in limits {
+            std::env::set_var(k, v);
+        }
+        let spans = on_path(path, |_| {
+            let g = span_cm!("limited");
+            for i in 0..5 {
+                g.set_attribute(format!("a{i}"), i);
+                g.add_event(format!("e{i}"), &[]);
+            }
+            lens::otel::trace::get_active_span(|s| {
+                for _ in 0..3 {
+                    s.add_link(s.span_context().clone(), vec![]);
+                }
+            });
+        });
+        for (k, _) in limits {
+            std::env::remove_var(k);
+        }
+        let s = spans.into_iter().find(|s| s.name == "limited").unwrap();
+        (
+            s.attributes.len(),
+            s.dropped_attributes_count,
+            s.events.len(),
+            s.events.dropped_count,
+            s.links.len(),
+            s.links.dropped_count,
+        )
+    };
+    let sdk = run("sdk");
+    assert_eq!(sdk, (2, 3, 1, 4, 1, 2), "the SDK's tracer");
+    assert_eq!(run("lens"), sdk, "lens's recorder");
+}
