@@ -113,7 +113,7 @@ pub(crate) fn own_recorder(
             let _ = ForkSafeIdGenerator::new(); // registers the fork handler
             ForkSafeIdGenerator::draw_ids
         },
-        scope,
+        common: crate::api::span::record::Common::from_env(scope),
     };
     let sink: Arc<dyn SpanSink> = Arc::new(RecorderSink {
         processor,
