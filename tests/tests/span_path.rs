@@ -432,3 +432,29 @@ fn span_limits_from_the_environment_apply_on_both_paths() {
     assert_eq!(sdk, (2, 3, 1, 4, 1, 2), "the SDK's tracer");
     assert_eq!(run("lens"), sdk, "lens's recorder");
 }
+
+/// A span that ended under one pipeline is exported by that pipeline, not
+/// by the one a re-init (`allow_reinit`) installs right after: on the SDK
+/// path it is in the first pipeline's batch processor already.
+#[test]
+fn a_span_ended_before_a_reinit_is_exported_by_its_own_pipeline() {
+    let _s = serial();
+    let run = |path: &str| {
+        std::env::set_var("NEMO_LENS_SPAN_PATH", path);
+        let (first, a) = install("5000");
+        drop(span_cm!("before.reinit"));
+        let (second, b) = install("5000");
+        std::env::set_var("NEMO_LENS_SPAN_PATH", "lens");
+        first.shutdown(Duration::from_secs(5)).unwrap();
+        second.shutdown(Duration::from_secs(5)).unwrap();
+        let named = |c: &Capture| {
+            c.finished()
+                .iter()
+                .filter(|s| s.name == "before.reinit")
+                .count()
+        };
+        (named(&a), named(&b))
+    };
+    assert_eq!(run("sdk"), (1, 0), "the SDK's tracer");
+    assert_eq!(run("lens"), (1, 0), "lens's recorder");
+}
