@@ -458,3 +458,39 @@ fn a_span_ended_before_a_reinit_is_exported_by_its_own_pipeline() {
     assert_eq!(run("sdk"), (1, 0), "the SDK's tracer");
     assert_eq!(run("lens"), (1, 0), "lens's recorder");
 }
+
+/// Spans a thread starts while another shuts telemetry down, and ends
+/// after the shutdown, belong to the pipeline that was shut down: they
+/// never reach the next one set up in the process (on the SDK path they
+/// go to the shut-down provider, which drops them).
+#[test]
+fn spans_started_during_a_shutdown_never_reach_the_next_pipeline() {
+    let _s = serial();
+    let mut leaked = 0;
+    for _ in 0..20 {
+        let (first, _a) = install("5000");
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let maker = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut open = Vec::new();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    open.push(lens::detached_span("during.shutdown"));
+                }
+                open
+            })
+        };
+        std::thread::sleep(Duration::from_millis(5));
+        first.shutdown(Duration::from_secs(5)).unwrap();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        drop(maker.join().unwrap()); // ended after the shutdown
+        let (second, b) = install("5000");
+        second.shutdown(Duration::from_secs(5)).unwrap();
+        leaked += b
+            .finished()
+            .iter()
+            .filter(|s| s.name == "during.shutdown")
+            .count();
+    }
+    assert_eq!(leaked, 0, "spans of a shut-down pipeline in the next one");
+}
