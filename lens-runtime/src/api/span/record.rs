@@ -362,6 +362,7 @@ impl opentelemetry::trace::Span for RecSpan {
 pub(crate) mod clock;
 pub(crate) mod collect;
 pub(crate) mod data;
+pub(crate) mod sink;
 
 #[cfg(test)]
 mod tests {

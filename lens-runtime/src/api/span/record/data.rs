@@ -5,6 +5,7 @@
 //! link), or what `OTEL_SPAN_*_COUNT_LIMIT` sets, read as the SDK reads it.
 
 use super::clock::{self, Stamp};
+use super::sink::SpanSink;
 use crate::api::attr::Attrs;
 use crate::api::semconv;
 use opentelemetry::trace::{
@@ -13,14 +14,26 @@ use opentelemetry::trace::{
 use opentelemetry::{InstrumentationScope, KeyValue};
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLimits, SpanLinks};
 use std::borrow::Cow;
+use std::sync::{Arc, Weak};
 use std::time::SystemTime;
 
-/// What the records of one recorder share: its scope and its span limits
-/// (the provider's).
-#[derive(Debug)]
+/// What the records of one recorder share: its scope, its span limits
+/// (the provider's) and its pipeline's sink.
 pub(crate) struct Common {
     pub(crate) scope: InstrumentationScope,
     pub(crate) limits: SpanLimits,
+    /// Where the records go, whatever sink is in use when they are
+    /// collected (`None`: the one in use): a record that ends after its
+    /// pipeline was shut down or replaced never reaches the next one.
+    pub(crate) sink: Option<Weak<dyn SpanSink>>,
+}
+
+impl std::fmt::Debug for Common {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Common")
+            .field("scope", &self.scope)
+            .finish()
+    }
 }
 
 impl Common {
@@ -40,7 +53,17 @@ impl Common {
             var("OTEL_SPAN_EVENT_COUNT_LIMIT").unwrap_or(d.max_events_per_span),
             var("OTEL_SPAN_LINK_COUNT_LIMIT").unwrap_or(d.max_links_per_span),
         );
-        Common { scope, limits }
+        Common {
+            scope,
+            limits,
+            sink: None,
+        }
+    }
+
+    /// The records go to `sink`.
+    pub(crate) fn with_sink(self, sink: &Arc<dyn SpanSink>) -> Common {
+        let sink = Some(Arc::downgrade(sink));
+        Common { sink, ..self }
     }
 }
 
