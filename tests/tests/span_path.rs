@@ -494,3 +494,122 @@ fn spans_started_during_a_shutdown_never_reach_the_next_pipeline() {
     }
     assert_eq!(leaked, 0, "spans of a shut-down pipeline in the next one");
 }
+
+/// What OpenTelemetry's API does to the active span (rename, status
+/// order, events, links, an empty key, `end` before the guard's), a span
+/// ended on another thread and a panic through nested guards export the
+/// same on both paths.
+#[test]
+fn otel_api_calls_and_cross_thread_ends_export_as_on_the_sdk_path() {
+    let _s = serial();
+    use lens::otel::trace::get_active_span;
+    use lens::otel::KeyValue;
+    let run = |path: &str| {
+        let spans = on_path(path, |_| {
+            {
+                let g = span_cm!("a");
+                get_active_span(|s| {
+                    s.update_name("a2");
+                    s.set_status(Status::Ok);
+                    s.set_status(Status::error("late"));
+                    s.add_event(
+                        "e",
+                        vec![KeyValue::new(
+                            "x",
+                            lens::otel::Value::Array(vec![1i64, 2].into()),
+                        )],
+                    );
+                    s.add_link(s.span_context().clone(), vec![KeyValue::new("l", 1.5)]);
+                    s.set_attribute(KeyValue::new("", ""));
+                    s.end();
+                });
+                g.set_attribute("after.end", true);
+                let _c = span_cm!("child.of.ended");
+            }
+            let moved = lens::detached_span("moved");
+            moved.set_attribute("k", 1);
+            std::thread::spawn(move || {
+                moved.record_error("bad");
+                drop(moved);
+            })
+            .join()
+            .unwrap();
+            let _ = std::panic::catch_unwind(|| {
+                let _o = span_cm!("outer.p");
+                let _i = span_cm!("inner.p");
+                panic!("zap");
+            });
+        });
+        let mut out: Vec<String> = spans
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} attrs={:?} st={:?} ev={:?} links={:?} parent={}",
+                    s.name,
+                    s.attributes,
+                    s.status,
+                    s.events
+                        .iter()
+                        .map(|e| (
+                            &e.name,
+                            e.attributes
+                                .iter()
+                                .filter(|a| a.key.as_str() != "exception.stacktrace")
+                                .collect::<Vec<_>>()
+                        ))
+                        .collect::<Vec<_>>(),
+                    s.links.iter().map(|l| &l.attributes).collect::<Vec<_>>(),
+                    s.parent_span_id != lens::otel::trace::SpanId::INVALID
+                ) + &format!(" ok_times={}", s.end_time >= s.start_time)
+            })
+            .collect();
+        out.sort();
+        out
+    };
+    let sdk = run("sdk");
+    let lens = run("lens");
+    assert_eq!(lens, sdk);
+}
+
+/// Spans open at shutdown (one from a thread that has exited) are
+/// truncated as on the SDK path; what is done to them afterwards is lost.
+#[test]
+fn truncation_at_shutdown_exports_as_on_the_sdk_path() {
+    let _s = serial();
+    let run = |path: &str| {
+        std::env::set_var("NEMO_LENS_SPAN_PATH", path);
+        let (h, exporter) = install("5000");
+        std::env::set_var("NEMO_LENS_SPAN_PATH", "lens");
+        let kept = std::thread::spawn(|| {
+            let s = lens::detached_span("from.exited");
+            s.set_attribute("k", 1);
+            s
+        })
+        .join()
+        .unwrap();
+        let outer = span_cm!("open.outer");
+        let inner = span_cm!("open.inner");
+        h.shutdown(Duration::from_secs(5)).unwrap();
+        inner.set_attribute("after", 1);
+        drop(inner);
+        drop(outer);
+        drop(kept);
+        let mut out: Vec<String> = exporter
+            .finished()
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} {:?} {:?} {}",
+                    s.name,
+                    s.attributes,
+                    s.events.iter().map(|e| &e.name).collect::<Vec<_>>(),
+                    s.end_time >= s.start_time
+                )
+            })
+            .collect();
+        out.sort();
+        out
+    };
+    let sdk = run("sdk");
+    assert_eq!(run("lens"), sdk);
+}
