@@ -41,18 +41,23 @@ impl Common {
     /// defaults, or `OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT`,
     /// `OTEL_SPAN_EVENT_COUNT_LIMIT` and `OTEL_SPAN_LINK_COUNT_LIMIT`.
     pub(crate) fn from_env(scope: InstrumentationScope) -> Common {
-        let var = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u32>().ok());
         let mut limits = SpanLimits::default();
-        let d = &limits;
-        (
-            limits.max_attributes_per_span,
-            limits.max_events_per_span,
-            limits.max_links_per_span,
-        ) = (
-            var("OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT").unwrap_or(d.max_attributes_per_span),
-            var("OTEL_SPAN_EVENT_COUNT_LIMIT").unwrap_or(d.max_events_per_span),
-            var("OTEL_SPAN_LINK_COUNT_LIMIT").unwrap_or(d.max_links_per_span),
-        );
+        for (var, limit) in [
+            (
+                "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT",
+                &mut limits.max_attributes_per_span,
+            ),
+            (
+                "OTEL_SPAN_EVENT_COUNT_LIMIT",
+                &mut limits.max_events_per_span,
+            ),
+            ("OTEL_SPAN_LINK_COUNT_LIMIT", &mut limits.max_links_per_span),
+        ] {
+            // as the SDK reads them: a value that is not a `u32` is ignored
+            if let Some(n) = std::env::var(var).ok().and_then(|v| v.parse().ok()) {
+                *limit = n;
+            }
+        }
         Common {
             scope,
             limits,
