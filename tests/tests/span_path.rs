@@ -376,3 +376,240 @@ fn batches_handed_over_one_by_one_leave_in_full_export_calls() {
     h.shutdown(Duration::from_secs(5)).unwrap();
     assert_eq!(got, [2048], "spans per export call");
 }
+
+/// The spans both paths export for the same code, `NEMO_LENS_SPAN_PATH`
+/// set to `path` for the setup.
+fn on_path(path: &str, run: impl FnOnce(&Capture)) -> Vec<lens::otel_sdk::trace::SpanData> {
+    std::env::set_var("NEMO_LENS_SPAN_PATH", path);
+    let (h, exporter) = install("5000");
+    std::env::set_var("NEMO_LENS_SPAN_PATH", "lens");
+    run(&exporter);
+    h.shutdown(Duration::from_secs(5)).unwrap();
+    exporter.finished()
+}
+
+/// `OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT`, `OTEL_SPAN_EVENT_COUNT_LIMIT` and
+/// `OTEL_SPAN_LINK_COUNT_LIMIT` limit the spans of lens's path as the
+/// SDK's tracer limits them (its default config reads them).
+#[test]
+fn span_limits_from_the_environment_apply_on_both_paths() {
+    let _s = serial();
+    let limits = [
+        ("OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "2"),
+        ("OTEL_SPAN_EVENT_COUNT_LIMIT", "1"),
+        ("OTEL_SPAN_LINK_COUNT_LIMIT", "1"),
+    ];
+    let run = |path: &str| {
+        for (k, v) in limits {
+            std::env::set_var(k, v);
+        }
+        let spans = on_path(path, |_| {
+            let g = span_cm!("limited");
+            for i in 0..5 {
+                g.set_attribute(format!("a{i}"), i);
+                g.add_event(format!("e{i}"), &[]);
+            }
+            lens::otel::trace::get_active_span(|s| {
+                for _ in 0..3 {
+                    s.add_link(s.span_context().clone(), vec![]);
+                }
+            });
+        });
+        for (k, _) in limits {
+            std::env::remove_var(k);
+        }
+        let s = spans.into_iter().find(|s| s.name == "limited").unwrap();
+        (
+            s.attributes.len(),
+            s.dropped_attributes_count,
+            s.events.len(),
+            s.events.dropped_count,
+            s.links.len(),
+            s.links.dropped_count,
+        )
+    };
+    let sdk = run("sdk");
+    assert_eq!(sdk, (2, 3, 1, 4, 1, 2), "the SDK's tracer");
+    assert_eq!(run("lens"), sdk, "lens's recorder");
+}
+
+/// A span that ended under one pipeline is exported by that pipeline, not
+/// by the one a re-init (`allow_reinit`) installs right after: on the SDK
+/// path it is in the first pipeline's batch processor already.
+#[test]
+fn a_span_ended_before_a_reinit_is_exported_by_its_own_pipeline() {
+    let _s = serial();
+    let run = |path: &str| {
+        std::env::set_var("NEMO_LENS_SPAN_PATH", path);
+        let (first, a) = install("5000");
+        drop(span_cm!("before.reinit"));
+        let (second, b) = install("5000");
+        std::env::set_var("NEMO_LENS_SPAN_PATH", "lens");
+        first.shutdown(Duration::from_secs(5)).unwrap();
+        second.shutdown(Duration::from_secs(5)).unwrap();
+        let named = |c: &Capture| {
+            c.finished()
+                .iter()
+                .filter(|s| s.name == "before.reinit")
+                .count()
+        };
+        (named(&a), named(&b))
+    };
+    assert_eq!(run("sdk"), (1, 0), "the SDK's tracer");
+    assert_eq!(run("lens"), (1, 0), "lens's recorder");
+}
+
+/// Spans a thread starts while another shuts telemetry down, and ends
+/// after the shutdown, belong to the pipeline that was shut down: they
+/// never reach the next one set up in the process (on the SDK path they
+/// go to the shut-down provider, which drops them).
+#[test]
+fn spans_started_during_a_shutdown_never_reach_the_next_pipeline() {
+    let _s = serial();
+    let mut leaked = 0;
+    for _ in 0..20 {
+        let (first, _a) = install("5000");
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let maker = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut open = Vec::new();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    open.push(lens::detached_span("during.shutdown"));
+                }
+                open
+            })
+        };
+        std::thread::sleep(Duration::from_millis(5));
+        first.shutdown(Duration::from_secs(5)).unwrap();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        drop(maker.join().unwrap()); // ended after the shutdown
+        let (second, b) = install("5000");
+        second.shutdown(Duration::from_secs(5)).unwrap();
+        leaked += b
+            .finished()
+            .iter()
+            .filter(|s| s.name == "during.shutdown")
+            .count();
+    }
+    assert_eq!(leaked, 0, "spans of a shut-down pipeline in the next one");
+}
+
+/// What OpenTelemetry's API does to the active span (rename, status
+/// order, events, links, an empty key, `end` before the guard's), a span
+/// ended on another thread and a panic through nested guards export the
+/// same on both paths.
+#[test]
+fn otel_api_calls_and_cross_thread_ends_export_as_on_the_sdk_path() {
+    let _s = serial();
+    use lens::otel::trace::get_active_span;
+    use lens::otel::KeyValue;
+    let run = |path: &str| {
+        let spans = on_path(path, |_| {
+            {
+                let g = span_cm!("a");
+                get_active_span(|s| {
+                    s.update_name("a2");
+                    s.set_status(Status::Ok);
+                    s.set_status(Status::error("late"));
+                    s.add_event(
+                        "e",
+                        vec![KeyValue::new(
+                            "x",
+                            lens::otel::Value::Array(vec![1i64, 2].into()),
+                        )],
+                    );
+                    s.add_link(s.span_context().clone(), vec![KeyValue::new("l", 1.5)]);
+                    s.set_attribute(KeyValue::new("", ""));
+                    s.end();
+                });
+                g.set_attribute("after.end", true);
+                let _c = span_cm!("child.of.ended");
+            }
+            let moved = lens::detached_span("moved");
+            moved.set_attribute("k", 1);
+            std::thread::spawn(move || {
+                moved.record_error("bad");
+                drop(moved);
+            })
+            .join()
+            .unwrap();
+            let _ = std::panic::catch_unwind(|| {
+                let _o = span_cm!("outer.p");
+                let _i = span_cm!("inner.p");
+                panic!("zap");
+            });
+        });
+        let mut out: Vec<String> = spans
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} attrs={:?} st={:?} ev={:?} links={:?} parent={}",
+                    s.name,
+                    s.attributes,
+                    s.status,
+                    s.events
+                        .iter()
+                        .map(|e| (
+                            &e.name,
+                            e.attributes
+                                .iter()
+                                .filter(|a| a.key.as_str() != "exception.stacktrace")
+                                .collect::<Vec<_>>()
+                        ))
+                        .collect::<Vec<_>>(),
+                    s.links.iter().map(|l| &l.attributes).collect::<Vec<_>>(),
+                    s.parent_span_id != lens::otel::trace::SpanId::INVALID
+                ) + &format!(" ok_times={}", s.end_time >= s.start_time)
+            })
+            .collect();
+        out.sort();
+        out
+    };
+    let sdk = run("sdk");
+    let lens = run("lens");
+    assert_eq!(lens, sdk);
+}
+
+/// Spans open at shutdown (one from a thread that has exited) are
+/// truncated as on the SDK path; what is done to them afterwards is lost.
+#[test]
+fn truncation_at_shutdown_exports_as_on_the_sdk_path() {
+    let _s = serial();
+    let run = |path: &str| {
+        std::env::set_var("NEMO_LENS_SPAN_PATH", path);
+        let (h, exporter) = install("5000");
+        std::env::set_var("NEMO_LENS_SPAN_PATH", "lens");
+        let kept = std::thread::spawn(|| {
+            let s = lens::detached_span("from.exited");
+            s.set_attribute("k", 1);
+            s
+        })
+        .join()
+        .unwrap();
+        let outer = span_cm!("open.outer");
+        let inner = span_cm!("open.inner");
+        h.shutdown(Duration::from_secs(5)).unwrap();
+        inner.set_attribute("after", 1);
+        drop(inner);
+        drop(outer);
+        drop(kept);
+        let mut out: Vec<String> = exporter
+            .finished()
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} {:?} {:?} {}",
+                    s.name,
+                    s.attributes,
+                    s.events.iter().map(|e| &e.name).collect::<Vec<_>>(),
+                    s.end_time >= s.start_time
+                )
+            })
+            .collect();
+        out.sort();
+        out
+    };
+    let sdk = run("sdk");
+    assert_eq!(run("lens"), sdk);
+}

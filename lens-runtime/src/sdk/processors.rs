@@ -105,6 +105,10 @@ pub(crate) fn own_recorder(
     let scope = opentelemetry::InstrumentationScope::builder(crate::api::span::SCOPE_NAME)
         .with_version(env!("CARGO_PKG_VERSION"))
         .build();
+    let sink: Arc<dyn SpanSink> = Arc::new(RecorderSink {
+        processor,
+        counters: counters.clone(),
+    });
     let rec = Recorder {
         sampler,
         default_sampling,
@@ -113,12 +117,8 @@ pub(crate) fn own_recorder(
             let _ = ForkSafeIdGenerator::new(); // registers the fork handler
             ForkSafeIdGenerator::draw_ids
         },
-        scope,
+        common: crate::api::span::record::Common::from_env(scope).with_sink(&sink),
     };
-    let sink: Arc<dyn SpanSink> = Arc::new(RecorderSink {
-        processor,
-        counters: counters.clone(),
-    });
     let interval =
         (batch.scheduled_delay / 4).clamp(Duration::from_millis(5), Duration::from_millis(250));
     (rec, sink, interval)

@@ -16,15 +16,14 @@
 //! OpenTelemetry spans, `tracing-opentelemetry` and propagators see its
 //! span context as their parent, and `get_active_span`'s
 //! `set_attribute`/`add_event`/`set_status` reach the record. Limits are
-//! the SDK's defaults (128 attributes, events and links per span, 128
-//! attributes per event and link).
+//! the provider's ([`data::Common`]).
 
 use super::open::{records::NewSlot, Registration};
 use opentelemetry::trace::{
     Event, Link, SpanBuilder, SpanContext, SpanId, SpanKind, Status, TraceContextExt, TraceFlags,
     TraceId, TraceState,
 };
-use opentelemetry::{Context, InstrumentationScope, KeyValue};
+use opentelemetry::{Context, KeyValue};
 use opentelemetry_sdk::trace::{SamplingDecision, SamplingResult, ShouldSample};
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
@@ -33,8 +32,8 @@ use std::time::SystemTime;
 use crate::api::attr::Attrs;
 pub(crate) use clock::Stamp;
 pub(crate) use collect::SpanSink;
-pub(crate) use data::Record;
-use data::{limit_events, limit_links, More, LIMIT};
+use data::{limit_events, limit_links, More};
+pub(crate) use data::{Common, Record};
 
 /// What spans on lens's path are made with: set by setup when
 /// `NEMO_LENS_SPAN_PATH=lens`.
@@ -49,7 +48,8 @@ pub(crate) struct Recorder {
     /// Draws a span id, and a trace id when asked (a root span): the
     /// fork-safe generator.
     pub(crate) ids: fn(bool) -> (SpanId, Option<TraceId>),
-    pub(crate) scope: InstrumentationScope,
+    /// The scope and the span limits of its records.
+    pub(crate) common: Common,
 }
 
 static RECORDER: AtomicPtr<Recorder> = AtomicPtr::new(std::ptr::null_mut());
@@ -240,16 +240,18 @@ impl Recorder {
         if !result.attributes.is_empty() {
             attributes.0.extend(result.attributes);
         }
-        let dropped_attributes = attributes.len().saturating_sub(LIMIT) as u32;
-        attributes.0.truncate(LIMIT);
+        let limits = &self.common.limits;
+        let max = limits.max_attributes_per_span as usize;
+        let dropped_attributes = attributes.len().saturating_sub(max) as u32;
+        attributes.0.truncate(max);
         let more =
             (!events.is_empty() || !links.is_empty() || *sc.trace_state() != TraceState::NONE)
                 .then(|| {
                     Box::new(More {
                         trace_state: sc.trace_state().clone(),
                         status: Status::Unset,
-                        events: limit_events(events),
-                        links: limit_links(links),
+                        events: limit_events(events, limits),
+                        links: limit_links(links, limits),
                     })
                 });
         let start = start_time.map_or_else(clock::now, clock::from_system);
@@ -284,7 +286,7 @@ impl Recorder {
             attributes,
             dropped_attributes,
             more,
-            scope: &self.scope,
+            common: &self.common,
         });
         Started {
             cx: match self.ids_only {
@@ -360,10 +362,12 @@ impl opentelemetry::trace::Span for RecSpan {
 pub(crate) mod clock;
 pub(crate) mod collect;
 pub(crate) mod data;
+pub(crate) mod sink;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use opentelemetry::InstrumentationScope;
     use opentelemetry_sdk::trace::Sampler;
 
     fn recorder(default_sampling: bool) -> &'static Recorder {
@@ -372,7 +376,7 @@ mod tests {
             default_sampling,
             ids_only: false,
             ids: crate::sdk::ids::ForkSafeIdGenerator::draw_ids,
-            scope: InstrumentationScope::builder("t").build(),
+            common: Common::from_env(InstrumentationScope::builder("t").build()),
         }))
     }
 

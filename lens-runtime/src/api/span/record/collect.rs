@@ -36,6 +36,9 @@ pub(super) fn set_sink(sink: Arc<dyn SpanSink>, interval: Duration) {
         DROPPED_IN_CHILD.store(0, Ordering::Relaxed);
         SHARED.replace(Shared::new());
     }
+    // spans that ended under the pipeline being replaced (a re-init) are
+    // its own, as on the SDK path: they go to its sink first
+    drain();
     let ms = interval.as_millis().clamp(1, 1000) as u64;
     INTERVAL_MS.store(ms, Ordering::Relaxed);
     SINK.store(Box::into_raw(Box::new(sink)), Ordering::Release);

@@ -1,21 +1,76 @@
 //! The record of a span of lens's own path: what it has gathered while
 //! open, and the finished span the collector turns into the SDK's
-//! `SpanData`. Limits are the SDK's defaults (128 attributes, events and
-//! links per span, 128 attributes per event and link).
+//! `SpanData`. Limits are the provider's: the SDK's defaults (128
+//! attributes, events and links per span, 128 attributes per event and
+//! link), or what `OTEL_SPAN_*_COUNT_LIMIT` sets, read as the SDK reads it.
 
 use super::clock::{self, Stamp};
+use super::sink::SpanSink;
 use crate::api::attr::Attrs;
 use crate::api::semconv;
 use opentelemetry::trace::{
     Event, Link, SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState,
 };
 use opentelemetry::{InstrumentationScope, KeyValue};
-use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
+use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLimits, SpanLinks};
 use std::borrow::Cow;
+use std::sync::{Arc, Weak};
 use std::time::SystemTime;
 
-/// The SDK's default span limits, which lens's providers use.
-pub(super) const LIMIT: usize = 128;
+/// What the records of one recorder share: its scope, its span limits
+/// (the provider's) and its pipeline's sink.
+pub(crate) struct Common {
+    pub(crate) scope: InstrumentationScope,
+    pub(crate) limits: SpanLimits,
+    /// Where the records go, whatever sink is in use when they are
+    /// collected (`None`: the one in use): a record that ends after its
+    /// pipeline was shut down or replaced never reaches the next one.
+    pub(crate) sink: Option<Weak<dyn SpanSink>>,
+}
+
+impl std::fmt::Debug for Common {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Common")
+            .field("scope", &self.scope)
+            .finish()
+    }
+}
+
+impl Common {
+    /// `scope`, with the span limits the SDK's default config has: its
+    /// defaults, or `OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT`,
+    /// `OTEL_SPAN_EVENT_COUNT_LIMIT` and `OTEL_SPAN_LINK_COUNT_LIMIT`.
+    pub(crate) fn from_env(scope: InstrumentationScope) -> Common {
+        let mut limits = SpanLimits::default();
+        for (var, limit) in [
+            (
+                "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT",
+                &mut limits.max_attributes_per_span,
+            ),
+            (
+                "OTEL_SPAN_EVENT_COUNT_LIMIT",
+                &mut limits.max_events_per_span,
+            ),
+            ("OTEL_SPAN_LINK_COUNT_LIMIT", &mut limits.max_links_per_span),
+        ] {
+            // as the SDK reads them: a value that is not a `u32` is ignored
+            if let Some(n) = std::env::var(var).ok().and_then(|v| v.parse().ok()) {
+                *limit = n;
+            }
+        }
+        Common {
+            scope,
+            limits,
+            sink: None,
+        }
+    }
+
+    /// The records go to `sink`.
+    pub(crate) fn with_sink(self, sink: &Arc<dyn SpanSink>) -> Common {
+        let sink = Some(Arc::downgrade(sink));
+        Common { sink, ..self }
+    }
+}
 
 /// What a recording span has gathered so far; also the finished span, once
 /// `end` is set.
@@ -35,7 +90,7 @@ pub(crate) struct Record {
     /// The rest, rare on hot spans: boxed apart, so that the record stays
     /// small (it moves into its list and out again).
     pub(super) more: Option<Box<More>>,
-    pub(super) scope: &'static InstrumentationScope,
+    pub(super) common: &'static Common,
 }
 
 #[derive(Debug, Default)]
@@ -46,28 +101,28 @@ pub(super) struct More {
     pub(super) links: SpanLinks,
 }
 
-/// Keeps at most the SDK's limit of `items`; returns how many were dropped.
-pub(super) fn keep_limit<T>(items: &mut Vec<T>) -> u32 {
-    let dropped = items.len().saturating_sub(LIMIT) as u32;
-    items.truncate(LIMIT);
+/// Keeps at most `limit` of `items`; returns how many were dropped.
+pub(super) fn keep_limit<T>(items: &mut Vec<T>, limit: u32) -> u32 {
+    let dropped = items.len().saturating_sub(limit as usize) as u32;
+    items.truncate(limit as usize);
     dropped
 }
 
-pub(super) fn limit_events(mut events: Vec<Event>) -> SpanEvents {
+pub(super) fn limit_events(mut events: Vec<Event>, l: &SpanLimits) -> SpanEvents {
     let mut out = SpanEvents::default();
-    out.dropped_count = keep_limit(&mut events);
+    out.dropped_count = keep_limit(&mut events, l.max_events_per_span);
     for e in &mut events {
-        e.dropped_attributes_count = keep_limit(&mut e.attributes);
+        e.dropped_attributes_count = keep_limit(&mut e.attributes, l.max_attributes_per_event);
     }
     out.events = events;
     out
 }
 
-pub(super) fn limit_links(mut links: Vec<Link>) -> SpanLinks {
+pub(super) fn limit_links(mut links: Vec<Link>, l: &SpanLimits) -> SpanLinks {
     let mut out = SpanLinks::default();
-    out.dropped_count = keep_limit(&mut links);
-    for l in &mut links {
-        l.dropped_attributes_count = keep_limit(&mut l.attributes);
+    out.dropped_count = keep_limit(&mut links, l.max_links_per_span);
+    for k in &mut links {
+        k.dropped_attributes_count = keep_limit(&mut k.attributes, l.max_attributes_per_link);
     }
     out.links = links;
     out
@@ -75,7 +130,7 @@ pub(super) fn limit_links(mut links: Vec<Link>) -> SpanLinks {
 
 impl Record {
     pub(crate) fn set_attribute(&mut self, attribute: KeyValue) {
-        if self.attributes.len() < LIMIT {
+        if self.attributes.len() < self.common.limits.max_attributes_per_span as usize {
             self.attributes.push(attribute);
         } else {
             self.dropped_attributes += 1;
@@ -92,9 +147,10 @@ impl Record {
         at: SystemTime,
         mut attributes: Vec<KeyValue>,
     ) {
+        let l = &self.common.limits;
         let events = &mut self.more().events;
-        if events.events.len() < LIMIT {
-            let dropped = keep_limit(&mut attributes);
+        if events.events.len() < l.max_events_per_span as usize {
+            let dropped = keep_limit(&mut attributes, l.max_attributes_per_event);
             events
                 .events
                 .push(Event::new(name, at, attributes, dropped));
@@ -104,9 +160,10 @@ impl Record {
     }
 
     pub(crate) fn add_link(&mut self, span_context: SpanContext, mut attributes: Vec<KeyValue>) {
+        let l = &self.common.limits;
         let links = &mut self.more().links;
-        if links.links.len() < LIMIT {
-            let dropped = keep_limit(&mut attributes);
+        if links.links.len() < l.max_links_per_span as usize {
+            let dropped = keep_limit(&mut attributes, l.max_attributes_per_link);
             links
                 .links
                 .push(Link::new(span_context, attributes, dropped));
@@ -172,7 +229,7 @@ impl Record {
             events: more.events,
             links: more.links,
             status: more.status,
-            instrumentation_scope: self.scope.clone(),
+            instrumentation_scope: self.common.scope.clone(),
         }
     }
 }

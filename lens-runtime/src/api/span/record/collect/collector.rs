@@ -10,19 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
 
-/// Where finished spans go.
-pub(crate) trait SpanSink: Send + Sync + 'static {
-    /// Takes a batch of finished spans; never blocks.
-    fn submit(&self, spans: Vec<SpanData>);
-
-    /// Spans per export call at most: the batches submitted are built up
-    /// to this size, so that nothing downstream joins (copies) them.
-    fn max_batch(&self) -> usize;
-
-    /// An empty batch with room for `max_batch()` spans, made where the
-    /// batches are freed, if one is ready.
-    fn spare(&self) -> Option<Vec<SpanData>>;
-}
+pub(crate) use crate::api::span::record::sink::SpanSink;
 
 /// Finished spans a thread's list holds at most before the thread hands
 /// them over.
@@ -116,6 +104,14 @@ pub(super) fn submit_to(
         if !rec.is_sampled() {
             continue;
         }
+        if let Some(own) = rec.common.sink.as_ref().filter(|o| !is(o, s)) {
+            // a record of a pipeline shut down or replaced: its own sink
+            // (which drops and counts it once shut down), never this one
+            if let Some(own) = own.upgrade() {
+                own.submit(vec![rec.into_span_data()]);
+            }
+            continue;
+        }
         if spans.len() >= max || (!spans.is_empty() && spans.len() == spans.capacity()) {
             s.submit(std::mem::take(spans));
         }
@@ -139,6 +135,11 @@ pub(super) fn submit_to(
         }
         s.submit(std::mem::take(spans));
     }
+}
+
+/// Whether `own` is `s`.
+fn is(own: &std::sync::Weak<dyn SpanSink>, s: &dyn SpanSink) -> bool {
+    std::ptr::addr_eq(own.as_ptr(), std::ptr::from_ref(s))
 }
 
 /// `m` locked, if nobody holds it (never waits).

@@ -7,8 +7,8 @@ use opentelemetry_sdk::trace::SpanData;
 use std::sync::LazyLock;
 use std::sync::Mutex;
 
-static SCOPE: LazyLock<InstrumentationScope> =
-    LazyLock::new(|| InstrumentationScope::builder("t").build());
+static COMMON: LazyLock<super::super::Common> =
+    LazyLock::new(|| super::super::Common::from_env(InstrumentationScope::builder("t").build()));
 
 fn rec(i: u64, sampled: bool) -> Record {
     let start = super::super::clock::now();
@@ -28,7 +28,7 @@ fn rec(i: u64, sampled: bool) -> Record {
         attributes: Attrs::new(),
         dropped_attributes: 0,
         more: None,
-        scope: &SCOPE,
+        common: &COMMON,
     }
 }
 
