@@ -613,3 +613,51 @@ fn truncation_at_shutdown_exports_as_on_the_sdk_path() {
     let sdk = run("sdk");
     assert_eq!(run("lens"), sdk);
 }
+
+/// Sensitive values that reach a span through OpenTelemetry's API (not
+/// lens's, which redacts at the call) are redacted before any exporter
+/// sees them, on both paths: attributes, events' and links' attributes,
+/// and the same in a raw OpenTelemetry span made beside lens's.
+#[test]
+fn sensitive_values_set_through_otel_are_redacted_on_both_paths() {
+    use lens::otel::KeyValue;
+    let _s = serial();
+    for path in ["lens", "sdk"] {
+        let spans = on_path(path, |_| {
+            let _g = span_cm!("secretive");
+            lens::otel::trace::get_active_span(|s| {
+                s.set_attribute(KeyValue::new("api_key", "k1"));
+                s.set_attribute(KeyValue::new("kept", "visible"));
+                s.add_event("ev", vec![KeyValue::new("prompt", "p1")]);
+                s.add_link(
+                    s.span_context().clone(),
+                    vec![KeyValue::new("hf_token", "t1")],
+                );
+            });
+            let tracer = lens::otel::global::tracer_provider().tracer("raw");
+            tracer.in_span("raw.secretive", |cx| {
+                cx.span().set_attribute(KeyValue::new("password", "pw1"));
+            });
+        });
+        let by = |n: &str| spans.iter().find(|s| s.name == n).cloned().unwrap();
+        let (s, raw) = (by("secretive"), by("raw.secretive"));
+        assert_eq!(attr(&s, "api_key").as_deref(), Some("[REDACTED]"), "{path}");
+        assert_eq!(attr(&s, "kept").as_deref(), Some("visible"), "{path}");
+        let ev = &s.events.events[0].attributes[0];
+        assert_eq!(ev.value.as_str(), "[REDACTED]", "{path}: event");
+        let link = &s.links.links[0].attributes[0];
+        assert_eq!(link.value.as_str(), "[REDACTED]", "{path}: link");
+        assert_eq!(
+            attr(&raw, "password").as_deref(),
+            Some("[REDACTED]"),
+            "{path}"
+        );
+        let all = format!("{spans:?}");
+        for secret in ["k1", "p1", "t1", "pw1"] {
+            assert!(
+                !all.contains(&format!("\"{secret}\"")),
+                "{path}: {secret} exported"
+            );
+        }
+    }
+}

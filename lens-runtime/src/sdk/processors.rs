@@ -1,5 +1,5 @@
 //! The processors a pipeline builds on its exporters: lens's batch span
-//! processor (redaction, then counting), the SDK's batch log processor
+//! processor (which redacts; then counting), the SDK's batch log processor
 //! (redaction, counting), and the count of spans that ended.
 
 use crate::api::span::record::{Recorder, SpanSink};
@@ -8,7 +8,7 @@ use crate::sdk::export::batch::BatchProcessor;
 use crate::sdk::export::log_count::{CountEmitted, CountExported, LogCounters};
 use crate::sdk::export::{Counting, SpanCounters};
 use crate::sdk::ids::ForkSafeIdGenerator;
-use crate::sdk::redact::{RedactLogs, RedactSpans, Redactor};
+use crate::sdk::redact::{RedactLogs, Redactor};
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::logs::LogExporter;
 use opentelemetry_sdk::trace::{ShouldSample, SpanData, SpanExporter, SpanProcessor};
@@ -17,8 +17,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The batch processor over `exporter`: redaction at the last point before
-/// export, then counting of what was exported.
+/// The batch processor over `exporter`: redaction before export (by the
+/// processor), then counting of what was exported.
 pub(crate) fn batch_processor<E: SpanExporter + 'static>(
     exporter: E,
     counters: Arc<SpanCounters>,
@@ -26,9 +26,10 @@ pub(crate) fn batch_processor<E: SpanExporter + 'static>(
     redactor: Redactor,
 ) -> BatchProcessor {
     BatchProcessor::new(
-        RedactSpans::new(Counting::new(exporter, counters.clone()), redactor),
+        Counting::new(exporter, counters.clone()),
         batch,
         counters,
+        redactor,
     )
 }
 
@@ -139,6 +140,10 @@ impl crate::api::span::record::SpanSink for RecorderSink {
             .ended
             .fetch_add(spans.len() as u64, Ordering::Relaxed);
         self.processor.on_end_batch(spans);
+    }
+
+    fn redact(&self, span: &mut SpanData) {
+        self.processor.redact(span);
     }
 
     fn max_batch(&self) -> usize {

@@ -46,6 +46,11 @@ impl Queue {
         self.batched += 1;
     }
 
+    /// Whether a single span queued now would join lens's buffers.
+    pub(super) fn has_batches(&self) -> bool {
+        !self.batches.is_empty()
+    }
+
     pub(super) fn push_batch(&mut self, spans: Vec<SpanData>) {
         self.batched += spans.len();
         self.batches.push(spans);

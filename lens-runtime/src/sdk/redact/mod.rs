@@ -8,7 +8,9 @@
 //! (e.g. `token = 42`, a token count) are kept. It is applied to:
 //!
 //! * span attributes, event attributes and link attributes:
-//!   [`Redactor::redact_span`], or the [`RedactSpans`] exporter wrapper;
+//!   [`Redactor::redact_span`], applied by lens's batch span processor
+//!   ([`BatchProcessor`](crate::sdk::export::batch::BatchProcessor)) to
+//!   every span before its exporter sees it;
 //! * log record attributes: the [`RedactLogs`] exporter wrapper;
 //! * metric attributes: [`RedactingMeterProvider`], at the measurement (the
 //!   SDK's aggregated metrics cannot be edited);
@@ -21,12 +23,10 @@
 mod logs;
 mod metrics;
 mod rule;
-mod spans;
 
 pub(crate) use logs::RedactLogs;
 pub(crate) use metrics::RedactingMeterProvider;
 pub(crate) use rule::Redactor;
-pub(crate) use spans::RedactSpans;
 
 #[cfg(test)]
 mod tests {
@@ -46,7 +46,7 @@ mod tests {
     use opentelemetry_sdk::logs::{SdkLogRecord, SdkLoggerProvider};
     use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData};
     use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
-    use opentelemetry_sdk::trace::{SpanData, SpanExporter};
+    use opentelemetry_sdk::trace::{SpanData, SpanExporter, SpanProcessor as _};
     use opentelemetry_sdk::Resource;
     use std::borrow::Cow;
     use std::collections::HashMap;
@@ -124,7 +124,7 @@ mod tests {
             .build();
         let provider = SdkTracerProvider::builder()
             .with_resource(resource)
-            .with_simple_exporter(RedactSpans::new(exporter.clone(), redactor()))
+            .with_span_processor(batch_processor(exporter.clone()))
             .build();
         let tracer = provider.tracer("t");
         let linked = SpanContext::new(
@@ -158,8 +158,8 @@ mod tests {
     }
 
     /// Remembers the resource it was given.
-    #[derive(Debug, Default)]
-    struct ResourceProbe(std::sync::Mutex<Option<Resource>>);
+    #[derive(Debug, Default, Clone)]
+    struct ResourceProbe(std::sync::Arc<std::sync::Mutex<Option<Resource>>>);
 
     impl SpanExporter for ResourceProbe {
         async fn export(&self, _: Vec<SpanData>) -> OTelSdkResult {
@@ -172,9 +172,23 @@ mod tests {
         }
     }
 
+    /// Lens's batch processor over `exporter`, with [`redactor`].
+    fn batch_processor<E: SpanExporter + 'static>(
+        exporter: E,
+    ) -> crate::sdk::export::batch::BatchProcessor {
+        let settings = crate::config::otel::BatchSettings {
+            max_queue_size: 64,
+            max_export_batch_size: 64,
+            scheduled_delay: std::time::Duration::from_secs(5),
+            flush_timeout: std::time::Duration::from_secs(5),
+        };
+        crate::sdk::processors::batch_processor(exporter, Default::default(), settings, redactor())
+    }
+
     #[test]
     fn span_exporter_gets_a_redacted_resource() {
-        let mut wrapped = RedactSpans::new(ResourceProbe::default(), redactor());
+        let probe = ResourceProbe::default();
+        let mut wrapped = batch_processor(probe.clone());
         let res = Resource::builder_empty()
             .with_attributes([
                 KeyValue::new("deploy.token", "t0k3n"),
@@ -182,7 +196,8 @@ mod tests {
             ])
             .build();
         wrapped.set_resource(&res);
-        let seen = wrapped.inner().0.lock().unwrap().clone().unwrap();
+        wrapped.force_flush().unwrap();
+        let seen = probe.0.lock().unwrap().clone().unwrap();
         assert_eq!(seen.get(&Key::from("deploy.token")), Some(red()));
         assert_eq!(
             seen.get(&Key::from("service.name")),

@@ -5,6 +5,7 @@ use crate::config::otel::BatchSettings;
 use crate::diag;
 use crate::sdk::export::queue::{export_batches, Queue};
 use crate::sdk::export::SpanCounters;
+use crate::sdk::redact::Redactor;
 use opentelemetry_sdk::trace::{SpanData, SpanExporter};
 use opentelemetry_sdk::Resource;
 use std::collections::VecDeque;
@@ -42,6 +43,8 @@ pub(super) struct Shared {
     pub(super) done: Condvar,
     pub(super) settings: BatchSettings,
     pub(super) counters: Arc<SpanCounters>,
+    /// Redacts the spans and the resource before the exporter sees them.
+    pub(super) redactor: Redactor,
 }
 
 impl Shared {
@@ -112,11 +115,17 @@ pub(super) fn run<E: SpanExporter>(mut exporter: E, shared: &Shared) {
         let ticket = st.flush_requested;
         let shutting_down = st.shutdown;
         drop(st);
+        // the SDK path's spans; lens's buffers came redacted
+        for span in &mut spare {
+            shared.redactor.redact_span(span);
+        }
         let mut ready = export_batches(&mut spare, batches, settings.max_export_batch_size);
         let mut left: usize = ready.iter().map(Vec::len).sum();
 
         if let Some(r) = resource {
-            exporter.set_resource(&r);
+            shared
+                .redactor
+                .with_resource(&r, |r| exporter.set_resource(r));
         }
         while let Some(batch) = ready.pop_front() {
             if shared.lock().abandoned {

@@ -108,7 +108,7 @@ pub(super) fn submit_to(
             // a record of a pipeline shut down or replaced: its own sink
             // (which drops and counts it once shut down), never this one
             if let Some(own) = own.upgrade() {
-                own.submit(vec![rec.into_span_data()]);
+                own.submit(vec![build(rec, &*own)]);
             }
             continue;
         }
@@ -124,7 +124,7 @@ pub(super) fn submit_to(
                 },
             }
         }
-        spans.push(rec.into_span_data());
+        spans.push(build(rec, s));
     }
     if !spans.is_empty() && (flush || spans.len() >= max) {
         if spans.len() < spans.capacity() / 2 {
@@ -135,6 +135,15 @@ pub(super) fn submit_to(
         }
         s.submit(std::mem::take(spans));
     }
+}
+
+/// The span `rec` becomes, redacted for `sink`: while it is in this
+/// thread's cache (the exporter thread would read it from another's).
+#[inline]
+fn build(rec: Record, sink: &dyn SpanSink) -> SpanData {
+    let mut span = rec.into_span_data();
+    sink.redact(&mut span);
+    span
 }
 
 /// Whether `own` is `s`.
