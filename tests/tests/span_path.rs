@@ -661,3 +661,64 @@ fn sensitive_values_set_through_otel_are_redacted_on_both_paths() {
         }
     }
 }
+
+/// Extra keys (`redact_keys`) are redacted on both paths, in attributes
+/// set through OpenTelemetry's API, in events and links, and in a raw
+/// OpenTelemetry span; after a re-init that adds a key, no span reaches
+/// the new pipeline's exporter with it unredacted (the first pipeline's
+/// spans, which keep it, stay with the first exporter).
+#[test]
+fn extra_redact_keys_apply_on_both_paths_and_across_a_reinit() {
+    use lens::otel::KeyValue;
+    let _s = serial();
+    let install_keys = |keys: &[&str]| {
+        let exporter = Capture::default();
+        std::env::set_var("OTEL_BSP_SCHEDULE_DELAY", "5000");
+        let mut c = LensConfig::default();
+        c.enabled = true;
+        c.metrics_enabled = false;
+        c.span_groups = "all".into();
+        c.export_strategy = "all_ranks".into();
+        c.quiet = true;
+        let h = TelemetryBuilder::new(c, 0, 1)
+            .with_span_exporter(exporter.clone())
+            .redact_keys(keys.iter().copied())
+            .allow_reinit(true)
+            .install()
+            .unwrap();
+        (h, exporter)
+    };
+    let secretive = |name: &'static str| {
+        let _g = span_cm!(name);
+        lens::otel::trace::get_active_span(|s| {
+            s.set_attribute(KeyValue::new("user.email", "e1"));
+            s.add_event("ev", vec![KeyValue::new("email", "e2")]);
+            s.add_link(s.span_context().clone(), vec![KeyValue::new("email", "e3")]);
+        });
+        let tracer = lens::otel::global::tracer_provider().tracer("raw");
+        tracer.in_span(format!("raw.{name}"), |cx| {
+            cx.span().set_attribute(KeyValue::new("email", "e4"));
+        });
+    };
+    for path in ["lens", "sdk"] {
+        std::env::set_var("NEMO_LENS_SPAN_PATH", path);
+        let (first, a) = install_keys(&[]);
+        secretive("first");
+        let (second, b) = install_keys(&["email", "other"]);
+        secretive("second");
+        std::env::set_var("NEMO_LENS_SPAN_PATH", "lens");
+        first.shutdown(Duration::from_secs(5)).unwrap();
+        second.shutdown(Duration::from_secs(5)).unwrap();
+        assert!(a.finished().iter().any(|s| s.name == "first"), "{path}");
+        let spans = b.finished();
+        assert!(spans.iter().any(|s| s.name == "second"), "{path}");
+        assert!(!spans.iter().any(|s| s.name == "first"), "{path}");
+        let all = format!("{spans:?}");
+        for secret in ["e1", "e2", "e3", "e4"] {
+            assert!(
+                !all.contains(&format!("\"{secret}\"")),
+                "{path}: {secret} exported by the second exporter"
+            );
+        }
+    }
+}

@@ -37,28 +37,39 @@ pub(super) fn set_sink(sink: Arc<dyn SpanSink>, interval: Duration) {
         SHARED.replace(Shared::new());
     }
     // spans that ended under the pipeline being replaced (a re-init) are
-    // its own, as on the SDK path: they go to its sink first
-    drain();
+    // its own, as on the SDK path: they go to its sink first. The export
+    // batch being filled stays locked until the new sink is in: a look in
+    // between would fill it with spans built (and redacted) for the old
+    // sink, which the new one would then export
+    let sh = shared();
+    let mut spans = lock(&sh.submitting);
+    if collector::sink().is_some() {
+        collector::drain_into(sh, &mut spans);
+    }
     let ms = interval.as_millis().clamp(1, 1000) as u64;
     INTERVAL_MS.store(ms, Ordering::Relaxed);
     SINK.store(Box::into_raw(Box::new(sink)), Ordering::Release);
+    drop(spans);
     start_collector();
 }
 
 /// Forgets `sink` if it is still the one in use, after handing it the
 /// export batch being filled (spans a look took after the last drain).
 pub(super) fn release_sink(sink: &Arc<dyn SpanSink>) {
+    // the sink is read under the lock it changes under (`set_sink`): the
+    // batch being filled was built for the sink in use
+    let mut spans = lock(&shared().submitting);
     let current = SINK.load(Ordering::Acquire);
     // SAFETY: as in `sink()`.
     match unsafe { current.as_ref() } {
         Some(c) if Arc::ptr_eq(c, sink) => {
-            let mut spans = lock(&shared().submitting);
             submit_to(&**sink, Vec::new(), &mut spans, true);
             let (null, ord) = (std::ptr::null_mut(), Ordering::AcqRel);
             let _ = SINK.compare_exchange(current, null, ord, Ordering::Acquire);
         }
         _ => return,
     }
+    drop(spans);
     wake_collector();
 }
 

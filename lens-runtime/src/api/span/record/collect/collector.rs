@@ -167,8 +167,13 @@ pub(crate) fn drain() -> usize {
         return 0;
     }
     let sh = shared();
-    let mut spans = lock(&sh.submitting);
-    let waiting = submit_waiting(sh, &mut spans);
+    drain_into(sh, &mut lock(&sh.submitting))
+}
+
+/// [`drain`] into `spans`, the export batch being filled (the caller holds
+/// `submitting`: `spans` is its content), which it sends too.
+pub(super) fn drain_into(sh: &Shared, spans: &mut Vec<SpanData>) -> usize {
+    let waiting = submit_waiting(sh, spans);
     // the batches handed over last and every list's finished records,
     // taken together: a batch handed over in between would reach the sink
     // after newer spans of its thread
@@ -177,8 +182,8 @@ pub(crate) fn drain() -> usize {
         (std::mem::take(&mut *waiting), records::take_done())
     };
     let n = waiting + last.len() + done.len();
-    submit(last, &mut spans, false);
-    submit(done, &mut spans, true);
+    submit(last, spans, false);
+    submit(done, spans, true);
     n
 }
 

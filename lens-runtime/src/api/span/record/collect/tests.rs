@@ -58,6 +58,9 @@ impl SpanSink for Kept {
     }
 }
 
+/// Held by the tests that set the process's sink.
+static GLOBAL_SINK: Mutex<()> = Mutex::new(());
+
 fn kept() -> Kept {
     Kept {
         max: 2048,
@@ -135,6 +138,7 @@ fn a_mostly_empty_batch_is_flushed_at_its_size() {
 #[test]
 fn releasing_the_sink_hands_it_the_batch_being_filled() {
     use std::sync::Arc;
+    let _g = GLOBAL_SINK.lock().unwrap_or_else(|e| e.into_inner());
     let kept = Arc::new(kept());
     let sink: Arc<dyn SpanSink> = kept.clone();
     super::set_sink(sink.clone(), std::time::Duration::from_secs(1));
@@ -159,5 +163,103 @@ fn releasing_the_sink_hands_it_the_batch_being_filled() {
     assert!(
         (0..100).all(|i| got.contains(&i)),
         "the look's spans: {got:?}"
+    );
+}
+
+/// A sink that marks each span it redacts as built for it, and counts the
+/// spans it is given that another sink built (and redacted, with its own
+/// keys).
+struct Marking {
+    name: &'static str,
+    foreign: std::sync::atomic::AtomicUsize,
+    got: std::sync::atomic::AtomicUsize,
+}
+
+impl SpanSink for Marking {
+    fn submit(&self, spans: Vec<SpanData>) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let foreign = spans.iter().filter(|s| s.name != self.name).count();
+        self.foreign.fetch_add(foreign, Relaxed);
+        self.got.fetch_add(spans.len(), Relaxed);
+    }
+
+    fn redact(&self, span: &mut SpanData) {
+        span.name = self.name.into();
+    }
+
+    fn max_batch(&self) -> usize {
+        1 << 20
+    }
+
+    fn spare(&self) -> Option<Vec<SpanData>> {
+        None
+    }
+}
+
+/// A re-init's new sink never gets spans built (and redacted) for the
+/// sink it replaces: a collector look between the old sink's last drain
+/// and the new sink's install would leave them in the export batch being
+/// filled, for the new sink's next submit (its exporter would see them
+/// redacted with the old pipeline's keys only); nor does a sink released
+/// (shut down) meanwhile get the new sink's. Here a thread looks, and
+/// another releases either sink, as often as they can while the sink is
+/// replaced, many times.
+#[test]
+fn a_new_sink_never_gets_spans_built_for_the_old_one() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+    use std::sync::Arc;
+    let _g = GLOBAL_SINK.lock().unwrap_or_else(|e| e.into_inner());
+    let marking = |name| {
+        Arc::new(Marking {
+            name,
+            foreign: AtomicUsize::new(0),
+            got: AtomicUsize::new(0),
+        })
+    };
+    let (a, b) = (marking("a"), marking("b"));
+    let sinks: [Arc<dyn SpanSink>; 2] = [a.clone(), b.clone()];
+    super::set_sink(sinks[1].clone(), std::time::Duration::from_secs(1));
+    let (stop, looks) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicUsize::new(0)),
+    );
+    let looker = {
+        let (stop, looks) = (stop.clone(), looks.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Relaxed) {
+                if let Some(mut spans) = super::try_lock(&super::shared().submitting) {
+                    let i = looks.fetch_add(1, Relaxed) as u64;
+                    super::submit(vec![batch(i, 1)], &mut spans, false);
+                }
+            }
+        })
+    };
+    // and a shutdown of either pipeline, meanwhile, as often as it can
+    let releaser = {
+        let (stop, sinks) = (stop.clone(), sinks.clone());
+        std::thread::spawn(move || {
+            let mut j = 0;
+            while !stop.load(Relaxed) {
+                super::release_sink(&sinks[j % 2]);
+                j += 1;
+            }
+        })
+    };
+    while looks.load(Relaxed) == 0 {
+        std::thread::yield_now();
+    }
+    for k in 0..20_000 {
+        super::set_sink(sinks[k % 2].clone(), std::time::Duration::from_secs(1));
+    }
+    stop.store(true, Relaxed);
+    looker.join().unwrap();
+    releaser.join().unwrap();
+    super::set_sink(sinks[1].clone(), std::time::Duration::from_secs(1));
+    super::release_sink(&sinks[1]);
+    assert!(a.got.load(Relaxed) + b.got.load(Relaxed) > 0);
+    assert_eq!(
+        (a.foreign.load(Relaxed), b.foreign.load(Relaxed)),
+        (0, 0),
+        "spans built for the other sink"
     );
 }
