@@ -85,11 +85,16 @@ impl BatchProcessor {
     /// back by the one thread that frees it after export, so the allocator
     /// reuses it at once, where a batch made on the collector thread and
     /// freed on this one keeps growing and trimming the collector's heap
-    /// (tens of thousands of page faults per million spans).
+    /// (tens of thousands of page faults per million spans). The oldest
+    /// spare goes first: the newest one, made last, is likely the top of
+    /// the heap, and a batch freed there can be trimmed (returned to the
+    /// system, to fault in again) where one freed below it is reused
+    /// (2 × 12 interleaved runs: off the calling thread −3 to −4 ns a span,
+    /// fewer faults).
     pub(crate) fn take_spare(&self) -> Option<Vec<SpanData>> {
         let mut st = self.shared.lock();
         st.spares_wanted = true;
-        st.spares.pop()
+        (!st.spares.is_empty()).then(|| st.spares.remove(0))
     }
 
     /// Waits until everything queued now is exported, at most `timeout`.
