@@ -56,7 +56,11 @@ impl<T> Slab<T> {
     #[inline(always)]
     pub(super) fn put_with(&mut self, slot: usize, id: u64, make: impl FnOnce() -> T) {
         if let Some(entry) = self.slots.get_mut(slot) {
-            entry.get_or_insert_with(|| (id, make()));
+            if entry.is_none() {
+                // assigned, not `get_or_insert_with`: the span is then made
+                // in the slot rather than on the stack and copied there
+                *entry = Some((id, make()));
+            }
         }
     }
 
