@@ -25,12 +25,9 @@ fn install(delay_ms: &str) -> (lens::TelemetryHandle, Capture) {
     (install_with(delay_ms, exporter.clone()), exporter)
 }
 
-/// Sets lens up exporting to `exporter`, with `OTEL_BSP_SCHEDULE_DELAY`
-/// of `delay_ms` and every span group on.
-fn install_with(
-    delay_ms: &str,
-    exporter: impl lens::otel_sdk::trace::SpanExporter + 'static,
-) -> lens::TelemetryHandle {
+/// A set-up with `OTEL_BSP_SCHEDULE_DELAY` of `delay_ms`, every span
+/// group on and re-init allowed.
+fn builder(delay_ms: &str) -> TelemetryBuilder {
     std::env::set_var("OTEL_BSP_SCHEDULE_DELAY", delay_ms);
     let mut c = LensConfig::default();
     c.enabled = true;
@@ -38,9 +35,16 @@ fn install_with(
     c.span_groups = "all".into();
     c.export_strategy = "all_ranks".into();
     c.quiet = true;
-    TelemetryBuilder::new(c, 0, 1)
+    TelemetryBuilder::new(c, 0, 1).allow_reinit(true)
+}
+
+/// Sets lens up exporting to `exporter`, as [`builder`] says.
+fn install_with(
+    delay_ms: &str,
+    exporter: impl lens::otel_sdk::trace::SpanExporter + 'static,
+) -> lens::TelemetryHandle {
+    builder(delay_ms)
         .with_span_exporter(exporter)
-        .allow_reinit(true)
         .install()
         .unwrap()
 }
@@ -673,17 +677,9 @@ fn extra_redact_keys_apply_on_both_paths_and_across_a_reinit() {
     let _s = serial();
     let install_keys = |keys: &[&str]| {
         let exporter = Capture::default();
-        std::env::set_var("OTEL_BSP_SCHEDULE_DELAY", "5000");
-        let mut c = LensConfig::default();
-        c.enabled = true;
-        c.metrics_enabled = false;
-        c.span_groups = "all".into();
-        c.export_strategy = "all_ranks".into();
-        c.quiet = true;
-        let h = TelemetryBuilder::new(c, 0, 1)
+        let h = builder("5000")
             .with_span_exporter(exporter.clone())
             .redact_keys(keys.iter().copied())
-            .allow_reinit(true)
             .install()
             .unwrap();
         (h, exporter)
