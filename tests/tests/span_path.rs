@@ -381,12 +381,19 @@ fn batches_handed_over_one_by_one_leave_in_full_export_calls() {
     assert_eq!(got, [2048], "spans per export call");
 }
 
+/// Sets lens up with `NEMO_LENS_SPAN_PATH` set to `path` for the set-up
+/// (`lens` again after it), as [`install`] does.
+fn install_on(path: &str) -> (lens::TelemetryHandle, Capture) {
+    std::env::set_var("NEMO_LENS_SPAN_PATH", path);
+    let installed = install("5000");
+    std::env::set_var("NEMO_LENS_SPAN_PATH", "lens");
+    installed
+}
+
 /// The spans both paths export for the same code, `NEMO_LENS_SPAN_PATH`
 /// set to `path` for the setup.
 fn on_path(path: &str, run: impl FnOnce(&Capture)) -> Vec<lens::otel_sdk::trace::SpanData> {
-    std::env::set_var("NEMO_LENS_SPAN_PATH", path);
-    let (h, exporter) = install("5000");
-    std::env::set_var("NEMO_LENS_SPAN_PATH", "lens");
+    let (h, exporter) = install_on(path);
     run(&exporter);
     h.shutdown(Duration::from_secs(5)).unwrap();
     exporter.finished()
@@ -581,9 +588,7 @@ fn otel_api_calls_and_cross_thread_ends_export_as_on_the_sdk_path() {
 fn truncation_at_shutdown_exports_as_on_the_sdk_path() {
     let _s = serial();
     let run = |path: &str| {
-        std::env::set_var("NEMO_LENS_SPAN_PATH", path);
-        let (h, exporter) = install("5000");
-        std::env::set_var("NEMO_LENS_SPAN_PATH", "lens");
+        let (h, exporter) = install_on(path);
         let kept = std::thread::spawn(|| {
             let s = lens::detached_span("from.exited");
             s.set_attribute("k", 1);
