@@ -8,6 +8,8 @@
 //! uncontended lock to start a span, one to end it.
 
 use super::fresh::ForkFresh;
+use spin::SpinLock;
+mod spin;
 use crate::api::semconv;
 #[cfg(feature = "sdk-core")]
 use crate::api::span::record::data::Record;
@@ -60,7 +62,7 @@ fn take_list() -> &'static OpenList {
     }
     let list: &'static OpenList = Box::leak(Box::new(OpenList {
         epoch: reg.epoch,
-        spans: Mutex::default(),
+        spans: SpinLock::default(),
     }));
     reg.all.push(list);
     list
@@ -78,7 +80,7 @@ fn take_list() -> &'static OpenList {
 pub(crate) struct OpenList {
     /// The registry epoch the list belongs to.
     epoch: u64,
-    spans: Mutex<Spans>,
+    spans: SpinLock<Spans>,
 }
 
 /// One thread's open spans: those the OpenTelemetry SDK built (their
@@ -129,8 +131,8 @@ impl Spans {
 }
 
 impl OpenList {
-    fn lock(&self) -> MutexGuard<'_, Spans> {
-        self.spans.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> spin::SpinGuard<'_, Spans> {
+        self.spans.lock()
     }
 
     /// Whether the list belongs to the registry in use (not to the

@@ -1,14 +1,14 @@
 //! Lens's own span path: the open records and finished batches of each
 //! thread's list.
 
+use super::spin::SpinGuard;
 use super::{registry, OpenList, Record, Registration, Spans};
-use std::sync::MutexGuard;
 
 /// A free slot of this thread's list for a new open record, with the list
 /// locked: the record is written straight into it ([`NewSlot::fill`]),
 /// not moved there through closures (each move is a 160-byte copy).
 pub(crate) struct NewSlot {
-    spans: MutexGuard<'static, Spans>,
+    spans: SpinGuard<'static, Spans>,
     reg: Registration,
 }
 
