@@ -103,9 +103,6 @@ pub(crate) fn own_recorder(
     counters: &Arc<SpanCounters>,
     batch: &BatchSettings,
 ) -> (Recorder, Arc<dyn SpanSink>, Duration) {
-    let scope = opentelemetry::InstrumentationScope::builder(crate::api::span::SCOPE_NAME)
-        .with_version(env!("CARGO_PKG_VERSION"))
-        .build();
     let sink: Arc<dyn SpanSink> = Arc::new(RecorderSink {
         processor,
         counters: counters.clone(),
@@ -118,7 +115,11 @@ pub(crate) fn own_recorder(
             let _ = ForkSafeIdGenerator::new(); // registers the fork handler
             ForkSafeIdGenerator::draw_ids
         },
-        common: crate::api::span::record::Common::from_env(scope).with_sink(&sink),
+        common: crate::api::span::record::Common::from_env(
+            crate::api::span::SCOPE_NAME,
+            Some(env!("CARGO_PKG_VERSION")),
+        )
+        .with_sink(&sink),
     };
     let interval =
         (batch.scheduled_delay / 4).clamp(Duration::from_millis(5), Duration::from_millis(250));

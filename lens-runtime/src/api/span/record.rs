@@ -387,7 +387,6 @@ pub(crate) mod sink;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use opentelemetry::InstrumentationScope;
     use opentelemetry_sdk::trace::Sampler;
 
     fn recorder(default_sampling: bool) -> &'static Recorder {
@@ -396,7 +395,7 @@ mod tests {
             default_sampling,
             ids_only: false,
             ids: crate::sdk::ids::ForkSafeIdGenerator::draw_ids,
-            common: Common::from_env(InstrumentationScope::builder("t").build()),
+            common: Common::from_env("t", None),
         }))
     }
 

@@ -107,7 +107,20 @@ impl Redactor {
 
     /// A copy of `scope` with sensitive attributes redacted (name, version
     /// and schema URL kept), or `None` when nothing in it is sensitive.
+    #[inline]
     pub(crate) fn redact_scope(
+        &self,
+        scope: &InstrumentationScope,
+    ) -> Option<InstrumentationScope> {
+        // most scopes have no attributes (lens's own has none): no call
+        match scope.attributes().next() {
+            None => None,
+            Some(_) => self.redact_scope_attributes(scope),
+        }
+    }
+
+    #[inline(never)]
+    fn redact_scope_attributes(
         &self,
         scope: &InstrumentationScope,
     ) -> Option<InstrumentationScope> {

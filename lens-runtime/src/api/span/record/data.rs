@@ -20,7 +20,10 @@ use std::time::SystemTime;
 /// What the records of one recorder share: its scope, its span limits
 /// (the provider's) and its pipeline's sink.
 pub(crate) struct Common {
-    pub(crate) scope: InstrumentationScope,
+    /// The scope's name and version: static, so that each span's copy of
+    /// the scope is made from them (a few stores), not cloned (~90
+    /// instructions a span for the derived `Clone`).
+    scope: (&'static str, Option<&'static str>),
     pub(crate) limits: SpanLimits,
     /// Where the records go, whatever sink is in use when they are
     /// collected (`None`: the one in use): a record that ends after its
@@ -31,16 +34,17 @@ pub(crate) struct Common {
 impl std::fmt::Debug for Common {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Common")
-            .field("scope", &self.scope)
+            .field("scope", &self.scope.0)
             .finish()
     }
 }
 
 impl Common {
-    /// `scope`, with the span limits the SDK's default config has: its
-    /// defaults, or `OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT`,
-    /// `OTEL_SPAN_EVENT_COUNT_LIMIT` and `OTEL_SPAN_LINK_COUNT_LIMIT`.
-    pub(crate) fn from_env(scope: InstrumentationScope) -> Common {
+    /// The scope `name` (at `version`), with the span limits the SDK's
+    /// default config has: its defaults, or
+    /// `OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT`, `OTEL_SPAN_EVENT_COUNT_LIMIT` and
+    /// `OTEL_SPAN_LINK_COUNT_LIMIT`.
+    pub(crate) fn from_env(name: &'static str, version: Option<&'static str>) -> Common {
         let mut limits = SpanLimits::default();
         for (var, limit) in [
             (
@@ -59,9 +63,20 @@ impl Common {
             }
         }
         Common {
-            scope,
+            scope: (name, version),
             limits,
             sink: None,
+        }
+    }
+
+    /// The records' instrumentation scope (it has no attributes, so
+    /// redaction never changes it).
+    #[inline]
+    pub(crate) fn scope(&self) -> InstrumentationScope {
+        let b = InstrumentationScope::builder(self.scope.0);
+        match self.scope.1 {
+            Some(v) => b.with_version(v).build(),
+            None => b.build(),
         }
     }
 
@@ -207,29 +222,61 @@ impl Record {
         self.flags.is_sampled()
     }
 
-    /// The span as the SDK's exporters take it.
-    pub(crate) fn into_span_data(self) -> SpanData {
-        let more = self.more.map(|m| *m).unwrap_or_default();
-        SpanData {
+    /// Writes the span as the SDK's exporters take it into `out`, moving
+    /// the record's owned fields there: made in place, field by field,
+    /// rather than built on the stack and copied (352 bytes), from the
+    /// record where it lies (168 bytes, not copied out first).
+    ///
+    /// # Safety
+    ///
+    /// `rec` is a live record, and is neither used nor dropped afterwards
+    /// (its owned fields now belong to the span).
+    #[inline]
+    pub(crate) unsafe fn move_into_span_data<'a>(
+        rec: &Record,
+        out: &'a mut std::mem::MaybeUninit<SpanData>,
+    ) -> &'a mut SpanData {
+        // SAFETY (caller): each owned field is read out once, and the
+        // record is forgotten after.
+        let (name, attributes, more) = unsafe {
+            (
+                std::ptr::read(&rec.name),
+                std::ptr::read(&rec.attributes),
+                std::ptr::read(&rec.more),
+            )
+        };
+        let (trace_state, status, events, links) = match more {
+            None => Default::default(),
+            Some(m) => {
+                let More {
+                    trace_state,
+                    status,
+                    events,
+                    links,
+                } = *m;
+                (trace_state, status, events, links)
+            }
+        };
+        out.write(SpanData {
             span_context: SpanContext::new(
-                self.trace_id,
-                self.span_id,
-                self.flags,
+                rec.trace_id,
+                rec.span_id,
+                rec.flags,
                 false,
-                more.trace_state,
+                trace_state,
             ),
-            parent_span_id: self.parent_span_id,
-            parent_span_is_remote: self.parent_is_remote,
-            span_kind: self.kind,
-            name: self.name,
-            start_time: clock::to_system(self.start),
-            end_time: clock::to_system(self.end.max(self.start)),
-            attributes: self.attributes.into_vec(),
-            dropped_attributes_count: self.dropped_attributes,
-            events: more.events,
-            links: more.links,
-            status: more.status,
-            instrumentation_scope: self.common.scope.clone(),
-        }
+            parent_span_id: rec.parent_span_id,
+            parent_span_is_remote: rec.parent_is_remote,
+            span_kind: rec.kind.clone(),
+            name,
+            start_time: clock::to_system(rec.start),
+            end_time: clock::to_system(rec.end.max(rec.start)),
+            attributes: attributes.into_vec(),
+            dropped_attributes_count: rec.dropped_attributes,
+            events,
+            links,
+            status,
+            instrumentation_scope: rec.common.scope(),
+        })
     }
 }

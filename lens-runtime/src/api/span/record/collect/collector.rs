@@ -99,32 +99,51 @@ pub(super) fn submit_to(
 ) {
     let max = s.max_batch().max(1);
     let mut left: usize = batches.iter().map(Vec::len).sum();
-    for rec in batches.into_iter().flatten() {
-        left -= 1;
-        if !rec.is_sampled() {
-            continue;
-        }
-        if let Some(own) = rec.common.sink.as_ref().filter(|o| !is(o, s)) {
-            // a record of a pipeline shut down or replaced: its own sink
-            // (which drops and counts it once shut down), never this one
-            if let Some(own) = own.upgrade() {
-                own.submit(vec![build(rec, &*own)]);
+    for mut batch in batches {
+        let n = batch.len();
+        let base = batch.as_mut_ptr();
+        // SAFETY: the batch forgets its records first (a panic below leaks
+        // the rest rather than dropping one twice); each of the `n` is then
+        // moved out or dropped exactly once, where it lies.
+        unsafe { batch.set_len(0) };
+        for i in 0..n {
+            left -= 1;
+            // SAFETY: `i < n`, a live record not yet moved out
+            let rec = unsafe { &mut *base.add(i) };
+            if !rec.is_sampled() {
+                // SAFETY: dropped once, never used again
+                unsafe { std::ptr::drop_in_place(rec) };
+                continue;
             }
-            continue;
-        }
-        if spans.len() >= max || (!spans.is_empty() && spans.len() == spans.capacity()) {
-            s.submit(std::mem::take(spans));
-        }
-        if spans.capacity() == 0 {
-            match flush {
-                true => spans.reserve_exact((left + 1).min(max)),
-                false => match s.spare() {
-                    Some(spare) if spare.capacity() >= max && spare.is_empty() => *spans = spare,
-                    _ => spans.reserve_exact(max),
-                },
+            if let Some(own) = rec.common.sink.as_ref().filter(|o| !is(o, s)) {
+                // a record of a pipeline shut down or replaced: its own sink
+                // (which drops and counts it once shut down), never this one
+                let own = own.upgrade();
+                let mut one = Vec::with_capacity(1);
+                // SAFETY: moved out once, never used again
+                unsafe { push_built(&mut one, rec, own.as_deref()) };
+                if let Some(own) = own {
+                    own.submit(one);
+                }
+                continue;
             }
+            if spans.len() >= max || (!spans.is_empty() && spans.len() == spans.capacity()) {
+                s.submit(std::mem::take(spans));
+            }
+            if spans.capacity() == 0 {
+                match flush {
+                    true => spans.reserve_exact((left + 1).min(max)),
+                    false => match s.spare() {
+                        Some(spare) if spare.capacity() >= max && spare.is_empty() => {
+                            *spans = spare
+                        }
+                        _ => spans.reserve_exact(max),
+                    },
+                }
+            }
+            // SAFETY: moved out once, never used again
+            unsafe { push_built(spans, rec, Some(s)) };
         }
-        spans.push(build(rec, s));
     }
     if !spans.is_empty() && (flush || spans.len() >= max) {
         if spans.len() < spans.capacity() / 2 {
@@ -137,13 +156,27 @@ pub(super) fn submit_to(
     }
 }
 
-/// The span `rec` becomes, redacted for `sink`: while it is in this
-/// thread's cache (the exporter thread would read it from another's).
+/// Pushes the span `rec` becomes onto `spans`, redacted for `sink`: built
+/// in the batch's next slot (not on the stack and copied there), and
+/// redacted while it is in this thread's cache (the exporter thread would
+/// read it from another's).
+///
+/// # Safety
+///
+/// `rec` is a live record, neither used nor dropped afterwards.
 #[inline]
-fn build(rec: Record, sink: &dyn SpanSink) -> SpanData {
-    let mut span = rec.into_span_data();
-    sink.redact(&mut span);
-    span
+unsafe fn push_built(spans: &mut Vec<SpanData>, rec: &Record, sink: Option<&dyn SpanSink>) {
+    spans.reserve(1); // room already, but for a batch grown past its size
+    let Some(slot) = spans.spare_capacity_mut().first_mut() else {
+        return; // unreachable: `reserve(1)` made room
+    };
+    // SAFETY (caller): `rec` is moved out once
+    let span = unsafe { Record::move_into_span_data(rec, slot) };
+    if let Some(sink) = sink {
+        sink.redact(span);
+    }
+    // SAFETY: the slot at `len` is initialised just above
+    unsafe { spans.set_len(spans.len() + 1) };
 }
 
 /// Whether `own` is `s`.
