@@ -107,14 +107,13 @@ pub(crate) fn own_recorder(
         processor,
         counters: counters.clone(),
     });
+    // the recorder draws its ids from the fork-safe generator: this
+    // registers its fork handler
+    let _ = ForkSafeIdGenerator::new();
     let rec = Recorder {
         sampler,
         default_sampling,
         ids_only: otel_context_ids(),
-        ids: {
-            let _ = ForkSafeIdGenerator::new(); // registers the fork handler
-            ForkSafeIdGenerator::draw_ids
-        },
         common: crate::api::span::record::Common::from_env(
             crate::api::span::SCOPE_NAME,
             Some(env!("CARGO_PKG_VERSION")),

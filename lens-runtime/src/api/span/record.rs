@@ -21,7 +21,7 @@
 use super::open::{records::NewSlot, Registration};
 use opentelemetry::trace::{
     Event, Link, SpanBuilder, SpanContext, SpanId, SpanKind, Status, TraceContextExt, TraceFlags,
-    TraceId, TraceState,
+    TraceState,
 };
 use opentelemetry::{Context, KeyValue};
 use opentelemetry_sdk::trace::{SamplingDecision, SamplingResult, ShouldSample};
@@ -30,6 +30,7 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::time::SystemTime;
 
 use crate::api::attr::Attrs;
+use crate::sdk::ids::ForkSafeIdGenerator;
 pub(crate) use clock::Stamp;
 pub(crate) use collect::SpanSink;
 use data::{limit_events, limit_links, More};
@@ -45,9 +46,6 @@ pub(crate) struct Recorder {
     /// `NEMO_LENS_OTEL_CONTEXT=ids`: a span is current in OpenTelemetry as
     /// its ids only, without the forwarding span.
     pub(crate) ids_only: bool,
-    /// Draws a span id, and a trace id when asked (a root span): the
-    /// fork-safe generator.
-    pub(crate) ids: fn(bool) -> (SpanId, Option<TraceId>),
     /// The scope and the span limits of its records.
     pub(crate) common: Common,
 }
@@ -192,7 +190,9 @@ impl Recorder {
         }
         let parent = parent_cx.span();
         let psc = parent.span_context();
-        let (span_id, new_trace) = (self.ids)(!psc.is_valid());
+        // the fork-safe generator (a direct call, inlined: not through a
+        // function pointer)
+        let (span_id, new_trace) = ForkSafeIdGenerator::draw_ids(!psc.is_valid());
         let (trace_id, flags) = match new_trace {
             None => (psc.trace_id(), psc.trace_flags()),
             Some(t) => (t, TraceFlags::default()),
@@ -387,6 +387,7 @@ pub(crate) mod sink;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use opentelemetry::trace::TraceId;
     use opentelemetry_sdk::trace::Sampler;
 
     fn recorder(default_sampling: bool) -> &'static Recorder {
@@ -394,7 +395,6 @@ mod tests {
             sampler: Box::new(Sampler::ParentBased(Box::new(Sampler::AlwaysOn))),
             default_sampling,
             ids_only: false,
-            ids: crate::sdk::ids::ForkSafeIdGenerator::draw_ids,
             common: Common::from_env("t", None),
         }))
     }
