@@ -723,3 +723,47 @@ fn extra_redact_keys_apply_on_both_paths_and_across_a_reinit() {
         }
     }
 }
+
+/// A span name whose conversion (the caller's `Into<Cow<'static, str>>`)
+/// starts a lens span: the conversion runs before the span's record is
+/// locked. It used to run under the lock of the thread's open-span list,
+/// and the new span's start, on the same thread, then waited for that
+/// lock forever.
+#[test]
+fn a_name_conversion_that_starts_a_span_does_not_hang() {
+    let _s = serial();
+    struct Traced(&'static str);
+    impl From<Traced> for std::borrow::Cow<'static, str> {
+        fn from(t: Traced) -> Self {
+            let _inner = lens::detached_span("made.in.a.conversion");
+            t.0.into()
+        }
+    }
+    let (h, exporter) = install("5000");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let g = span_cm!("outer");
+        lens::otel::trace::get_active_span(|s| {
+            s.update_name(Traced("renamed"));
+            s.add_event(Traced("otel.event"), vec![]);
+        });
+        g.add_event(Traced("lens.event"), &[]);
+        drop(g);
+        let _ = tx.send(());
+    });
+    if rx.recv_timeout(Duration::from_secs(20)).is_err() {
+        // failing would not do: the handle's shutdown would wait on the
+        // hung thread's list too
+        use std::io::Write as _; // not captured by the test harness
+        let msg = "a span call hung on its own thread's open-span list\n";
+        let _ = std::io::stderr().write_all(msg.as_bytes());
+        std::process::exit(101);
+    }
+    h.shutdown(Duration::from_secs(5)).unwrap();
+    let spans = exporter.finished();
+    let outer = spans.iter().find(|s| s.name == "renamed").expect("renamed");
+    let events: Vec<&str> = outer.events.events.iter().map(|e| &*e.name).collect();
+    assert_eq!(events, ["otel.event", "lens.event"]);
+    let inner = spans.iter().filter(|s| s.name == "made.in.a.conversion");
+    assert_eq!(inner.count(), 3);
+}

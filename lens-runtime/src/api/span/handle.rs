@@ -75,8 +75,9 @@ impl SpanHandle<'_> {
             SpanHandle::Otel(s) => s.add_event(name, attributes),
             #[cfg(feature = "sdk-core")]
             SpanHandle::Rec(reg) => {
-                let now = opentelemetry::time::now();
-                reg.with_record(|r| r.add_event(name.into(), now, attributes));
+                // the caller's conversion runs before the list is locked
+                let (name, now) = (name.into(), opentelemetry::time::now());
+                reg.with_record(|r| r.add_event(name, now, attributes));
             }
         }
     }
@@ -97,7 +98,8 @@ impl SpanHandle<'_> {
             SpanHandle::Otel(s) => s.update_name(name),
             #[cfg(feature = "sdk-core")]
             SpanHandle::Rec(reg) => {
-                reg.with_record(|r| r.update_name(name.into()));
+                let name = name.into(); // before the list is locked
+                reg.with_record(|r| r.update_name(name));
             }
         }
     }

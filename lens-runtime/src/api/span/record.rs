@@ -338,8 +338,11 @@ impl opentelemetry::trace::Span for RecSpan {
     ) where
         T: Into<Cow<'static, str>>,
     {
+        // the caller's conversion runs before the list is locked: code
+        // that starts a span (or panics) there must not find it locked
+        let name = name.into();
         self.reg
-            .with_record(|r| r.add_event(name.into(), timestamp, attributes));
+            .with_record(|r| r.add_event(name, timestamp, attributes));
     }
 
     fn span_context(&self) -> &SpanContext {
@@ -362,7 +365,8 @@ impl opentelemetry::trace::Span for RecSpan {
     where
         T: Into<Cow<'static, str>>,
     {
-        self.reg.with_record(|r| r.update_name(new_name.into()));
+        let name = new_name.into(); // before the lock, as above
+        self.reg.with_record(|r| r.update_name(name));
     }
 
     fn add_link(&mut self, span_context: SpanContext, attributes: Vec<KeyValue>) {

@@ -1,6 +1,7 @@
 //! The lock of a thread's open-span list.
 
 use std::cell::UnsafeCell;
+use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A lock that its owner thread takes twice a span and other threads
@@ -17,9 +18,12 @@ pub(crate) struct SpinLock<T> {
 // time exists (`held`).
 unsafe impl<T: Send> Sync for SpinLock<T> {}
 
-/// The lock held; released on drop (also while unwinding).
+/// The lock held; released on drop (also while unwinding). Neither `Send`
+/// nor `Sync`, as `std`'s `MutexGuard` is not `Send`: it is released on
+/// the thread that took it, and never shares the value between threads.
 pub(crate) struct SpinGuard<'a, T> {
     lock: &'a SpinLock<T>,
+    _not_send: PhantomData<*const ()>,
 }
 
 impl<T> SpinLock<T> {
@@ -34,7 +38,10 @@ impl<T> SpinLock<T> {
         {
             self.lock_contended();
         }
-        SpinGuard { lock: self }
+        SpinGuard {
+            lock: self,
+            _not_send: PhantomData,
+        }
     }
 
     #[cold]

@@ -118,12 +118,16 @@ pub(super) fn submit_to(
             if let Some(own) = rec.common.sink.as_ref().filter(|o| !is(o, s)) {
                 // a record of a pipeline shut down or replaced: its own sink
                 // (which drops and counts it once shut down), never this one
-                let own = own.upgrade();
-                let mut one = Vec::with_capacity(1);
-                // SAFETY: moved out once, never used again
-                unsafe { push_built(&mut one, rec, own.as_deref()) };
-                if let Some(own) = own {
-                    own.submit(one);
+                match own.upgrade() {
+                    Some(own) => {
+                        let mut one = Vec::with_capacity(1);
+                        // SAFETY: moved out once, never used again
+                        unsafe { push_built(&mut one, rec, &*own) };
+                        own.submit(one);
+                    }
+                    // that pipeline is gone: the record is dropped
+                    // SAFETY: dropped once, never used again
+                    None => unsafe { std::ptr::drop_in_place(rec) },
                 }
                 continue;
             }
@@ -142,7 +146,7 @@ pub(super) fn submit_to(
                 }
             }
             // SAFETY: moved out once, never used again
-            unsafe { push_built(spans, rec, Some(s)) };
+            unsafe { push_built(spans, rec, s) };
         }
     }
     if !spans.is_empty() && (flush || spans.len() >= max) {
@@ -165,16 +169,14 @@ pub(super) fn submit_to(
 ///
 /// `rec` is a live record, neither used nor dropped afterwards.
 #[inline]
-unsafe fn push_built(spans: &mut Vec<SpanData>, rec: &Record, sink: Option<&dyn SpanSink>) {
+unsafe fn push_built(spans: &mut Vec<SpanData>, rec: &Record, sink: &dyn SpanSink) {
     spans.reserve(1); // room already, but for a batch grown past its size
     let Some(slot) = spans.spare_capacity_mut().first_mut() else {
         return; // unreachable: `reserve(1)` made room
     };
     // SAFETY (caller): `rec` is moved out once
     let span = unsafe { Record::move_into_span_data(rec, slot) };
-    if let Some(sink) = sink {
-        sink.redact(span);
-    }
+    sink.redact(span);
     // SAFETY: the slot at `len` is initialised just above
     unsafe { spans.set_len(spans.len() + 1) };
 }

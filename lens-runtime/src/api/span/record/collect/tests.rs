@@ -263,7 +263,7 @@ fn a_new_sink_never_gets_spans_built_for_the_old_one() {
     );
 }
 
-/// A sink that keeps the spans it is given.
+/// A sink that keeps the spans it is given, each marked by its `redact`.
 #[derive(Default)]
 struct KeepSpans(Mutex<Vec<SpanData>>);
 
@@ -271,7 +271,10 @@ impl SpanSink for KeepSpans {
     fn submit(&self, spans: Vec<SpanData>) {
         self.0.lock().unwrap().extend(spans);
     }
-    fn redact(&self, _span: &mut SpanData) {}
+    fn redact(&self, span: &mut SpanData) {
+        span.attributes
+            .push(opentelemetry::KeyValue::new("redacted", true));
+    }
     fn max_batch(&self) -> usize {
         3
     }
@@ -280,23 +283,28 @@ impl SpanSink for KeepSpans {
     }
 }
 
-/// Each record's owned parts (name, attributes, events, links, status,
-/// tracestate) come out whole in its span, built where the record lies;
-/// an unsampled record's parts are dropped, each once: the shared value
-/// every record holds is back to one owner at the end (a part dropped
-/// twice, or leaked, would show in that count).
+/// Each record's owned parts (name, attributes inline or spilled, events,
+/// links, status, tracestate) come out whole in its span, built where the
+/// record lies and redacted there by the sink it goes to: the sink in use,
+/// or the sink of its own pipeline. Unsampled records, and records whose
+/// pipeline is gone, are dropped, each part once: the shared value every
+/// record holds is back to one owner at the end (a part dropped twice, or
+/// leaked, would show in that count).
 #[test]
 fn records_move_into_spans_whole_and_unsampled_ones_are_dropped_once() {
     use super::super::data::More;
-    use opentelemetry::trace::{Event, Status, TraceState};
+    use opentelemetry::trace::{Event, Link, SpanContext, Status, TraceState};
     use opentelemetry::{KeyValue, StringValue};
-    let shared: std::sync::Arc<str> = "shared".into();
-    let full = |i: u64, sampled: bool| {
+    use std::sync::Arc;
+    let shared: Arc<str> = "shared".into();
+    let v = || StringValue::from(shared.clone());
+    // 1 + 1 (inline) or 1 + 2 (spilled) attributes + 1 in the event + 1 in the link
+    let full = |i: u64, sampled: bool, common: &'static super::super::Common| {
         let mut r = rec(i, sampled);
+        r.common = common;
         r.name = format!("span-{i}").into();
-        for k in 0..2 {
-            let v = StringValue::from(shared.clone());
-            r.attributes.push(KeyValue::new(format!("k{k}"), v));
+        for k in 0..(1 + i % 2) {
+            r.attributes.push(KeyValue::new(format!("k{k}"), v()));
         }
         let mut more = More {
             trace_state: TraceState::from_key_value([("vendor", format!("v{i}"))]).unwrap(),
@@ -304,36 +312,71 @@ fn records_move_into_spans_whole_and_unsampled_ones_are_dropped_once() {
             ..More::default()
         };
         let at = std::time::SystemTime::now();
-        let attrs = vec![KeyValue::new("a", StringValue::from(shared.clone()))];
+        let attrs = vec![KeyValue::new("a", v())];
         more.events
             .events
             .push(Event::new(format!("ev{i}"), at, attrs, 0));
+        let link = vec![KeyValue::new("l", v())];
+        more.links
+            .links
+            .push(Link::new(SpanContext::empty_context(), link, 0));
         r.more = Some(Box::new(more));
         r
     };
+    let own_kept = Arc::new(KeepSpans::default());
+    let own: Arc<dyn SpanSink> = own_kept.clone();
+    let gone: Arc<dyn SpanSink> = Arc::new(KeepSpans::default());
+    let leak = |c| -> &'static super::super::Common { Box::leak(Box::new(c)) };
+    let of_own = leak(super::super::Common::from_env("own", None).with_sink(&own));
+    let of_gone = leak(super::super::Common::from_env("gone", None).with_sink(&gone));
+    drop(gone);
     let sink = KeepSpans::default();
     let mut spans = Vec::new();
-    let records: Vec<Record> = (0..8).map(|i| full(i, i % 3 != 0)).collect();
-    submit_to(&sink, vec![records, vec![full(8, true)]], &mut spans, true);
+    let records: Vec<Record> = (0..8).map(|i| full(i, i % 3 != 0, &COMMON)).collect();
+    let others = vec![
+        full(8, true, of_own),
+        full(9, true, of_gone),
+        full(10, true, &COMMON),
+    ];
+    submit_to(&sink, vec![records, others], &mut spans, true);
     let got = std::mem::take(&mut *sink.0.lock().unwrap());
-    let ids: Vec<u64> = got
-        .iter()
-        .map(|s| u64::from_be_bytes(s.span_context.span_id().to_bytes()) - 1)
-        .collect();
-    assert_eq!(ids, [1, 2, 4, 5, 7, 8]);
-    for (s, i) in got.iter().zip(ids) {
+    let id = |s: &SpanData| u64::from_be_bytes(s.span_context.span_id().to_bytes()) - 1;
+    let ids: Vec<u64> = got.iter().map(id).collect();
+    assert_eq!(ids, [1, 2, 4, 5, 7, 10]);
+    let own_got = std::mem::take(&mut *own_kept.0.lock().unwrap());
+    assert_eq!(own_got.iter().map(id).collect::<Vec<_>>(), [8]);
+    for s in got.iter().chain(&own_got) {
+        let i = id(s);
+        let n = 1 + i as usize % 2;
         assert_eq!(s.name, format!("span-{i}"));
-        assert_eq!(s.attributes.len(), 2);
-        assert_eq!(s.attributes[1].key.as_str(), "k1");
-        assert_eq!(s.attributes[1].value.as_str(), "shared");
+        assert_eq!(
+            s.attributes.len(),
+            n + 1,
+            "span {i}: its attributes, then the mark"
+        );
+        assert_eq!(s.attributes[n - 1].key.as_str(), format!("k{}", n - 1));
+        assert_eq!(s.attributes[n - 1].value.as_str(), "shared");
+        assert_eq!(
+            s.attributes[n].key.as_str(),
+            "redacted",
+            "redacted in place"
+        );
         assert_eq!(s.events.events[0].name, format!("ev{i}"));
+        assert_eq!(s.links.links[0].attributes[0].value.as_str(), "shared");
         assert_eq!(s.status, Status::error(format!("e{i}")));
         let vendor = s.span_context.trace_state().get("vendor");
         assert_eq!(vendor, Some(format!("v{i}").as_str()));
-        assert_eq!(s.instrumentation_scope.name(), "t");
+        let scope = if i == 8 { "own" } else { "t" };
+        assert_eq!(s.instrumentation_scope.name(), scope);
     }
-    // 6 exported spans hold 3 each; the 3 unsampled records' were dropped
-    assert_eq!(std::sync::Arc::strong_count(&shared), 1 + 6 * 3);
-    drop(got);
-    assert_eq!(std::sync::Arc::strong_count(&shared), 1);
+    // each exported span holds its 1 or 2 attributes' values, its event's
+    // and its link's; the others' were dropped
+    let held: usize = got
+        .iter()
+        .chain(&own_got)
+        .map(|s| 3 + id(s) as usize % 2)
+        .sum();
+    assert_eq!(Arc::strong_count(&shared), 1 + held);
+    drop((got, own_got));
+    assert_eq!(Arc::strong_count(&shared), 1);
 }
