@@ -27,8 +27,10 @@ pub(crate) struct SpinGuard<'a, T> {
 }
 
 impl<T> SpinLock<T> {
-    /// Takes the lock, spinning and then yielding while another thread
-    /// holds it (only ever for a short, non-blocking section).
+    /// Takes the lock, spinning, then yielding, then sleeping while
+    /// another thread holds it (only ever for a short, non-blocking
+    /// section). The naps let a holder of lower real-time priority run on
+    /// a CPU where `yield` would hand the CPU straight back.
     #[inline]
     pub(crate) fn lock(&self) -> SpinGuard<'_, T> {
         if self
@@ -50,11 +52,11 @@ impl<T> SpinLock<T> {
         let mut spins = 0u32;
         loop {
             while self.held.load(Ordering::Relaxed) {
-                if spins < 64 {
-                    spins += 1;
-                    std::hint::spin_loop();
-                } else {
-                    std::thread::yield_now();
+                spins = spins.saturating_add(1);
+                match spins {
+                    0..=64 => std::hint::spin_loop(),
+                    65..=1_064 => std::thread::yield_now(),
+                    _ => std::thread::sleep(std::time::Duration::from_micros(50)),
                 }
             }
             if self
