@@ -361,6 +361,8 @@ pub fn record_result<T, E: Display>(guard: &Option<SpanGuard>, result: &Result<T
 pub(crate) mod exception;
 pub(crate) mod fresh;
 pub(crate) mod handle;
+#[cfg(feature = "sdk-core")]
+pub(crate) mod ids;
 pub(crate) mod open;
 pub(crate) mod opts;
 pub(crate) mod panic;

@@ -7,7 +7,6 @@ use crate::config::otel::{BatchSettings, LogBatch};
 use crate::sdk::export::batch::BatchProcessor;
 use crate::sdk::export::log_count::{CountEmitted, CountExported, LogCounters};
 use crate::sdk::export::{Counting, SpanCounters};
-use crate::sdk::ids::ForkSafeIdGenerator;
 use crate::sdk::redact::{RedactLogs, Redactor};
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::logs::LogExporter;
@@ -107,9 +106,9 @@ pub(crate) fn own_recorder(
         processor,
         counters: counters.clone(),
     });
-    // the recorder draws its ids from the fork-safe generator: this
-    // registers its fork handler
-    let _ = ForkSafeIdGenerator::new();
+    // the recorder draws its ids from the fork-safe source: its fork
+    // handler is registered
+    crate::api::span::ids::install_fork_handler();
     let rec = Recorder {
         sampler,
         default_sampling,

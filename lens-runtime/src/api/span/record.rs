@@ -30,7 +30,6 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::time::SystemTime;
 
 use crate::api::attr::Attrs;
-use crate::sdk::ids::ForkSafeIdGenerator;
 pub(crate) use clock::Stamp;
 pub(crate) use collect::SpanSink;
 use data::{limit_events, limit_links, More};
@@ -192,7 +191,7 @@ impl Recorder {
         let psc = parent.span_context();
         // the fork-safe generator (a direct call, inlined: not through a
         // function pointer)
-        let (span_id, new_trace) = ForkSafeIdGenerator::draw_ids(!psc.is_valid());
+        let (span_id, new_trace) = super::ids::draw(!psc.is_valid());
         let (trace_id, flags) = match new_trace {
             None => (psc.trace_id(), psc.trace_flags()),
             Some(t) => (t, TraceFlags::default()),
