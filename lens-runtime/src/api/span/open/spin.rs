@@ -1,4 +1,10 @@
 //! The lock of a thread's open-span list.
+//!
+//! Hand-written rather than taken from a crate: `parking_lot`'s mutex
+//! releases with a compare-and-swap (a locked instruction, which is what
+//! this lock avoids), and the `spin` crate's releases with a plain store
+//! but waits only by spinning or yielding, with no state to move on to
+//! naps; a lock that a real-time thread may wait on needs them.
 
 use std::cell::UnsafeCell;
 use std::marker::PhantomData;
