@@ -12,13 +12,15 @@
 # deterministic (fastrace's clock crate calibrates the TSC in a static
 # constructor by spinning for a fixed wall-clock time).
 #
-# Building the SDK's `SpanData` from lens's own span records
-# (`collect::collector::submit_to`) is left out too: natively the collector thread does
-# it, but valgrind runs one thread at a time, so the periodic flushes of the
-# driver do it on the calling thread whenever the collector has not had a
-# turn, and the count would measure valgrind's scheduling. What a span costs
-# its calling thread natively, that work included wherever it runs, is what
-# `total_cpu` measures.
+# Handing lens's own span records to the sink
+# (`collect::collector::submit_to`) is left out too: natively the collector
+# thread does it, but valgrind runs one thread at a time, so the periodic
+# flushes of the driver do it on the calling thread whenever the collector
+# has not had a turn, and the count would measure valgrind's scheduling.
+# (The sink's exporter thread builds the SDK's `SpanData` from the
+# records, off the calling thread.) What a span costs its calling thread
+# natively, that work included wherever it runs, is what `total_cpu`
+# measures.
 #
 # Disabled modes are exactly deterministic. Enabled modes are not quite:
 # spans are allocated on the calling thread and freed on the exporter thread,

@@ -225,7 +225,6 @@ impl Pipeline {
                     rec_sampler,
                     default_sampling,
                     own_processor,
-                    &counters,
                     &batch,
                 ));
             }

@@ -99,13 +99,12 @@ pub(crate) fn own_recorder(
     sampler: Box<dyn ShouldSample>,
     default_sampling: bool,
     processor: BatchProcessor,
-    counters: &Arc<SpanCounters>,
     batch: &BatchSettings,
 ) -> (Recorder, Arc<dyn SpanSink>, Duration) {
     let sink: Arc<dyn SpanSink> = Arc::new(RecorderSink {
-        processor,
-        counters: counters.clone(),
+        processor: processor.clone(),
     });
+    processor.bind_sink(crate::api::span::record::build::address(&sink));
     // the recorder draws its ids from the fork-safe source: its fork
     // handler is registered
     crate::api::span::ids::install_fork_handler();
@@ -125,32 +124,17 @@ pub(crate) fn own_recorder(
 }
 
 /// Where lens's own span path (`NEMO_LENS_SPAN_PATH=lens`) hands its
-/// finished spans: counted as ended, then queued in the batch processor
-/// (redaction, export, drop counting as for the SDK's spans).
+/// finished records: queued in the batch processor, which builds them into
+/// spans on its exporter thread (redaction, export, counting as for the
+/// SDK's spans).
 #[derive(Debug)]
 pub(crate) struct RecorderSink {
     pub(crate) processor: BatchProcessor,
-    pub(crate) counters: Arc<SpanCounters>,
 }
 
 impl crate::api::span::record::SpanSink for RecorderSink {
-    fn submit(&self, spans: Vec<SpanData>) {
-        self.counters
-            .ended
-            .fetch_add(spans.len() as u64, Ordering::Relaxed);
-        self.processor.on_end_batch(spans);
-    }
-
-    fn redact(&self, span: &mut SpanData) {
-        self.processor.redact(span);
-    }
-
-    fn max_batch(&self) -> usize {
-        self.processor.max_export_batch_size()
-    }
-
-    fn spare(&self) -> Option<Vec<SpanData>> {
-        self.processor.take_spare()
+    fn submit(&self, batches: Vec<Vec<crate::api::span::record::Record>>) {
+        self.processor.on_end_records(batches);
     }
 }
 

@@ -8,8 +8,9 @@
 //! lives in the starting thread's open-span list ([`open`](super::open))
 //! while the span is open, and joins that list's finished records when it
 //! ends: one uncontended lock at start, one at the end, no allocation for
-//! the record itself. The collector ([`collect`]) builds the SDK's
-//! `SpanData` from finished records off the calling thread.
+//! the record itself. The collector ([`collect`]) hands finished records
+//! to the sink off the calling thread, whose exporter thread builds the
+//! SDK's `SpanData` from them ([`build`]).
 //!
 //! The span is made the current OpenTelemetry context as a [`RecSpan`], a
 //! small span that holds only its ids and the record's place: raw
@@ -382,10 +383,10 @@ impl opentelemetry::trace::Span for RecSpan {
     }
 }
 
+pub(crate) mod build;
 pub(crate) mod clock;
 pub(crate) mod collect;
 pub(crate) mod data;
-pub(crate) mod sink;
 
 #[cfg(test)]
 mod tests {

@@ -11,15 +11,14 @@
 //! behaviour in a forked child (whose exporter thread does not exist).
 //!
 //! It is also where spans are redacted ([`Redactor::redact_span`]), every
-//! span once before any exporter sees it: the SDK path's spans on the
-//! exporter thread, just before export (as an exporter wrapper would); lens's
-//! own path's where the collector builds each span
-//! ([`BatchProcessor::redact`], through its sink), while the span is still
-//! in that thread's cache. Read for the first time on the exporter thread,
-//! a redaction check costs a cache miss per span: ~25 ns of the ~130 ns a
-//! span costs off the calling thread.
+//! span once before any exporter sees it, on the exporter thread, just
+//! before export (as an exporter wrapper would). Lens's own span path hands
+//! over batches of finished records ([`on_end_records`](BatchProcessor::on_end_records)),
+//! which the exporter thread builds into spans one export batch at a time
+//! and redacts as it builds them, while each span is in its cache.
 
 use super::SpanCounters;
+use crate::api::span::record::Record;
 pub(crate) use crate::config::otel::BatchSettings;
 use crate::diag;
 use crate::sdk::redact::Redactor;
@@ -58,6 +57,7 @@ impl BatchProcessor {
     ) -> Self {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
+            sink: std::sync::OnceLock::new(),
             work: Condvar::new(),
             done: Condvar::new(),
             settings,
@@ -79,22 +79,11 @@ impl BatchProcessor {
         BatchProcessor { shared }
     }
 
-    /// An empty batch with room for `max_export_batch_size` spans, made by
-    /// the exporter thread (`None` if it has none ready). Lens's span
-    /// collector fills it: the memory of a batch is then taken and given
-    /// back by the one thread that frees it after export, so the allocator
-    /// reuses it at once, where a batch made on the collector thread and
-    /// freed on this one keeps growing and trimming the collector's heap
-    /// (tens of thousands of page faults per million spans). The oldest
-    /// spare goes first: the newest one, made last, is likely the top of
-    /// the heap, and a batch freed there can be trimmed (returned to the
-    /// system, to fault in again) where one freed below it is reused
-    /// (2 × 12 interleaved runs: off the calling thread −3 to −4 ns a span,
-    /// fewer faults).
-    pub(crate) fn take_spare(&self) -> Option<Vec<SpanData>> {
-        let mut st = self.shared.lock();
-        st.spares_wanted = true;
-        (!st.spares.is_empty()).then(|| st.spares.remove(0))
+    /// Tells the processor which sink hands it lens's records (its
+    /// address, see [`address`](crate::api::span::record::build::address)): records of another pipeline's
+    /// sink go back to it when they are built.
+    pub(crate) fn bind_sink(&self, address: usize) {
+        let _ = self.shared.sink.set(address);
     }
 
     /// Waits until everything queued now is exported, at most `timeout`.
@@ -128,51 +117,48 @@ impl BatchProcessor {
 }
 
 impl BatchProcessor {
-    /// Spans per export call at most (`OTEL_BSP_MAX_EXPORT_BATCH_SIZE`).
-    pub(crate) fn max_export_batch_size(&self) -> usize {
-        self.shared.settings.max_export_batch_size
-    }
-
-    /// Redacts `span` as this processor's exporter must see it. Lens's own
-    /// span path calls it on each span it hands over, where it builds it.
-    pub(crate) fn redact(&self, span: &mut SpanData) {
-        self.shared.redactor.redact_span(span);
-    }
-
-    /// Queues a batch of ended spans under one lock (lens's own span
-    /// path): the sampled ones, as far as the queue has room; the rest of
-    /// those is dropped and counted. Never blocks. The spans are redacted
-    /// already ([`redact`](Self::redact)).
-    pub(crate) fn on_end_batch(&self, spans: Vec<SpanData>) {
+    /// Queues batches of lens's finished records under one lock (lens's
+    /// own span path), as far as the queue has room, counted as ended; the
+    /// sampled records of the rest are dropped and counted (as ended and
+    /// dropped). Never blocks. The exporter thread builds and redacts them
+    /// before export (and takes back the count of those it finds are not
+    /// this pipeline's: unsampled, or another pipeline's).
+    pub(crate) fn on_end_records(&self, batches: Vec<Vec<Record>>) {
         let counters = &self.shared.counters;
-        if crate::sdk::fork::in_child() {
-            let n = spans.iter().filter(|s| s.span_context.is_sampled()).count() as u64;
+        let sampled = |b: &[Record]| b.iter().filter(|r| r.is_sampled()).count() as u64;
+        let lost = |b: &[Record]| {
+            let n = sampled(b);
+            counters.ended.fetch_add(n, Ordering::Relaxed);
             counters.dropped.fetch_add(n, Ordering::Relaxed);
+        };
+        if crate::sdk::fork::in_child() {
+            batches.iter().for_each(|b| lost(b));
             return;
         }
-        let mut spans = spans;
-        spans.retain(|s| s.span_context.is_sampled());
         let settings = &self.shared.settings;
         let mut st = self.shared.lock();
         let before = st.queue.len();
-        let room = match st.shutdown {
+        let mut room = match st.shutdown {
             true => 0,
             false => settings.max_queue_size.saturating_sub(before),
         };
-        let over = spans.len().saturating_sub(room);
-        let late = match over {
-            0 => Vec::new(),
-            _ => spans.split_off(spans.len() - over),
-        };
-        if !spans.is_empty() {
-            st.queue.push_batch(spans);
+        let mut late = Vec::new();
+        for mut batch in batches {
+            if batch.len() > room {
+                late.push(batch.split_off(room));
+            }
+            room -= batch.len();
+            if !batch.is_empty() {
+                counters
+                    .ended
+                    .fetch_add(batch.len() as u64, Ordering::Relaxed);
+                st.queue.push_records(batch);
+            }
         }
         let wake = before < settings.max_export_batch_size
             && st.queue.len() >= settings.max_export_batch_size;
         drop(st);
-        if over > 0 {
-            counters.dropped.fetch_add(over as u64, Ordering::Relaxed);
-        }
+        late.iter().for_each(|b| lost(b));
         drop(late);
         if wake {
             self.shared.work.notify_one();
@@ -183,7 +169,7 @@ impl BatchProcessor {
 impl SpanProcessor for BatchProcessor {
     fn on_start(&self, _span: &mut opentelemetry_sdk::trace::Span, _cx: &opentelemetry::Context) {}
 
-    fn on_end(&self, mut span: SpanData) {
+    fn on_end(&self, span: SpanData) {
         if !span.span_context.is_sampled() {
             return;
         }
@@ -201,11 +187,6 @@ impl SpanProcessor for BatchProcessor {
             drop(st);
             counters.dropped.fetch_add(1, Ordering::Relaxed);
             return;
-        }
-        if st.queue.has_batches() {
-            // it joins lens's spans, redacted already: redacted here, not on
-            // the exporter thread (only when both paths end spans at once)
-            self.shared.redactor.redact_span(&mut span);
         }
         st.queue.push_back(span);
         let full_batch = st.queue.len() == settings.max_export_batch_size;
@@ -253,8 +234,6 @@ impl SpanProcessor for BatchProcessor {
 }
 
 mod worker;
-#[cfg(test)]
-use worker::SPARES;
 use worker::{run, Shared, State};
 
 #[cfg(test)]
@@ -301,32 +280,43 @@ mod tests {
 
     use crate::sdk::export::queue::tests::finished;
 
+    /// Lens's records, built on the exporter thread, and the SDK path's
+    /// spans are all exported, without unsampled records, each path's in
+    /// order.
     #[test]
-    fn whole_buffers_are_exported_in_order_without_unsampled_spans() {
+    fn records_are_exported_in_order_without_unsampled_spans() {
         let (p, exporter, counters) = counted(settings(100, 7));
-        p.on_end_batch((0..10).map(|i| finished(i, i != 3)).collect());
+        let rec = Record::for_test;
+        p.on_end_records(vec![(0..10).map(|i| rec(i, i != 3)).collect()]);
         p.on_end(finished(10, true));
-        p.on_end_batch((11..20).map(|i| finished(i, true)).collect());
+        p.on_end_records(vec![(11..15).map(|i| rec(i, true)).collect()]);
+        p.on_end_records(vec![(15..20).map(|i| rec(i, true)).collect()]);
         p.flush_within(Duration::from_secs(5)).unwrap();
-        let names: Vec<String> = exporter
-            .get_finished_spans()
-            .unwrap()
-            .iter()
-            .map(|s| s.name.to_string())
-            .collect();
+        let spans = exporter.get_finished_spans().unwrap();
+        let names = |lens: bool| -> Vec<String> {
+            let lens_span = |s: &&SpanData| s.name != "s10";
+            spans
+                .iter()
+                .filter(|s| lens_span(s) == lens)
+                .map(|s| s.name.to_string())
+                .collect()
+        };
         let want: Vec<String> = (0..20)
-            .filter(|i| *i != 3)
+            .filter(|i| *i != 3 && *i != 10)
             .map(|i| format!("s{i}"))
             .collect();
-        assert_eq!(names, want);
+        assert_eq!(names(true), want);
+        assert_eq!(names(false), ["s10"]);
         assert_eq!(counters.dropped.load(Ordering::Relaxed), 0);
+        // the unsampled record is not counted as ended; the SDK span is
+        // counted by the provider's wrapper, not here
+        assert_eq!(counters.ended.load(Ordering::Relaxed), 18);
         p.shutdown_with_timeout(Duration::from_secs(5)).unwrap();
     }
 
-    /// An SDK span is redacted before export whether it waits alone or
-    /// joins lens's buffers (which come redacted, and are not read again).
+    /// An SDK span and lens's records are redacted before export.
     #[test]
-    fn sdk_spans_are_redacted_beside_lens_s_buffers() {
+    fn sdk_spans_and_records_are_redacted() {
         use opentelemetry::KeyValue;
         let (p, exporter, _) = counted(settings(100, 50));
         let secret = |i| {
@@ -334,37 +324,22 @@ mod tests {
             s.attributes.push(KeyValue::new("api_key", "k"));
             s
         };
+        let secret_record = |i| {
+            let mut r = Record::for_test(i, true);
+            r.set_attribute(KeyValue::new("api_key", "k"));
+            r
+        };
         p.on_end(secret(0));
-        p.on_end_batch(vec![finished(1, true)]);
+        p.on_end_records(vec![vec![secret_record(1)]]);
         p.on_end(secret(2));
-        let mut redacted = secret(3);
-        p.redact(&mut redacted);
-        p.on_end_batch(vec![redacted]);
+        p.on_end_records(vec![vec![secret_record(3)]]);
         p.flush_within(Duration::from_secs(5)).unwrap();
         let spans = exporter.get_finished_spans().unwrap();
         assert_eq!(spans.len(), 4);
-        for s in spans.iter().filter(|s| s.name != "s1") {
+        for s in &spans {
             assert_eq!(s.attributes[0].value.as_str(), "[REDACTED]", "{}", s.name);
         }
         p.shutdown_with_timeout(Duration::from_secs(5)).unwrap();
-    }
-
-    /// The spare batches the exporter thread keeps for lens's collector
-    /// (two of `max_export_batch_size` spans: ~1.5 MB at the default 2,048)
-    /// are freed at shutdown with the queue: the processor itself outlives
-    /// its pipeline (the collector's sink is never freed), so spares kept
-    /// past shutdown leak once per pipeline.
-    #[test]
-    fn spares_are_freed_at_shutdown() {
-        let (p, _exporter, _counters) = counted(settings(100, 1000));
-        assert!(p.take_spare().is_none(), "none made before one is wanted");
-        p.on_end_batch((0..3).map(|i| finished(i, true)).collect());
-        p.flush_within(Duration::from_secs(5)).unwrap();
-        assert_eq!(p.shared.lock().spares.len(), SPARES, "made after an export");
-        p.shutdown_with_timeout(Duration::from_secs(5)).unwrap();
-        let st = p.shared.lock();
-        assert!(st.finished);
-        assert!(st.spares.is_empty(), "{} spares kept", st.spares.len());
     }
 
     #[test]
@@ -377,8 +352,11 @@ mod tests {
             counters.clone(),
             Redactor::default(),
         );
-        p.on_end_batch((0..25).map(|i| finished(i, true)).collect());
+        let rec = Record::for_test;
+        p.on_end_records(vec![(0..8).map(|i| rec(i, true)).collect()]);
+        p.on_end_records(vec![(8..25).map(|i| rec(i, true)).collect()]);
         assert_eq!(counters.dropped.load(Ordering::Relaxed), 15);
+        assert_eq!(counters.ended.load(Ordering::Relaxed), 25);
         p.flush_within(Duration::from_secs(5)).unwrap();
         assert_eq!(exporter.get_finished_spans().unwrap().len(), 10);
         p.shutdown_with_timeout(Duration::from_secs(5)).unwrap();

@@ -5,21 +5,21 @@
 //! open-span list, under the lock its end takes anyway). When a list holds
 //! [`THRESHOLD`] of them the ending thread hands the batch over, onto a
 //! small queue, and goes on; the collector thread takes the queue on its
-//! next look, builds the SDK's `SpanData` and submits it off the calling
-//! thread. The collector naps between looks for about as long as a few
-//! batches take to come, so ending threads do not wake it (only a queue
-//! half full does). When that queue is full (the collector
-//! is behind) the ending thread builds the oldest batch itself and queues
-//! its own, so memory stays bounded, nothing waits, and batches reach the
-//! sink in the order they were handed over. The collector also drains every
-//! list on an interval, so a thread that records a few spans and sleeps
-//! still exports them within the batch delay. The sink (lens's batch span
-//! processor) never blocks: a full export queue drops the excess and
-//! counts it.
+//! next look and hands it to the sink (lens's batch span processor), whose
+//! exporter thread builds the SDK's `SpanData` just before each export
+//! ([`build`](super::build)). The collector naps between looks for about
+//! as long as a few batches take to come, so ending threads do not wake it
+//! (only a queue half full does). When that queue is full (the collector
+//! is behind) the ending thread hands the oldest batch to the sink itself
+//! and queues its own, so memory stays bounded, nothing waits, and batches
+//! reach the sink in the order they were handed over. The collector also
+//! drains every list on an interval, so a thread that records a few spans
+//! and sleeps still exports them within the batch delay. The sink never
+//! blocks: a full export queue drops the excess and counts it.
 
 mod collector;
 pub(super) use collector::drain;
-use collector::{lock, shared, start_collector, submit, submit_to, try_lock, Shared};
+use collector::{lock, shared, start_collector, submit, try_lock, Shared};
 use collector::{wake_collector, COLLECTOR_PID, DROPPED_IN_CHILD, IN_CHILD};
 pub(crate) use collector::{SpanSink, THRESHOLD};
 use collector::{INTERVAL_MS, MAX_WAITING, SHARED, SINK};
@@ -37,39 +37,35 @@ pub(super) fn set_sink(sink: Arc<dyn SpanSink>, interval: Duration) {
         SHARED.replace(Shared::new());
     }
     // spans that ended under the pipeline being replaced (a re-init) are
-    // its own, as on the SDK path: they go to its sink first. The export
-    // batch being filled stays locked until the new sink is in: a look in
-    // between would fill it with spans built (and redacted) for the old
-    // sink, which the new one would then export
+    // its own, as on the SDK path: they go to its sink first (and a record
+    // of the old pipeline that reaches the new sink later is sent back to
+    // its own by the new sink's builder)
     let sh = shared();
-    let mut spans = lock(&sh.submitting);
+    let submitting = lock(&sh.submitting);
     if collector::sink().is_some() {
-        collector::drain_into(sh, &mut spans);
+        collector::drain_into(sh);
     }
     let ms = interval.as_millis().clamp(1, 1000) as u64;
     INTERVAL_MS.store(ms, Ordering::Relaxed);
     SINK.store(Box::into_raw(Box::new(sink)), Ordering::Release);
-    drop(spans);
+    drop(submitting);
     start_collector();
 }
 
-/// Forgets `sink` if it is still the one in use, after handing it the
-/// export batch being filled (spans a look took after the last drain).
+/// Forgets `sink` if it is still the one in use.
 pub(super) fn release_sink(sink: &Arc<dyn SpanSink>) {
-    // the sink is read under the lock it changes under (`set_sink`): the
-    // batch being filled was built for the sink in use
-    let mut spans = lock(&shared().submitting);
+    // the sink is read under the lock it changes under (`set_sink`)
+    let submitting = lock(&shared().submitting);
     let current = SINK.load(Ordering::Acquire);
     // SAFETY: as in `sink()`.
     match unsafe { current.as_ref() } {
         Some(c) if Arc::ptr_eq(c, sink) => {
-            submit_to(&**sink, Vec::new(), &mut spans, true);
             let (null, ord) = (std::ptr::null_mut(), Ordering::AcqRel);
             let _ = SINK.compare_exchange(current, null, ord, Ordering::Acquire);
         }
         _ => return,
     }
-    drop(spans);
+    drop(submitting);
     wake_collector();
 }
 
@@ -102,14 +98,14 @@ pub(super) fn reset_after_fork() {
 const WAKE_AT: usize = MAX_WAITING / 2;
 
 /// A full batch from an ending thread: queued for the collector. If the
-/// collector is behind, the caller builds the oldest batch queued and
-/// queues its own; with no collector thread, it submits its own.
+/// collector is behind, the caller hands the oldest batch queued to the
+/// sink and queues its own; with no collector thread, it submits its own.
 pub(super) fn hand_over(batch: Vec<Record>) {
     if IN_CHILD.load(Ordering::Relaxed) {
         return;
     }
     if COLLECTOR_PID.load(Ordering::Relaxed) == 0 {
-        return submit(vec![batch], &mut Vec::new(), true);
+        return submit(vec![batch]);
     }
     let sh = shared();
     let mut waiting = lock(&sh.waiting);
@@ -128,13 +124,13 @@ pub(super) fn hand_over(batch: Vec<Record>) {
     // The collector is behind. Batches reach the sink in the order they
     // were handed over, so that each thread's spans keep their order.
     match try_lock(&sh.submitting) {
-        Some(mut spans) => {
+        Some(_submitting) => {
             // nobody is submitting: this thread does one batch of the
             // collector's work, the oldest, and queues its own
             let oldest = waiting.remove(0);
             waiting.push(batch);
             drop(waiting);
-            submit(vec![oldest], &mut spans, false);
+            submit(vec![oldest]);
         }
         None if waiting.len() < MAX_OVER => {
             // the collector (woken) or a drain takes the queue until it
@@ -144,10 +140,11 @@ pub(super) fn hand_over(batch: Vec<Record>) {
             wake_collector();
         }
         None => {
-            // far behind and busy: built here, ahead of this thread's
-            // batches still queued (their order is lost; nothing waits)
+            // far behind and busy: handed over here, ahead of this
+            // thread's batches still queued (their order is lost; nothing
+            // waits)
             drop(waiting);
-            submit(vec![batch], &mut Vec::new(), true);
+            submit(vec![batch]);
         }
     }
 }

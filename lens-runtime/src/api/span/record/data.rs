@@ -1,11 +1,10 @@
 //! The record of a span of lens's own path: what it has gathered while
-//! open, and the finished span the collector turns into the SDK's
-//! `SpanData`. Limits are the provider's: the SDK's defaults (128
+//! open, and the finished span its sink turns into the SDK's `SpanData`;
+//! the sink it goes to. Limits are the provider's: the SDK's defaults (128
 //! attributes, events and links per span, 128 attributes per event and
 //! link), or what `OTEL_SPAN_*_COUNT_LIMIT` sets, read as the SDK reads it.
 
 use super::clock::{self, Stamp};
-use super::sink::SpanSink;
 use crate::api::attr::Attrs;
 use crate::api::semconv;
 use opentelemetry::trace::{
@@ -16,6 +15,14 @@ use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLimits, SpanLinks};
 use std::borrow::Cow;
 use std::sync::{Arc, Weak};
 use std::time::SystemTime;
+
+/// Where finished records go.
+pub(crate) trait SpanSink: Send + Sync + 'static {
+    /// Takes batches of finished records, in the order they were handed
+    /// over; never blocks. The sink builds them into the SDK's spans where
+    /// it exports them ([`Builder`](super::build::Builder)).
+    fn submit(&self, batches: Vec<Vec<Record>>);
+}
 
 /// What the records of one recorder share: its scope, its span limits
 /// (the provider's) and its pipeline's sink.
@@ -278,5 +285,33 @@ impl Record {
             status,
             instrumentation_scope: rec.common.scope(),
         })
+    }
+}
+
+#[cfg(test)]
+impl Record {
+    /// A finished record named `s{i}`, span id `i + 1`, of no pipeline.
+    pub(crate) fn for_test(i: u64, sampled: bool) -> Record {
+        static COMMON: std::sync::LazyLock<Common> =
+            std::sync::LazyLock::new(|| Common::from_env("t", None));
+        let start = clock::now();
+        Record {
+            trace_id: TraceId::from(1u128),
+            span_id: SpanId::from(i + 1),
+            flags: match sampled {
+                true => TraceFlags::SAMPLED,
+                false => TraceFlags::default(),
+            },
+            parent_span_id: SpanId::INVALID,
+            parent_is_remote: false,
+            kind: SpanKind::Internal,
+            name: format!("s{i}").into(),
+            start,
+            end: start,
+            attributes: Default::default(),
+            dropped_attributes: 0,
+            more: None,
+            common: &COMMON,
+        }
     }
 }

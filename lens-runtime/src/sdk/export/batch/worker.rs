@@ -1,6 +1,7 @@
 //! What the batch processor shares with its exporter thread, and the
 //! thread.
 
+use crate::api::span::record::build;
 use crate::config::otel::BatchSettings;
 use crate::diag;
 use crate::sdk::export::queue::{export_batches, Queue};
@@ -10,7 +11,7 @@ use opentelemetry_sdk::trace::{SpanData, SpanExporter};
 use opentelemetry_sdk::Resource;
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 #[derive(Default)]
@@ -28,15 +29,13 @@ pub(super) struct State {
     /// then was counted as dropped.
     pub(super) abandoned: bool,
     pub(super) resource: Option<Resource>,
-    /// Empty export batches made by the exporter thread, with room for a
-    /// whole batch, for lens's own span path to fill (see `take_spare`).
-    pub(super) spares: Vec<Vec<SpanData>>,
-    /// Set once a spare was asked for: only then does the thread make them.
-    pub(super) spares_wanted: bool,
 }
 
 pub(super) struct Shared {
     pub(super) state: Mutex<State>,
+    /// The address of the sink that hands this processor lens's records
+    /// (see `BatchProcessor::bind_sink`).
+    pub(super) sink: OnceLock<usize>,
     /// Wakes the exporter thread.
     pub(super) work: Condvar,
     /// Wakes flushers and the shutdown waiting for the exporter thread.
@@ -111,32 +110,33 @@ pub(super) fn run<E: SpanExporter>(mut exporter: E, shared: &Shared) {
         let resource = st.resource.take();
         // the single spans' deque and `spare` trade allocations, as before
         std::mem::swap(&mut st.queue.single, &mut spare);
-        let batches = st.queue.take_batches();
+        let records = st.queue.take_records();
         let ticket = st.flush_requested;
         let shutting_down = st.shutdown;
         drop(st);
-        // the SDK path's spans; lens's buffers came redacted
+        // the SDK path's spans (lens's are redacted as they are built)
         for span in &mut spare {
             shared.redactor.redact_span(span);
         }
-        let mut ready = export_batches(&mut spare, batches, settings.max_export_batch_size);
-        let mut left: usize = ready.iter().map(Vec::len).sum();
+        let mut ready = export_batches(&mut spare, settings.max_export_batch_size);
+        let mut left: usize =
+            ready.iter().map(Vec::len).sum::<usize>() + records.iter().map(Vec::len).sum::<usize>();
 
         if let Some(r) = resource {
             shared
                 .redactor
                 .with_resource(&r, |r| exporter.set_resource(r));
         }
-        while let Some(batch) = ready.pop_front() {
+        // false once a shutdown gave up on what is left
+        let mut export = |batch: Vec<SpanData>| -> bool {
             if shared.lock().abandoned {
                 // a shutdown gave up on these (and counted them): free them
                 // rather than export spans reported lost
-                ready.clear();
-                break;
+                return false;
             }
             let n = batch.len();
             shared.lock().in_flight = left;
-            left -= n;
+            left = left.saturating_sub(n);
             // the result is counted by the `Counting` wrapper; a panicking
             // exporter loses its batch (counted) but not the thread
             let export =
@@ -150,10 +150,44 @@ pub(super) fn run<E: SpanExporter>(mut exporter: E, shared: &Shared) {
                     "the span exporter panicked; {n} spans were lost"
                 ));
             }
+            true
+        };
+        let mut go_on = true;
+        while let Some(batch) = ready.pop_front() {
+            go_on = export(batch);
+            if !go_on {
+                ready.clear();
+                break;
+            }
+        }
+        if go_on && !records.is_empty() {
+            // lens's records, built one export batch at a time just before
+            // its export (the records left are dropped once a shutdown gave
+            // up on them)
+            let redact = |span: &mut SpanData| {
+                shared.redactor.redact_span(span);
+            };
+            let builder = build::Builder::new(
+                shared.sink.get().copied(),
+                settings.max_export_batch_size,
+                &redact,
+            );
+            let build = std::panic::AssertUnwindSafe(|| builder.build(records, &mut export));
+            match std::panic::catch_unwind(build) {
+                // counted as ended when queued: not this pipeline's spans
+                Ok(not_ours) => {
+                    shared
+                        .counters
+                        .ended
+                        .fetch_sub(not_ours, Ordering::Relaxed);
+                }
+                Err(_) => diag::warn(format_args!(
+                    "building lens's spans for export panicked; the spans left in that batch were lost"
+                )),
+            }
         }
         shared.lock().in_flight = 0;
         last_export = Instant::now();
-        make_spares(shared);
 
         let mut st = shared.lock();
         st.flushed = st.flushed.max(ticket);
@@ -165,7 +199,6 @@ pub(super) fn run<E: SpanExporter>(mut exporter: E, shared: &Shared) {
                 st.queue.len() as u64
             };
             st.queue = Queue::default();
-            st.spares = Vec::new();
             drop(st);
             shared.counters.dropped.fetch_add(late, Ordering::Relaxed);
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| exporter.shutdown()));
@@ -180,26 +213,5 @@ pub(super) fn run<E: SpanExporter>(mut exporter: E, shared: &Shared) {
             spare = VecDeque::new();
         }
         shared.done.notify_all();
-    }
-}
-
-/// Spare batches kept ready for lens's span collector, at most.
-pub(super) const SPARES: usize = 2;
-
-/// Tops up the spare batches, if they are used, on this thread: right
-/// after an export freed a batch of the same size, which the allocator
-/// hands back.
-fn make_spares(shared: &Shared) {
-    let missing = {
-        let st = shared.lock();
-        match st.spares_wanted && !st.shutdown {
-            true => SPARES.saturating_sub(st.spares.len()),
-            false => 0,
-        }
-    };
-    if missing > 0 {
-        let max = shared.settings.max_export_batch_size;
-        let fresh = (0..missing).map(|_| Vec::with_capacity(max));
-        shared.lock().spares.extend(fresh);
     }
 }

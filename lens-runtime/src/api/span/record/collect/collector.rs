@@ -1,16 +1,15 @@
 //! The collector: the queue of batches ending threads hand over, how
-//! batches become export batches for the sink, and the collector thread.
+//! batches reach the sink, and the collector thread.
 
 use crate::api::span::fresh::ForkFresh;
 use crate::api::span::open::records;
 use crate::api::span::record::clock;
 use crate::api::span::record::data::Record;
-use opentelemetry_sdk::trace::SpanData;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
 
-pub(crate) use crate::api::span::record::sink::SpanSink;
+pub(crate) use crate::api::span::record::data::SpanSink;
 
 /// Finished spans a thread's list holds at most before the thread hands
 /// them over.
@@ -35,12 +34,10 @@ pub(super) static COLLECTOR_PID: AtomicU32 = AtomicU32::new(0);
 pub(super) struct Shared {
     /// Batches handed over by ending threads.
     pub(super) waiting: Mutex<Vec<Vec<Record>>>,
-    /// Held while batches are built and submitted: a drain that holds it
-    /// knows no batch is half-way to the sink. It holds the export batch
-    /// the collector's looks are filling: spans wait there, across looks,
-    /// until it is full (or the next drain sends it), so the sink gets
-    /// full batches and never joins (copies) two.
-    pub(super) submitting: Mutex<Vec<SpanData>>,
+    /// Held while batches are handed to the sink: a drain that holds it
+    /// knows no batch is half-way there, and the sink changes only under
+    /// it.
+    pub(super) submitting: Mutex<()>,
     /// Wakes the collector from its nap (the waiting queue half full, or
     /// its pipeline shut down).
     pub(super) wake: Mutex<bool>,
@@ -51,7 +48,7 @@ impl Shared {
     pub(super) const fn new() -> Self {
         Shared {
             waiting: Mutex::new(Vec::new()),
-            submitting: Mutex::new(Vec::new()),
+            submitting: Mutex::new(()),
             wake: Mutex::new(false),
             wake_cv: Condvar::new(),
         }
@@ -75,115 +72,22 @@ pub(super) fn sink() -> Option<&'static Arc<dyn SpanSink>> {
     unsafe { SINK.load(Ordering::Acquire).as_ref() }
 }
 
-/// Builds the batches' `SpanData` (sampled spans only), in order, into
-/// `spans`, the export batch being filled, and submits it to the sink each
-/// time it holds the sink's batch size: each span is built straight into
-/// the batch that goes out, so nothing downstream copies it again. With
-/// `flush`, what is left is submitted too; without, it stays in `spans`
-/// for the next call (a batch is never grown: it is made with room for
-/// the sink's batch size, or, when flushing, for what is left).
-pub(super) fn submit(batches: Vec<Vec<Record>>, spans: &mut Vec<SpanData>, flush: bool) {
+/// Hands the batches to the sink in use, which builds them where it
+/// exports them.
+pub(super) fn submit(batches: Vec<Vec<Record>>) {
     if let Some(s) = sink() {
-        submit_to(&**s, batches, spans, flush);
+        submit_to(&**s, batches);
     }
 }
 
 // never inlined: scripts/callgrind.sh leaves what it does (natively, on
 // the collector thread) out of the calling thread's count by its name
 #[inline(never)]
-pub(super) fn submit_to(
-    s: &dyn SpanSink,
-    batches: Vec<Vec<Record>>,
-    spans: &mut Vec<SpanData>,
-    flush: bool,
-) {
-    let max = s.max_batch().max(1);
-    let mut left: usize = batches.iter().map(Vec::len).sum();
-    for mut batch in batches {
-        let n = batch.len();
-        let base = batch.as_mut_ptr();
-        // SAFETY: the batch forgets its records first (a panic below leaks
-        // the rest rather than dropping one twice); each of the `n` is then
-        // moved out or dropped exactly once, where it lies.
-        unsafe { batch.set_len(0) };
-        for i in 0..n {
-            left -= 1;
-            // SAFETY: `i < n`, a live record not yet moved out
-            let rec = unsafe { &mut *base.add(i) };
-            if !rec.is_sampled() {
-                // SAFETY: dropped once, never used again
-                unsafe { std::ptr::drop_in_place(rec) };
-                continue;
-            }
-            if let Some(own) = rec.common.sink.as_ref().filter(|o| !is(o, s)) {
-                // a record of a pipeline shut down or replaced: its own sink
-                // (which drops and counts it once shut down), never this one
-                match own.upgrade() {
-                    Some(own) => {
-                        let mut one = Vec::with_capacity(1);
-                        // SAFETY: moved out once, never used again
-                        unsafe { push_built(&mut one, rec, &*own) };
-                        own.submit(one);
-                    }
-                    // that pipeline is gone: the record is dropped
-                    // SAFETY: dropped once, never used again
-                    None => unsafe { std::ptr::drop_in_place(rec) },
-                }
-                continue;
-            }
-            if spans.len() >= max || (!spans.is_empty() && spans.len() == spans.capacity()) {
-                s.submit(std::mem::take(spans));
-            }
-            if spans.capacity() == 0 {
-                match flush {
-                    true => spans.reserve_exact((left + 1).min(max)),
-                    false => match s.spare() {
-                        Some(spare) if spare.capacity() >= max && spare.is_empty() => {
-                            *spans = spare
-                        }
-                        _ => spans.reserve_exact(max),
-                    },
-                }
-            }
-            // SAFETY: moved out once, never used again
-            unsafe { push_built(spans, rec, s) };
-        }
+pub(super) fn submit_to(s: &dyn SpanSink, mut batches: Vec<Vec<Record>>) {
+    batches.retain(|b| !b.is_empty());
+    if !batches.is_empty() {
+        s.submit(batches);
     }
-    if !spans.is_empty() && (flush || spans.len() >= max) {
-        if spans.len() < spans.capacity() / 2 {
-            // a batch made for a look, flushed mostly empty: the export
-            // queue holds it for up to its delay (and, with a hung
-            // exporter, holds many), so it keeps only its size
-            spans.shrink_to_fit();
-        }
-        s.submit(std::mem::take(spans));
-    }
-}
-
-/// Pushes the span `rec` becomes onto `spans`, redacted for `sink`: built
-/// in the batch's next slot (not on the stack and copied there), and
-/// redacted while it is in this thread's cache (the exporter thread would
-/// read it from another's).
-///
-/// # Safety
-///
-/// `rec` is a live record, neither used nor dropped afterwards.
-#[inline]
-unsafe fn push_built(spans: &mut Vec<SpanData>, rec: &Record, sink: &dyn SpanSink) {
-    spans.reserve(1); // room already, but for a batch grown past its size
-    let Some(slot) = spans.spare_capacity_mut().first_mut() else {
-        return; // unreachable: `reserve(1)` made room
-    };
-    // SAFETY (caller): `rec` is moved out once
-    let span = unsafe { Record::move_into_span_data(rec, slot) };
-    sink.redact(span);
-    // SAFETY: the slot at `len` is initialised just above
-    unsafe { spans.set_len(spans.len() + 1) };
-}
-
-/// Whether `own` is `s`.
-fn is(own: &std::sync::Weak<dyn SpanSink>, s: &dyn SpanSink) -> bool {
-    std::ptr::addr_eq(own.as_ptr(), std::ptr::from_ref(s))
 }
 
 /// `m` locked, if nobody holds it (never waits).
@@ -202,13 +106,13 @@ pub(crate) fn drain() -> usize {
         return 0;
     }
     let sh = shared();
-    drain_into(sh, &mut lock(&sh.submitting))
+    let _submitting = lock(&sh.submitting);
+    drain_into(sh)
 }
 
-/// [`drain`] into `spans`, the export batch being filled (the caller holds
-/// `submitting`: `spans` is its content), which it sends too.
-pub(super) fn drain_into(sh: &Shared, spans: &mut Vec<SpanData>) -> usize {
-    let waiting = submit_waiting(sh, spans);
+/// [`drain`], for a caller that holds `submitting`.
+pub(super) fn drain_into(sh: &Shared) -> usize {
+    let waiting = submit_waiting(sh);
     // the batches handed over last and every list's finished records,
     // taken together: a batch handed over in between would reach the sink
     // after newer spans of its thread
@@ -217,15 +121,14 @@ pub(super) fn drain_into(sh: &Shared, spans: &mut Vec<SpanData>) -> usize {
         (std::mem::take(&mut *waiting), records::take_done())
     };
     let n = waiting + last.len() + done.len();
-    submit(last, spans, false);
-    submit(done, spans, true);
+    submit(last);
+    submit(done);
     n
 }
 
-/// Submits the batches handed over into `spans`, the export batch being
-/// filled (the caller holds `submitting`: `spans` is its content), without
-/// flushing it; returns how many batches there were.
-pub(super) fn submit_waiting(sh: &Shared, spans: &mut Vec<SpanData>) -> usize {
+/// Submits the batches handed over (the caller holds `submitting`);
+/// returns how many there were.
+pub(super) fn submit_waiting(sh: &Shared) -> usize {
     let mut n = 0;
     loop {
         let batches = std::mem::take(&mut *lock(&sh.waiting));
@@ -233,7 +136,7 @@ pub(super) fn submit_waiting(sh: &Shared, spans: &mut Vec<SpanData>) -> usize {
             return n;
         }
         n += batches.len();
-        submit(batches, spans, false);
+        submit(batches);
     }
 }
 
@@ -300,7 +203,10 @@ fn collector(pid: u32) {
                 drained = Instant::now();
                 drain()
             }
-            false => submit_waiting(sh, &mut lock(&sh.submitting)),
+            false => {
+                let _submitting = lock(&sh.submitting);
+                submit_waiting(sh)
+            }
         };
         let since = std::mem::replace(&mut looked, Instant::now()).elapsed();
         per_batch = match u32::try_from(batches) {

@@ -1,3 +1,4 @@
+use super::super::build::Builder;
 use super::collector::{submit_to, SpanSink};
 use super::Record;
 use crate::api::attr::Attrs;
@@ -31,29 +32,24 @@ fn rec(i: u64, sampled: bool) -> Record {
     }
 }
 
-/// A sink that keeps what it is given: (spans, capacity) per submit.
+/// A sink that builds what it is given, in export batches of `max`, and
+/// keeps (span ids, capacity) per export batch.
 struct Kept {
     max: usize,
     got: Mutex<Vec<(Vec<u64>, usize)>>,
 }
 
 impl SpanSink for Kept {
-    fn submit(&self, spans: Vec<SpanData>) {
-        let ids = spans
-            .iter()
-            .map(|s| u64::from_be_bytes(s.span_context.span_id().to_bytes()) - 1)
-            .collect();
-        self.got.lock().unwrap().push((ids, spans.capacity()));
-    }
-
-    fn redact(&self, _span: &mut SpanData) {}
-
-    fn max_batch(&self) -> usize {
-        self.max
-    }
-
-    fn spare(&self) -> Option<Vec<SpanData>> {
-        None
+    fn submit(&self, batches: Vec<Vec<Record>>) {
+        let builder = Builder::new(None, self.max, &|_| {});
+        builder.build(batches, &mut |spans| {
+            let ids = spans
+                .iter()
+                .map(|s| u64::from_be_bytes(s.span_context.span_id().to_bytes()) - 1)
+                .collect();
+            self.got.lock().unwrap().push((ids, spans.capacity()));
+            true
+        });
     }
 }
 
@@ -71,103 +67,66 @@ fn batch(from: u64, n: u64) -> Vec<Record> {
     (from..from + n).map(|i| rec(i, true)).collect()
 }
 
-/// Batches taken at separate looks fill one export batch, made once with
-/// room for the sink's batch size (never grown), and reach the sink only
-/// when it is full: the sink gets full batches it need not join.
+/// The records of the batches a sink is given are built into export
+/// batches of the sink's size, across the batches, in order, unsampled
+/// records left out; each export batch is made once with room for what
+/// is left (up to that size) and never grown.
 #[test]
-fn looks_fill_one_export_batch_across_calls() {
+fn records_are_built_into_full_export_batches_made_to_size() {
     let sink = kept();
-    let mut spans = Vec::new();
-    for k in 0..3 {
-        submit_to(&sink, vec![batch(k * 512, 512)], &mut spans, false);
-        assert!(sink.got.lock().unwrap().is_empty(), "look {k}");
-    }
-    // the fourth fills it; the fifth starts the next one
-    submit_to(
-        &sink,
-        vec![batch(1536, 512), batch(2048, 100)],
-        &mut spans,
-        false,
-    );
-    {
-        let got = sink.got.lock().unwrap();
-        assert_eq!(got.len(), 1);
-        assert_eq!(got[0].0, (0..2048).collect::<Vec<_>>());
-        assert_eq!(got[0].1, 2048, "made once with room for the batch");
-    }
-    assert_eq!(spans.len(), 100);
-    // a flush sends the rest, unsampled spans left out, in order
     let mixed = vec![rec(2148, false), rec(2149, true)];
-    submit_to(&sink, vec![mixed], &mut spans, true);
-    let got = sink.got.lock().unwrap();
-    assert_eq!(got.len(), 2);
-    assert_eq!(got[1].0, (2048..2148).chain([2149]).collect::<Vec<_>>());
-    assert!(spans.is_empty() && spans.capacity() == 0);
-}
-
-/// A flush with nothing carried makes its batches to size: a few spans
-/// are not given room for a whole export batch.
-#[test]
-fn a_flush_makes_batches_to_size() {
-    let sink = kept();
-    submit_to(&sink, vec![batch(0, 3)], &mut Vec::new(), true);
-    submit_to(&sink, vec![batch(3, 2500)], &mut Vec::new(), true);
+    let batches = (0..4).map(|k| batch(k * 512, 512));
+    sink.submit(batches.chain([batch(2048, 100), mixed]).collect());
+    sink.submit(vec![batch(3000, 3)]);
+    sink.submit(vec![batch(4000, 2500)]);
     let got = sink.got.lock().unwrap();
     let shape: Vec<(usize, usize)> = got.iter().map(|(ids, cap)| (ids.len(), *cap)).collect();
-    assert_eq!(shape, [(3, 3), (2048, 2048), (452, 452)]);
-}
-
-/// A batch a look made for the sink's batch size and a flush sends
-/// mostly empty keeps only its size: the export queue may hold many.
-#[test]
-fn a_mostly_empty_batch_is_flushed_at_its_size() {
-    let sink = kept();
-    let mut spans = Vec::new();
-    submit_to(&sink, vec![batch(0, 512)], &mut spans, false);
-    assert_eq!(spans.capacity(), 2048);
-    submit_to(&sink, Vec::new(), &mut spans, true);
-    let got = sink.got.lock().unwrap();
-    assert_eq!((got[0].0.len(), got[0].1), (512, 512));
-}
-
-/// Records a collector look took after shutdown's last drain wait in the
-/// export batch being filled; releasing the sink hands them to it, so
-/// they are not stranded there (or sent to the next pipeline's sink). The
-/// look is made here, by hand, between the drain and the release.
-#[test]
-fn releasing_the_sink_hands_it_the_batch_being_filled() {
-    use std::sync::Arc;
-    let _g = GLOBAL_SINK.lock().unwrap_or_else(|e| e.into_inner());
-    let kept = Arc::new(kept());
-    let sink: Arc<dyn SpanSink> = kept.clone();
-    super::set_sink(sink.clone(), std::time::Duration::from_secs(1));
-    super::drain();
-    // the look: fewer records than an export batch stay in it
-    submit_to(
-        &*sink,
-        vec![batch(0, 100)],
-        &mut super::lock(&super::shared().submitting),
-        false,
+    assert_eq!(
+        shape,
+        [(2048, 2048), (101, 102), (3, 3), (2048, 2048), (452, 452)]
     );
-    super::release_sink(&sink);
-    assert!(super::collector::sink().is_none(), "released");
-    // (other tests' spans, if any ended meanwhile, may be there too)
-    let got: Vec<u64> = kept
-        .got
-        .lock()
-        .unwrap()
-        .iter()
-        .flat_map(|(ids, _)| ids.clone())
-        .collect();
-    assert!(
-        (0..100).all(|i| got.contains(&i)),
-        "the look's spans: {got:?}"
-    );
+    assert_eq!(got[0].0, (0..2048).collect::<Vec<_>>());
+    assert_eq!(got[1].0, (2048..2148).chain([2149]).collect::<Vec<_>>());
+    assert_eq!(got[4].0, (6048..6500).collect::<Vec<_>>());
 }
 
-/// A sink that marks each span it redacts as built for it, and counts the
-/// spans it is given that another sink built (and redacted, with its own
-/// keys).
+/// Once the exporter side says stop (a shutdown gave up), the records
+/// left are dropped unbuilt.
+#[test]
+fn records_left_after_a_stop_are_not_built() {
+    let mut calls = 0;
+    let builder = Builder::new(None, 10, &|_| {});
+    let not_ours = builder.build(vec![batch(0, 25), batch(25, 30)], &mut |spans| {
+        calls += 1;
+        assert_eq!(spans.len(), 10);
+        false
+    });
+    assert_eq!((calls, not_ours), (1, 0));
+}
+
+/// The collector hands the sink the batches as they came, in order,
+/// without the empty ones (and nothing when all are empty).
+#[test]
+fn the_collector_hands_batches_over_as_they_came() {
+    #[derive(Default)]
+    struct Lens(Mutex<Vec<Vec<usize>>>);
+    impl SpanSink for Lens {
+        fn submit(&self, batches: Vec<Vec<Record>>) {
+            self.0
+                .lock()
+                .unwrap()
+                .push(batches.iter().map(Vec::len).collect());
+        }
+    }
+    let sink = Lens::default();
+    submit_to(&sink, vec![batch(0, 3), Vec::new(), batch(3, 2)]);
+    submit_to(&sink, vec![Vec::new()]);
+    submit_to(&sink, Vec::new());
+    assert_eq!(*sink.0.lock().unwrap(), [vec![3, 2]]);
+}
+
+/// A sink that builds the records it is given, and counts the spans it
+/// built that belong to another pipeline (whose scope is not its name).
 struct Marking {
     name: &'static str,
     foreign: std::sync::atomic::AtomicUsize,
@@ -175,36 +134,29 @@ struct Marking {
 }
 
 impl SpanSink for Marking {
-    fn submit(&self, spans: Vec<SpanData>) {
+    fn submit(&self, batches: Vec<Vec<Record>>) {
         use std::sync::atomic::Ordering::Relaxed;
-        let foreign = spans.iter().filter(|s| s.name != self.name).count();
-        self.foreign.fetch_add(foreign, Relaxed);
-        self.got.fetch_add(spans.len(), Relaxed);
-    }
-
-    fn redact(&self, span: &mut SpanData) {
-        span.name = self.name.into();
-    }
-
-    fn max_batch(&self) -> usize {
-        1 << 20
-    }
-
-    fn spare(&self) -> Option<Vec<SpanData>> {
-        None
+        let me = std::ptr::from_ref(self).cast::<()>() as usize;
+        let builder = Builder::new(Some(me), 1 << 20, &|_| {});
+        builder.build(batches, &mut |spans| {
+            let name = |s: &SpanData| s.instrumentation_scope.name().to_owned();
+            let foreign = spans.iter().filter(|s| name(s) != self.name).count();
+            self.foreign.fetch_add(foreign, Relaxed);
+            self.got.fetch_add(spans.len(), Relaxed);
+            true
+        });
     }
 }
 
-/// A re-init's new sink never gets spans built (and redacted) for the
-/// sink it replaces: a collector look between the old sink's last drain
-/// and the new sink's install would leave them in the export batch being
-/// filled, for the new sink's next submit (its exporter would see them
-/// redacted with the old pipeline's keys only); nor does a sink released
-/// (shut down) meanwhile get the new sink's. Here a thread looks, and
-/// another releases either sink, as often as they can while the sink is
-/// replaced, many times.
+/// A record reaches only its own pipeline's sink, whichever sink is in use
+/// when it is handed over: a re-init's new sink sends the records of the
+/// pipeline it replaced back to that pipeline's sink as it builds them
+/// (its exporters would otherwise export them, redacted with its keys,
+/// not theirs). Here a thread hands over records of both pipelines, and
+/// another releases either sink, as often as they can while the sink in
+/// use is replaced, many times.
 #[test]
-fn a_new_sink_never_gets_spans_built_for_the_old_one() {
+fn a_record_reaches_only_its_own_pipeline_s_sink() {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
     use std::sync::Arc;
     let _g = GLOBAL_SINK.lock().unwrap_or_else(|e| e.into_inner());
@@ -217,6 +169,11 @@ fn a_new_sink_never_gets_spans_built_for_the_old_one() {
     };
     let (a, b) = (marking("a"), marking("b"));
     let sinks: [Arc<dyn SpanSink>; 2] = [a.clone(), b.clone()];
+    let leak = |c| -> &'static super::super::Common { Box::leak(Box::new(c)) };
+    let commons = [
+        leak(super::super::Common::from_env("a", None).with_sink(&sinks[0])),
+        leak(super::super::Common::from_env("b", None).with_sink(&sinks[1])),
+    ];
     super::set_sink(sinks[1].clone(), std::time::Duration::from_secs(1));
     let (stop, looks) = (
         Arc::new(AtomicBool::new(false)),
@@ -226,9 +183,14 @@ fn a_new_sink_never_gets_spans_built_for_the_old_one() {
         let (stop, looks) = (stop.clone(), looks.clone());
         std::thread::spawn(move || {
             while !stop.load(Relaxed) {
-                if let Some(mut spans) = super::try_lock(&super::shared().submitting) {
+                if let Some(_submitting) = super::try_lock(&super::shared().submitting) {
                     let i = looks.fetch_add(1, Relaxed) as u64;
-                    super::submit(vec![batch(i, 1)], &mut spans, false);
+                    let records = (0..2).map(|k| {
+                        let mut r = rec(i * 2 + k, true);
+                        r.common = commons[k as usize];
+                        r
+                    });
+                    super::submit(vec![records.collect()]);
                 }
             }
         })
@@ -255,11 +217,11 @@ fn a_new_sink_never_gets_spans_built_for_the_old_one() {
     releaser.join().unwrap();
     super::set_sink(sinks[1].clone(), std::time::Duration::from_secs(1));
     super::release_sink(&sinks[1]);
-    assert!(a.got.load(Relaxed) + b.got.load(Relaxed) > 0);
+    assert!(a.got.load(Relaxed) > 0 && b.got.load(Relaxed) > 0);
     assert_eq!(
         (a.foreign.load(Relaxed), b.foreign.load(Relaxed)),
         (0, 0),
-        "spans built for the other sink"
+        "spans of the other pipeline"
     );
 }
 
@@ -268,18 +230,16 @@ fn a_new_sink_never_gets_spans_built_for_the_old_one() {
 struct KeepSpans(Mutex<Vec<SpanData>>);
 
 impl SpanSink for KeepSpans {
-    fn submit(&self, spans: Vec<SpanData>) {
-        self.0.lock().unwrap().extend(spans);
-    }
-    fn redact(&self, span: &mut SpanData) {
-        span.attributes
-            .push(opentelemetry::KeyValue::new("redacted", true));
-    }
-    fn max_batch(&self) -> usize {
-        3
-    }
-    fn spare(&self) -> Option<Vec<SpanData>> {
-        None
+    fn submit(&self, batches: Vec<Vec<Record>>) {
+        let me = std::ptr::from_ref(self).cast::<()>() as usize;
+        let redact = |span: &mut SpanData| {
+            span.attributes
+                .push(opentelemetry::KeyValue::new("redacted", true));
+        };
+        Builder::new(Some(me), 3, &redact).build(batches, &mut |spans| {
+            self.0.lock().unwrap().extend(spans);
+            true
+        });
     }
 }
 
@@ -331,14 +291,13 @@ fn records_move_into_spans_whole_and_unsampled_ones_are_dropped_once() {
     let of_gone = leak(super::super::Common::from_env("gone", None).with_sink(&gone));
     drop(gone);
     let sink = KeepSpans::default();
-    let mut spans = Vec::new();
     let records: Vec<Record> = (0..8).map(|i| full(i, i % 3 != 0, &COMMON)).collect();
     let others = vec![
         full(8, true, of_own),
         full(9, true, of_gone),
         full(10, true, &COMMON),
     ];
-    submit_to(&sink, vec![records, others], &mut spans, true);
+    sink.submit(vec![records, others]);
     let got = std::mem::take(&mut *sink.0.lock().unwrap());
     let id = |s: &SpanData| u64::from_be_bytes(s.span_context.span_id().to_bytes()) - 1;
     let ids: Vec<u64> = got.iter().map(id).collect();
