@@ -322,14 +322,15 @@ fn many_busy_threads_lose_no_span() {
 
 /// Each thread's spans reach the exporter in the order they ended, even
 /// with the collector's queue overflowing into the ending threads (an
-/// ending thread then builds the oldest batch queued and queues its own)
+/// ending thread then hands the oldest batch queued to the sink and
+/// queues its own)
 /// and interval drains taking the lists meanwhile (they take the last
 /// batches handed over and the lists' finished records together). It used
 /// to see a few to tens of inversions: a thread built its own batch ahead
 /// of its earlier ones still queued.
 ///
 /// The promise holds while the collector is at most 128 batches behind:
-/// past that an ending thread builds its own batch rather than wait or
+/// past that an ending thread hands its own batch over rather than wait or
 /// grow the queue, and order is given up (8 threads that do nothing but
 /// end spans, unpaced, on 2 CPUs, get there in a release build). 8 × 8,000
 /// spans are 125 batches in all, so here it always holds.
@@ -468,6 +469,35 @@ fn a_span_ended_before_a_reinit_is_exported_by_its_own_pipeline() {
     };
     assert_eq!(run("sdk"), (1, 0), "the SDK's tracer");
     assert_eq!(run("lens"), (1, 0), "lens's recorder");
+}
+
+/// A span open across a re-init (`allow_reinit`) and ended after it
+/// belongs to the pipeline it started under: that pipeline's shutdown
+/// exports it (on the SDK path it goes to that provider's processor), not
+/// the next pipeline, and not later.
+#[test]
+fn a_span_open_across_a_reinit_is_exported_by_its_own_pipeline_s_shutdown() {
+    let _s = serial();
+    let run = |path: &str| {
+        std::env::set_var("NEMO_LENS_SPAN_PATH", path);
+        let (first, a) = install("5000");
+        let g = span_cm!("across.reinit");
+        let (second, b) = install("5000");
+        std::env::set_var("NEMO_LENS_SPAN_PATH", "lens");
+        drop(g);
+        first.shutdown(Duration::from_secs(5)).unwrap();
+        let named = |c: &Capture| {
+            c.finished()
+                .iter()
+                .filter(|s| s.name == "across.reinit")
+                .count()
+        };
+        let at_first_shutdown = named(&a);
+        second.shutdown(Duration::from_secs(5)).unwrap();
+        (at_first_shutdown, named(&a), named(&b))
+    };
+    assert_eq!(run("sdk"), (1, 1, 0), "the SDK's tracer");
+    assert_eq!(run("lens"), (1, 1, 0), "lens's recorder");
 }
 
 /// Spans a thread starts while another shuts telemetry down, and ends

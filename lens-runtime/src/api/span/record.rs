@@ -55,6 +55,19 @@ static RECORDER: AtomicPtr<Recorder> = AtomicPtr::new(std::ptr::null_mut());
 /// may outlive it).
 static IDS_ONLY: AtomicBool = AtomicBool::new(false);
 
+/// Recorders installed in this process so far.
+static INSTALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Whether records of more than one pipeline may exist in this process (a
+/// recorder was installed more than once: a re-init, or set-ups one after
+/// another), so that a sink may be handed records that are not its own.
+/// Read by a sink after it was handed records: the install that made it
+/// the sink in use is counted (the sink is published with a release
+/// store, read with an acquire load).
+pub(crate) fn may_mix_pipelines() -> bool {
+    INSTALLS.load(Ordering::Relaxed) > 1
+}
+
 /// Whether spans of lens's path may be current as their ids only.
 #[inline]
 pub(crate) fn ids_only() -> bool {
@@ -76,6 +89,9 @@ pub(crate) fn install(
     sink: std::sync::Arc<dyn SpanSink>,
     interval: std::time::Duration,
 ) {
+    // counted before the sink is in use: a sink that finds one install
+    // only knows every record it is handed is its own
+    INSTALLS.fetch_add(1, Ordering::Relaxed);
     collect::set_sink(sink, interval);
     if recorder.ids_only {
         IDS_ONLY.store(true, Ordering::Relaxed);

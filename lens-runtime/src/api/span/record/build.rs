@@ -43,8 +43,10 @@ impl<'a> Builder<'a> {
     /// it is full (the last one when the records run out). An export batch
     /// is made with room for what is left, up to `max`, and never grown.
     /// Unsampled records are dropped. Once `emit` returns `false` the
-    /// records left are dropped unbuilt. Returns how many records were not
-    /// this sink's to export: unsampled, or of another pipeline.
+    /// records left are dropped unbuilt. Returns how many of the records
+    /// built or sent on before then were not this sink's to export:
+    /// unsampled, or of another pipeline (none, once [`sort_out`] has sorted
+    /// the batches).
     pub(crate) fn build(
         &self,
         batches: Vec<Vec<Record>>,
@@ -101,6 +103,56 @@ impl<'a> Builder<'a> {
     fn is(&self, own: &std::sync::Weak<dyn SpanSink>) -> bool {
         self.me == Some(own.as_ptr().cast::<()>() as usize)
     }
+}
+
+/// Sorts out, where a sink is handed `batches` (before it queues them),
+/// the records it is not to export: records of another pipeline (ended
+/// after a re-init replaced theirs) go to their own sink at once, so that
+/// its flush and shutdown find them in its queue; records whose pipeline
+/// is gone, and unsampled ones, are dropped. Returns the rest, the records
+/// of the sink at `me`, in order; when every record is its own (the usual
+/// case) the batches are returned as they came, only read.
+pub(crate) fn sort_out(mut batches: Vec<Vec<Record>>, me: usize) -> Vec<Vec<Record>> {
+    let mine = |r: &Record| {
+        r.is_sampled()
+            && r.common
+                .sink
+                .as_ref()
+                .is_none_or(|o| o.as_ptr().cast::<()>() as usize == me)
+    };
+    for batch in &mut batches {
+        if batch.iter().all(mine) {
+            continue;
+        }
+        // records of other sinks, grouped by sink, in order
+        let mut others: Vec<(std::sync::Arc<dyn SpanSink>, Vec<Record>)> = Vec::new();
+        let mut keep = Vec::with_capacity(batch.len());
+        for r in batch.drain(..) {
+            if mine(&r) {
+                keep.push(r);
+                continue;
+            }
+            if !r.is_sampled() {
+                continue;
+            }
+            let Some(own) = r.common.sink.as_ref().and_then(std::sync::Weak::upgrade) else {
+                continue; // that pipeline is gone: dropped
+            };
+            match others
+                .iter_mut()
+                .find(|(s, _)| std::sync::Arc::ptr_eq(s, &own))
+            {
+                Some((_, v)) => v.push(r),
+                None => others.push((own, vec![r])),
+            }
+        }
+        *batch = keep;
+        for (own, records) in others {
+            own.submit(vec![records]);
+        }
+    }
+    batches.retain(|b| !b.is_empty());
+    batches
 }
 
 /// The address that identifies `sink` to a [`Builder`].

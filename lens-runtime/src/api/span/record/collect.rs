@@ -150,8 +150,8 @@ pub(super) fn hand_over(batch: Vec<Record>) {
 }
 
 /// Batches queued at most while another thread submits: past
-/// [`MAX_WAITING`], an ending thread queues its batch (rather than build
-/// it) only when it cannot do the collector's work itself. 128 batches
+/// [`MAX_WAITING`], an ending thread queues its batch (rather than hand
+/// it to the sink itself) only when it cannot do the collector's work. 128 batches
 /// are ~10 MiB of records; past that, order is given up, not memory.
 const MAX_OVER: usize = 8 * MAX_WAITING;
 

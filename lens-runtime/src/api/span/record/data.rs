@@ -34,7 +34,9 @@ pub(crate) struct Common {
     pub(crate) limits: SpanLimits,
     /// Where the records go, whatever sink is in use when they are
     /// collected (`None`: the one in use): a record that ends after its
-    /// pipeline was shut down or replaced never reaches the next one.
+    /// pipeline was shut down or replaced is sent back to its own sink by
+    /// the sink it reaches ([`sort_out`](super::build::sort_out)), never
+    /// queued, built or exported by the next one.
     pub(crate) sink: Option<Weak<dyn SpanSink>>,
 }
 

@@ -111,6 +111,10 @@ pub(super) fn run<E: SpanExporter>(mut exporter: E, shared: &Shared) {
         // the single spans' deque and `spare` trade allocations, as before
         std::mem::swap(&mut st.queue.single, &mut spare);
         let records = st.queue.take_records();
+        // what this round takes out of the queue is in flight until
+        // exported (a shutdown that gives up counts it as lost)
+        let taken = spare.len() + records.iter().map(Vec::len).sum::<usize>();
+        st.in_flight = taken;
         let ticket = st.flush_requested;
         let shutting_down = st.shutdown;
         drop(st);
@@ -119,8 +123,8 @@ pub(super) fn run<E: SpanExporter>(mut exporter: E, shared: &Shared) {
             shared.redactor.redact_span(span);
         }
         let mut ready = export_batches(&mut spare, settings.max_export_batch_size);
-        let mut left: usize =
-            ready.iter().map(Vec::len).sum::<usize>() + records.iter().map(Vec::len).sum::<usize>();
+        // spans of this round not exported yet
+        let left = std::cell::Cell::new(taken);
 
         if let Some(r) = resource {
             shared
@@ -135,8 +139,8 @@ pub(super) fn run<E: SpanExporter>(mut exporter: E, shared: &Shared) {
                 return false;
             }
             let n = batch.len();
-            shared.lock().in_flight = left;
-            left = left.saturating_sub(n);
+            shared.lock().in_flight = left.get();
+            left.set(left.get().saturating_sub(n));
             // the result is counted by the `Counting` wrapper; a panicking
             // exporter loses its batch (counted) but not the thread
             let export =
@@ -175,15 +179,21 @@ pub(super) fn run<E: SpanExporter>(mut exporter: E, shared: &Shared) {
             let build = std::panic::AssertUnwindSafe(|| builder.build(records, &mut export));
             match std::panic::catch_unwind(build) {
                 // counted as ended when queued: not this pipeline's spans
+                // (none: the sink sorted them out before queueing)
                 Ok(not_ours) => {
+                    shared.counters.ended.fetch_sub(not_ours, Ordering::Relaxed);
+                }
+                Err(_) => {
+                    // the spans of the round not exported are lost: counted
+                    let lost = left.replace(0);
                     shared
                         .counters
-                        .ended
-                        .fetch_sub(not_ours, Ordering::Relaxed);
+                        .failed
+                        .fetch_add(lost as u64, Ordering::Relaxed);
+                    diag::warn(format_args!(
+                        "building lens's spans for export panicked; {lost} spans were lost"
+                    ));
                 }
-                Err(_) => diag::warn(format_args!(
-                    "building lens's spans for export panicked; the spans left in that batch were lost"
-                )),
             }
         }
         shared.lock().in_flight = 0;

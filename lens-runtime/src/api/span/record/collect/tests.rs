@@ -126,7 +126,8 @@ fn the_collector_hands_batches_over_as_they_came() {
 }
 
 /// A sink that builds the records it is given, and counts the spans it
-/// built that belong to another pipeline (whose scope is not its name).
+/// built that belong to the other pipeline of the test (whose scope is
+/// the other's name).
 struct Marking {
     name: &'static str,
     foreign: std::sync::atomic::AtomicUsize,
@@ -139,8 +140,12 @@ impl SpanSink for Marking {
         let me = std::ptr::from_ref(self).cast::<()>() as usize;
         let builder = Builder::new(Some(me), 1 << 20, &|_| {});
         builder.build(batches, &mut |spans| {
-            let name = |s: &SpanData| s.instrumentation_scope.name().to_owned();
-            let foreign = spans.iter().filter(|s| name(s) != self.name).count();
+            // (spans of other tests, ended meanwhile, may come too)
+            let other = |s: &&SpanData| {
+                let scope = s.instrumentation_scope.name();
+                ["a", "b"].contains(&scope) && scope != self.name
+            };
+            let foreign = spans.iter().filter(other).count();
             self.foreign.fetch_add(foreign, Relaxed);
             self.got.fetch_add(spans.len(), Relaxed);
             true
@@ -338,4 +343,53 @@ fn records_move_into_spans_whole_and_unsampled_ones_are_dropped_once() {
     assert_eq!(Arc::strong_count(&shared), 1 + held);
     drop((got, own_got));
     assert_eq!(Arc::strong_count(&shared), 1);
+}
+
+/// Where a sink is handed records, the records of another live pipeline
+/// go to that pipeline's sink at once (grouped, in order); records of a
+/// pipeline that is gone and unsampled ones are dropped; the sink keeps
+/// its own, in order, and batches that are all its own as they came.
+#[test]
+fn records_are_sorted_out_before_they_are_queued() {
+    use super::super::build::sort_out;
+    use std::sync::Arc;
+    let other_kept = Arc::new(KeepSpans::default());
+    let other: Arc<dyn SpanSink> = other_kept.clone();
+    let gone: Arc<dyn SpanSink> = Arc::new(KeepSpans::default());
+    let me: Arc<dyn SpanSink> = Arc::new(KeepSpans::default());
+    let leak = |c| -> &'static super::super::Common { Box::leak(Box::new(c)) };
+    let of = |s: &Arc<dyn SpanSink>| leak(super::super::Common::from_env("x", None).with_sink(s));
+    let (of_me, of_other, of_gone) = (of(&me), of(&other), of(&gone));
+    drop(gone);
+    let with = |i, sampled, common| {
+        let mut r = rec(i, sampled);
+        r.common = common;
+        r
+    };
+    let all_mine: Vec<Record> = (0..3).map(|i| with(i, true, of_me)).collect();
+    let first = all_mine.as_ptr();
+    let mixed = vec![
+        with(3, true, of_other),
+        with(4, true, of_me),
+        with(5, true, of_gone),
+        with(6, false, of_me),
+        rec(7, true), // of no pipeline: the sink in use's
+        with(8, true, of_other),
+    ];
+    let only_others = vec![with(9, true, of_other)];
+    let kept = sort_out(
+        vec![all_mine, mixed, only_others],
+        super::super::build::address(&me),
+    );
+    let id = |r: &Record| u64::from_be_bytes(r.span_id.to_bytes()) - 1;
+    let ids: Vec<Vec<u64>> = kept.iter().map(|b| b.iter().map(id).collect()).collect();
+    assert_eq!(ids, [vec![0, 1, 2], vec![4, 7]]);
+    assert_eq!(
+        kept[0].as_ptr(),
+        first,
+        "a batch all its own is kept as it came"
+    );
+    let sent = |s: &SpanData| u64::from_be_bytes(s.span_context.span_id().to_bytes()) - 1;
+    let got: Vec<u64> = other_kept.0.lock().unwrap().iter().map(sent).collect();
+    assert_eq!(got, [3, 8, 9]);
 }
