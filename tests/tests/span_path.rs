@@ -445,6 +445,11 @@ fn span_limits_from_the_environment_apply_on_both_paths() {
     assert_eq!(run("lens"), sdk, "lens's recorder");
 }
 
+/// How many spans named `name` `c` got.
+fn named(c: &Capture, name: &str) -> usize {
+    c.finished().iter().filter(|s| s.name == name).count()
+}
+
 /// A span that ended under one pipeline is exported by that pipeline, not
 /// by the one a re-init (`allow_reinit`) installs right after: on the SDK
 /// path it is in the first pipeline's batch processor already.
@@ -459,12 +464,7 @@ fn a_span_ended_before_a_reinit_is_exported_by_its_own_pipeline() {
         std::env::set_var("NEMO_LENS_SPAN_PATH", "lens");
         first.shutdown(Duration::from_secs(5)).unwrap();
         second.shutdown(Duration::from_secs(5)).unwrap();
-        let named = |c: &Capture| {
-            c.finished()
-                .iter()
-                .filter(|s| s.name == "before.reinit")
-                .count()
-        };
+        let named = |c: &Capture| named(c, "before.reinit");
         (named(&a), named(&b))
     };
     assert_eq!(run("sdk"), (1, 0), "the SDK's tracer");
@@ -486,12 +486,7 @@ fn a_span_open_across_a_reinit_is_exported_by_its_own_pipeline_s_shutdown() {
         std::env::set_var("NEMO_LENS_SPAN_PATH", "lens");
         drop(g);
         first.shutdown(Duration::from_secs(5)).unwrap();
-        let named = |c: &Capture| {
-            c.finished()
-                .iter()
-                .filter(|s| s.name == "across.reinit")
-                .count()
-        };
+        let named = |c: &Capture| named(c, "across.reinit");
         let at_first_shutdown = named(&a);
         second.shutdown(Duration::from_secs(5)).unwrap();
         (at_first_shutdown, named(&a), named(&b))

@@ -51,6 +51,14 @@ impl Shared {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Counts `lost` spans as failed after `what` panicked, and says so.
+    fn panicked(&self, what: &str, lost: usize) {
+        self.counters
+            .failed
+            .fetch_add(lost as u64, Ordering::Relaxed);
+        diag::warn(format_args!("{what} panicked; {lost} spans were lost"));
+    }
+
     /// Waits on `done` until `ready` holds, at most until `deadline`.
     pub(super) fn wait_done(
         &self,
@@ -146,13 +154,7 @@ pub(super) fn run<E: SpanExporter>(mut exporter: E, shared: &Shared) {
             let export =
                 std::panic::AssertUnwindSafe(|| futures_executor::block_on(exporter.export(batch)));
             if std::panic::catch_unwind(export).is_err() {
-                shared
-                    .counters
-                    .failed
-                    .fetch_add(n as u64, Ordering::Relaxed);
-                diag::warn(format_args!(
-                    "the span exporter panicked; {n} spans were lost"
-                ));
+                shared.panicked("the span exporter", n);
             }
             true
         };
@@ -183,17 +185,8 @@ pub(super) fn run<E: SpanExporter>(mut exporter: E, shared: &Shared) {
                 Ok(not_ours) => {
                     shared.counters.ended.fetch_sub(not_ours, Ordering::Relaxed);
                 }
-                Err(_) => {
-                    // the spans of the round not exported are lost: counted
-                    let lost = left.replace(0);
-                    shared
-                        .counters
-                        .failed
-                        .fetch_add(lost as u64, Ordering::Relaxed);
-                    diag::warn(format_args!(
-                        "building lens's spans for export panicked; {lost} spans were lost"
-                    ));
-                }
+                // the spans of the round not exported are lost: counted
+                Err(_) => shared.panicked("building lens's spans for export", left.replace(0)),
             }
         }
         shared.lock().in_flight = 0;

@@ -1,8 +1,6 @@
 use super::super::build::Builder;
 use super::collector::{submit_to, SpanSink};
 use super::Record;
-use crate::api::attr::Attrs;
-use opentelemetry::trace::{SpanId, SpanKind, TraceFlags, TraceId};
 use opentelemetry_sdk::trace::SpanData;
 use std::sync::LazyLock;
 use std::sync::Mutex;
@@ -11,25 +9,7 @@ static COMMON: LazyLock<super::super::Common> =
     LazyLock::new(|| super::super::Common::from_env("t", None));
 
 fn rec(i: u64, sampled: bool) -> Record {
-    let start = super::super::clock::now();
-    Record {
-        trace_id: TraceId::from(1u128),
-        span_id: SpanId::from(i + 1),
-        flags: match sampled {
-            true => TraceFlags::SAMPLED,
-            false => TraceFlags::default(),
-        },
-        parent_span_id: SpanId::INVALID,
-        parent_is_remote: false,
-        kind: SpanKind::Internal,
-        name: "r".into(),
-        start,
-        end: start,
-        attributes: Attrs::new(),
-        dropped_attributes: 0,
-        more: None,
-        common: &COMMON,
-    }
+    Record::for_test(i, sampled)
 }
 
 /// A sink that builds what it is given, in export batches of `max`, and
