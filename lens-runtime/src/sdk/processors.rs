@@ -103,8 +103,6 @@ pub(crate) fn own_recorder(
 ) -> (Recorder, Arc<dyn SpanSink>, Duration) {
     let sink: Arc<dyn SpanSink> = Arc::new(RecorderSink {
         processor: processor.clone(),
-        // any other sampler may return `RecordOnly`: unsampled records
-        sampled_only: default_sampling,
     });
     processor.bind_sink(crate::api::span::record::build::address(&sink));
     // the recorder draws its ids from the fork-safe source: its fork
@@ -132,21 +130,20 @@ pub(crate) fn own_recorder(
 #[derive(Debug)]
 pub(crate) struct RecorderSink {
     pub(crate) processor: BatchProcessor,
-    /// Every record of its recorder is sampled (it samples as
-    /// `parentbased_always_on`, which drops or samples, never records
-    /// only).
-    pub(crate) sampled_only: bool,
 }
 
 impl crate::api::span::record::SpanSink for RecorderSink {
     fn submit(&self, batches: Vec<Vec<crate::api::span::record::Record>>) {
         use crate::api::span::record::{build, may_mix_pipelines};
         // another pipeline's records go to it now, before this queue
-        // (and unsampled ones nowhere); with one pipeline ever and no
-        // unsampled records, every record is this sink's, and the records
-        // are not read here (the exporter thread reads them once, to build
-        // them: read here too, on another CPU, they cost ~15 ns a span)
-        let mine = match may_mix_pipelines() || !self.sampled_only {
+        // (and unsampled ones nowhere); with one pipeline ever, every
+        // record is this sink's, and the records are not read here (the
+        // exporter thread reads them once, to build them: read here too, on
+        // another CPU, they cost ~15 ns a span). Every record is sampled:
+        // the samplers lens builds (the SDK's, rank-aware over them) sample
+        // or drop, never record only (the export thread would drop such a
+        // record, uncounted, all the same)
+        let mine = match may_mix_pipelines() {
             true => build::sort_out(batches, std::ptr::from_ref(self).cast::<()>() as usize),
             false => batches,
         };

@@ -333,8 +333,11 @@ impl TelemetryHandle {
             signal::clear_live(self.generation);
         }
         let c = &pipeline.counters;
-        let lost = c.dropped.load(Ordering::Relaxed) + c.failed.load(Ordering::Relaxed);
         let ended = c.ended.load(Ordering::Relaxed);
+        // a batch whose export ends after a shutdown gave up on it is
+        // counted twice (lost when given up, then by its outcome)
+        let lost =
+            (c.dropped.load(Ordering::Relaxed) + c.failed.load(Ordering::Relaxed)).min(ended);
         let unwritten = pipeline.sink.as_ref().map_or(0, |s| s.dropped_records())
             + pipeline
                 .perfetto

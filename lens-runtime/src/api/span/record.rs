@@ -59,11 +59,15 @@ static IDS_ONLY: AtomicBool = AtomicBool::new(false);
 static INSTALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// Whether records of more than one pipeline may exist in this process (a
-/// recorder was installed more than once: a re-init, or set-ups one after
-/// another), so that a sink may be handed records that are not its own.
-/// Read by a sink after it was handed records: the install that made it
-/// the sink in use is counted (the sink is published with a release
-/// store, read with an acquire load).
+/// recorder was installed more than once: a re-init, set-ups one after
+/// another, or a set-up in a forked child, which inherits the count), so
+/// that a sink may be handed records that are not its own. While it says
+/// no, there was one install, and every record is of its recorder: a
+/// record of a later recorder is made after the load of `RECORDER` that
+/// sees it, published after that install was counted and its sink set, so
+/// whoever hands the record over sees the count at two and the new sink.
+/// And a sink handed an older pipeline's record counted the install that
+/// made it the sink in use before it was published.
 pub(crate) fn may_mix_pipelines() -> bool {
     INSTALLS.load(Ordering::Relaxed) > 1
 }

@@ -141,13 +141,16 @@ pub(super) fn run<E: SpanExporter>(mut exporter: E, shared: &Shared) {
         }
         // false once a shutdown gave up on what is left
         let mut export = |batch: Vec<SpanData>| -> bool {
-            if shared.lock().abandoned {
-                // a shutdown gave up on these (and counted them): free them
-                // rather than export spans reported lost
-                return false;
-            }
             let n = batch.len();
-            shared.lock().in_flight = left.get();
+            {
+                let mut st = shared.lock();
+                if st.abandoned {
+                    // a shutdown gave up on these (and counted them): free
+                    // them rather than export spans reported lost
+                    return false;
+                }
+                st.in_flight = left.get();
+            }
             left.set(left.get().saturating_sub(n));
             // the result is counted by the `Counting` wrapper; a panicking
             // exporter loses its batch (counted) but not the thread
@@ -155,6 +158,11 @@ pub(super) fn run<E: SpanExporter>(mut exporter: E, shared: &Shared) {
                 std::panic::AssertUnwindSafe(|| futures_executor::block_on(exporter.export(batch)));
             if std::panic::catch_unwind(export).is_err() {
                 shared.panicked("the span exporter", n);
+            }
+            // exported (or failed, counted): no longer in flight
+            let mut st = shared.lock();
+            if !st.abandoned {
+                st.in_flight = left.get();
             }
             true
         };
@@ -186,6 +194,8 @@ pub(super) fn run<E: SpanExporter>(mut exporter: E, shared: &Shared) {
                     shared.counters.ended.fetch_sub(not_ours, Ordering::Relaxed);
                 }
                 // the spans of the round not exported are lost: counted
+                // (unless a shutdown gave up on them: counted lost then)
+                Err(_) if shared.lock().abandoned => {}
                 Err(_) => shared.panicked("building lens's spans for export", left.replace(0)),
             }
         }
