@@ -104,7 +104,6 @@ pub(crate) fn own_recorder(
     let sink: Arc<dyn SpanSink> = Arc::new(RecorderSink {
         processor: processor.clone(),
     });
-    processor.bind_sink(crate::api::span::record::build::address(&sink));
     // the recorder draws its ids from the fork-safe source: its fork
     // handler is registered
     crate::api::span::ids::install_fork_handler();
@@ -144,7 +143,7 @@ impl crate::api::span::record::SpanSink for RecorderSink {
         // or drop, never record only (the export thread would drop such a
         // record, uncounted, all the same)
         let mine = match may_mix_pipelines() {
-            true => build::sort_out(batches, std::ptr::from_ref(self).cast::<()>() as usize),
+            true => build::sort_out(batches, build::address(self)),
             false => batches,
         };
         if !mine.is_empty() {

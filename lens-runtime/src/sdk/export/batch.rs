@@ -57,7 +57,6 @@ impl BatchProcessor {
     ) -> Self {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
-            sink: std::sync::OnceLock::new(),
             work: Condvar::new(),
             done: Condvar::new(),
             settings,
@@ -77,13 +76,6 @@ impl BatchProcessor {
             st.finished = true;
         }
         BatchProcessor { shared }
-    }
-
-    /// Tells the processor which sink hands it lens's records (its
-    /// address, see [`address`](crate::api::span::record::build::address)): records of another pipeline's
-    /// sink go back to it when they are built.
-    pub(crate) fn bind_sink(&self, address: usize) {
-        let _ = self.shared.sink.set(address);
     }
 
     /// Waits until everything queued now is exported, at most `timeout`.

@@ -13,14 +13,10 @@
 use super::data::{Record, SpanSink};
 use opentelemetry_sdk::trace::SpanData;
 
-/// The sink building a batch: records of another pipeline (ended after a
-/// re-init replaced theirs) go to their own sink instead, or are dropped
-/// if it is gone.
+/// Builds a sink's records into export batches (the records are the
+/// sink's own: [`sort_out`] sent any other pipeline's back first).
 #[derive(Clone, Copy)]
 pub(crate) struct Builder<'a> {
-    /// The building sink's address (`None`: the records of every pipeline
-    /// are another's).
-    me: Option<usize>,
     /// Spans per export batch at most.
     max: usize,
     /// Redacts each span as the building sink's exporters must see it.
@@ -28,11 +24,10 @@ pub(crate) struct Builder<'a> {
 }
 
 impl<'a> Builder<'a> {
-    /// A builder for the sink at `me` (its address, as [`address`] gives
-    /// it), of export batches of at most `max` spans redacted by `redact`.
-    pub(crate) fn new(me: Option<usize>, max: usize, redact: &'a dyn Fn(&mut SpanData)) -> Self {
+    /// A builder of export batches of at most `max` spans redacted by
+    /// `redact`.
+    pub(crate) fn new(max: usize, redact: &'a dyn Fn(&mut SpanData)) -> Self {
         Builder {
-            me,
             max: max.max(1),
             redact,
         }
@@ -42,11 +37,9 @@ impl<'a> Builder<'a> {
     /// batches of at most `max` spans, and hands each to `emit` as soon as
     /// it is full (the last one when the records run out). An export batch
     /// is made with room for what is left, up to `max`, and never grown.
-    /// Unsampled records are dropped. Once `emit` returns `false` the
-    /// records left are dropped unbuilt. Returns how many of the records
-    /// built or sent on before then were not this sink's to export:
-    /// unsampled, or of another pipeline (none, once [`sort_out`] has sorted
-    /// the batches).
+    /// Unsampled records are dropped (the samplers lens builds make none).
+    /// Once `emit` returns `false` the records left are dropped unbuilt.
+    /// Returns how many unsampled records were dropped before then.
     pub(crate) fn build(
         &self,
         batches: Vec<Vec<Record>>,
@@ -54,8 +47,8 @@ impl<'a> Builder<'a> {
     ) -> u64 {
         let mut left: usize = batches.iter().map(Vec::len).sum();
         let mut spans: Vec<SpanData> = Vec::new();
-        let mut not_ours = 0;
         let mut go_on = true;
+        let mut unsampled = 0;
         for mut batch in batches {
             let n = batch.len();
             let base = batch.as_mut_ptr();
@@ -68,19 +61,9 @@ impl<'a> Builder<'a> {
                 // SAFETY: `i < n`, a live record not yet moved out
                 let rec = unsafe { &mut *base.add(i) };
                 if !go_on || !rec.is_sampled() {
-                    not_ours += u64::from(go_on);
+                    unsampled += u64::from(go_on);
                     // SAFETY: dropped once, never used again
                     unsafe { std::ptr::drop_in_place(rec) };
-                    continue;
-                }
-                if let Some(own) = rec.common.sink.as_ref().filter(|o| !self.is(o)) {
-                    not_ours += 1;
-                    match own.upgrade() {
-                        // SAFETY: moved out once, never used again
-                        Some(own) => own.submit(vec![vec![unsafe { std::ptr::read(rec) }]]),
-                        // SAFETY: dropped once, never used again
-                        None => unsafe { std::ptr::drop_in_place(rec) },
-                    }
                     continue;
                 }
                 if spans.capacity() == 0 {
@@ -96,12 +79,7 @@ impl<'a> Builder<'a> {
         if !spans.is_empty() {
             emit(spans);
         }
-        not_ours
-    }
-
-    /// Whether `own` is the building sink.
-    fn is(&self, own: &std::sync::Weak<dyn SpanSink>) -> bool {
-        self.me == Some(own.as_ptr().cast::<()>() as usize)
+        unsampled
     }
 }
 
@@ -155,9 +133,9 @@ pub(crate) fn sort_out(mut batches: Vec<Vec<Record>>, me: usize) -> Vec<Vec<Reco
     batches
 }
 
-/// The address that identifies `sink` to a [`Builder`].
-pub(crate) fn address(sink: &std::sync::Arc<dyn SpanSink>) -> usize {
-    std::sync::Arc::as_ptr(sink).cast::<()>() as usize
+/// The address that identifies `sink` to [`sort_out`].
+pub(crate) fn address(sink: &dyn SpanSink) -> usize {
+    std::ptr::from_ref(sink).cast::<()>() as usize
 }
 
 /// Pushes the span `rec` becomes onto `spans`, redacted: built in the

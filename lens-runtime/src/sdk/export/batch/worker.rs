@@ -11,7 +11,7 @@ use opentelemetry_sdk::trace::{SpanData, SpanExporter};
 use opentelemetry_sdk::Resource;
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 #[derive(Default)]
@@ -33,9 +33,6 @@ pub(super) struct State {
 
 pub(super) struct Shared {
     pub(super) state: Mutex<State>,
-    /// The address of the sink that hands this processor lens's records
-    /// (see `BatchProcessor::bind_sink`).
-    pub(super) sink: OnceLock<usize>,
     /// Wakes the exporter thread.
     pub(super) work: Condvar,
     /// Wakes flushers and the shutdown waiting for the exporter thread.
@@ -181,19 +178,17 @@ pub(super) fn run<E: SpanExporter>(mut exporter: E, shared: &Shared) {
             let redact = |span: &mut SpanData| {
                 shared.redactor.redact_span(span);
             };
-            let builder = build::Builder::new(
-                shared.sink.get().copied(),
-                settings.max_export_batch_size,
-                &redact,
-            );
+            let builder = build::Builder::new(settings.max_export_batch_size, &redact);
             let build = std::panic::AssertUnwindSafe(|| builder.build(records, &mut export));
             match std::panic::catch_unwind(build) {
-                // counted as ended when queued: not this pipeline's spans
-                // (none: the sink sorted them out before queueing)
-                Ok(not_ours) => {
-                    shared.counters.ended.fetch_sub(not_ours, Ordering::Relaxed);
+                // counted as ended when queued: not spans after all
+                Ok(unsampled) => {
+                    shared
+                        .counters
+                        .ended
+                        .fetch_sub(unsampled, Ordering::Relaxed);
                 }
-                // the spans of the round not exported are lost: counted
+                // a panic loses the spans of the round not exported: counted
                 // (unless a shutdown gave up on them: counted lost then)
                 Err(_) if shared.lock().abandoned => {}
                 Err(_) => shared.panicked("building lens's spans for export", left.replace(0)),
