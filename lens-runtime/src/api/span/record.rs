@@ -24,14 +24,13 @@ use opentelemetry::trace::{
     Event, Link, SpanBuilder, SpanContext, SpanId, SpanKind, Status, TraceContextExt, TraceFlags,
     TraceState,
 };
-use opentelemetry::{Context, KeyValue};
+use opentelemetry::Context;
 use opentelemetry_sdk::trace::{SamplingDecision, SamplingResult, ShouldSample};
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::time::SystemTime;
 
 use crate::api::attr::Attrs;
-pub(crate) use clock::Stamp;
 pub(crate) use collect::SpanSink;
 use data::{limit_events, limit_links, More};
 pub(crate) use data::{Common, Record};
@@ -131,14 +130,6 @@ pub(crate) fn drain() {
 /// in use).
 pub(crate) fn release_sink(sink: &std::sync::Arc<dyn SpanSink>) {
     collect::release_sink(sink);
-}
-
-/// A span of lens's path as it lives in an OpenTelemetry context: its ids
-/// and the place of its record.
-#[derive(Debug)]
-pub(crate) struct RecSpan {
-    sc: SpanContext,
-    reg: Registration,
 }
 
 /// A span started on lens's path: the context that holds it (the parent
@@ -338,75 +329,12 @@ fn forget_empty<T>(v: Vec<T>) {
     }
 }
 
-/// Ends the span at `reg` at `at`, if it is still open (`sampled`: its
-/// span context's flag, for the count of spans a forked child drops).
-pub(crate) fn end(reg: &Registration, sampled: bool, at: Stamp) {
-    match reg.end_record(collect::THRESHOLD, |r| r.end = at) {
-        Ok(Some(batch)) => collect::hand_over(batch),
-        Ok(None) => {}
-        Err(()) if sampled => collect::count_dropped_in_child(),
-        Err(()) => {}
-    }
-}
-
-impl opentelemetry::trace::Span for RecSpan {
-    fn add_event_with_timestamp<T>(
-        &mut self,
-        name: T,
-        timestamp: SystemTime,
-        attributes: Vec<KeyValue>,
-    ) where
-        T: Into<Cow<'static, str>>,
-    {
-        // the caller's conversion runs before the list is locked: code
-        // that starts a span (or panics) there must not find it locked
-        let name = name.into();
-        self.reg
-            .with_record(|r| r.add_event(name, timestamp, attributes));
-    }
-
-    fn span_context(&self) -> &SpanContext {
-        &self.sc
-    }
-
-    fn is_recording(&self) -> bool {
-        self.reg.with_record(|_| ()).is_some()
-    }
-
-    fn set_attribute(&mut self, attribute: KeyValue) {
-        self.reg.with_record(|r| r.set_attribute(attribute));
-    }
-
-    fn set_status(&mut self, status: Status) {
-        self.reg.with_record(|r| r.set_status(status));
-    }
-
-    fn update_name<T>(&mut self, new_name: T)
-    where
-        T: Into<Cow<'static, str>>,
-    {
-        let name = new_name.into(); // before the lock, as above
-        self.reg.with_record(|r| r.update_name(name));
-    }
-
-    fn add_link(&mut self, span_context: SpanContext, attributes: Vec<KeyValue>) {
-        self.reg
-            .with_record(|r| r.add_link(span_context, attributes));
-    }
-
-    fn end_with_timestamp(&mut self, timestamp: SystemTime) {
-        end(
-            &self.reg,
-            self.sc.is_sampled(),
-            clock::from_system(timestamp),
-        );
-    }
-}
-
 pub(crate) mod build;
 pub(crate) mod clock;
 pub(crate) mod collect;
 pub(crate) mod data;
+mod rec_span;
+pub(crate) use rec_span::{end, RecSpan};
 
 #[cfg(test)]
 mod tests {
