@@ -39,7 +39,7 @@ pub(super) fn set_sink(sink: Arc<dyn SpanSink>, interval: Duration) {
     // spans that ended under the pipeline being replaced (a re-init) are
     // its own, as on the SDK path: they go to its sink first (and a record
     // of the old pipeline that reaches the new sink later is sent back to
-    // its own by the new sink's builder)
+    // its own by the new sink, before it queues it: `build::sort_out`)
     let sh = shared();
     let submitting = lock(&sh.submitting);
     if collector::sink().is_some() {
