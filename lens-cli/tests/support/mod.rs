@@ -206,8 +206,8 @@ pub(crate) fn example_binary(name: &str) -> PathBuf {
         .unwrap_or_else(|| {
             panic!(
                 "the {name} example is not built (looked at {candidates:?}); build it with \
-                 `cargo build -p examples --example {name}` (or run \
-                 `cargo test --workspace --all-targets`)"
+                 `cargo build -p examples --example {name}` (scripts/test-all.sh \
+                 builds every example before the tests)"
             )
         })
 }

@@ -26,12 +26,15 @@ impl NewSlot {
         })
     }
 
-    /// Stores the record `rec` makes in the slot, made there; the list is
-    /// unlocked.
+    /// Stores the record `init` writes in the slot, written where it lies
+    /// (`init` must initialise it); the list is unlocked.
     #[inline(always)]
-    pub(crate) fn fill(mut self, rec: impl FnOnce() -> Record) -> Registration {
+    pub(crate) fn fill(
+        mut self,
+        init: impl FnOnce(&mut std::mem::MaybeUninit<Record>),
+    ) -> Registration {
         let Registration { slot, id, .. } = self.reg;
-        self.spans.rec.put_with(slot, id, rec);
+        self.spans.rec.put_with(slot, id, init);
         self.reg
     }
 }
@@ -66,8 +69,11 @@ impl Registration {
         {
             return Ok(None);
         }
-        Ok((spans.done.len() >= threshold)
-            .then(|| std::mem::replace(&mut spans.done, Vec::with_capacity(threshold))))
+        Ok((spans.done.len() >= threshold).then(|| {
+            let full = std::mem::replace(&mut spans.done, Vec::with_capacity(threshold));
+            super::slab::prefetch_next(&spans.done);
+            full
+        }))
     }
 }
 
@@ -82,20 +88,12 @@ pub(crate) fn find(
         if !list.is_current() {
             return None;
         }
-        let spans = list.lock();
-        spans
-            .rec
-            .slots
-            .iter()
-            .enumerate()
-            .find_map(|(slot, e)| match e {
-                Some((id, r)) if r.is(trace_id, span_id) => Some(Registration {
-                    list,
-                    slot,
-                    id: *id,
-                }),
-                _ => None,
-            })
+        let mut spans = list.lock();
+        let found = spans.rec.iter_mut().find_map(|(slot, id, r)| {
+            r.is(trace_id, span_id)
+                .then_some(Registration { list, slot, id })
+        });
+        found
     };
     let mine = super::MINE.try_with(|m| m.0.get()).ok().flatten();
     if let Some(found) = mine.and_then(in_list) {

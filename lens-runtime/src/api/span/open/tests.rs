@@ -50,7 +50,7 @@ impl Drop for Fixture {
 fn my_slots() -> (usize, usize) {
     MINE.with(|m| {
         let g = m.list().lock();
-        (g.cx.live(), g.cx.slots.len())
+        (g.cx.live(), g.cx.len())
     })
 }
 
