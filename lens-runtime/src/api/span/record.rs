@@ -297,7 +297,9 @@ impl Recorder {
         let reg = new_slot.fill(|out| {
             let r = out.as_mut_ptr();
             // SAFETY: each field of the record at `r` is written once
-            // (`addr_of_mut!`: no reference to the uninitialised record)
+            // (`addr_of_mut!`: no reference to the uninitialised record),
+            // every field: `every_field_is_written` names them all, so a
+            // new field does not compile until it is written here too
             unsafe {
                 std::ptr::addr_of_mut!((*r).trace_id).write(trace_id);
                 std::ptr::addr_of_mut!((*r).span_id).write(span_id);
@@ -312,6 +314,7 @@ impl Recorder {
                 std::ptr::addr_of_mut!((*r).dropped_attributes).write(dropped_attributes);
                 std::ptr::addr_of_mut!((*r).more).write(more);
                 std::ptr::addr_of_mut!((*r).common).write(&self.common);
+                out.assume_init_mut()
             }
         });
         // each arm makes the whole `Started`, so that the context is
@@ -328,6 +331,28 @@ impl Recorder {
             },
         }
     }
+}
+
+/// Names every field of [`Record`] with no `..`, so that a field added to
+/// it fails to compile here until [`Recorder::start_parts`], which writes
+/// a record field by field, writes it too.
+#[allow(dead_code)]
+fn every_field_is_written(r: &Record) {
+    let Record {
+        trace_id: _,
+        span_id: _,
+        flags: _,
+        parent_span_id: _,
+        parent_is_remote: _,
+        kind: _,
+        name: _,
+        start: _,
+        end: _,
+        attributes: _,
+        dropped_attributes: _,
+        more: _,
+        common: _,
+    } = r;
 }
 
 /// Drops `v`, which is empty: without a call, if it holds no memory (a

@@ -27,11 +27,11 @@ impl NewSlot {
     }
 
     /// Stores the record `init` writes in the slot, written where it lies
-    /// (`init` must initialise it); the list is unlocked.
+    /// and returned initialised; the list is unlocked.
     #[inline(always)]
     pub(crate) fn fill(
         mut self,
-        init: impl FnOnce(&mut std::mem::MaybeUninit<Record>),
+        init: impl for<'a> FnOnce(&'a mut std::mem::MaybeUninit<Record>) -> &'a mut Record,
     ) -> Registration {
         let Registration { slot, id, .. } = self.reg;
         self.spans.rec.put_with(slot, id, init);

@@ -62,9 +62,7 @@ impl<T> Slab<T> {
     /// Stores `span` under `id`; returns its slot.
     pub(super) fn insert(&mut self, id: u64, span: T) -> usize {
         let slot = self.reserve();
-        self.put_with(slot, id, |out| {
-            out.write(span);
-        });
+        self.put_with(slot, id, |out| out.write(span));
         slot
     }
 
@@ -83,19 +81,23 @@ impl<T> Slab<T> {
         }
     }
 
-    /// Stores the span `init` writes under `id` in `slot`, a free slot
-    /// [`reserve`](Self::reserve) returned: `init` writes it where it
-    /// lies, so that it is not made on the stack and copied (the copy
-    /// reads back stores not yet in the cache, and stalls on them).
-    /// `init` must initialise the span it is given.
+    /// Stores the span `init` writes under `id` (never 0) in `slot`, a
+    /// free slot [`reserve`](Self::reserve) returned: `init` writes it
+    /// where it lies, so that it is not made on the stack and copied (the
+    /// copy reads back stores not yet in the cache, and stalls on them),
+    /// and returns it initialised (`MaybeUninit::write`, or
+    /// `assume_init_mut` in an `unsafe` block of its own once every field
+    /// is written).
     #[inline(always)]
     pub(super) fn put_with(
         &mut self,
         slot: usize,
         id: u64,
-        init: impl FnOnce(&mut MaybeUninit<T>),
+        init: impl for<'a> FnOnce(&'a mut MaybeUninit<T>) -> &'a mut T,
     ) {
+        debug_assert!(id != 0, "span ids start at 1");
         if let Some(entry) = self.slots.get_mut(slot) {
+            debug_assert!(entry.id == 0, "slot {slot} is not free");
             if entry.id == 0 && id != 0 {
                 init(&mut entry.span);
                 entry.id = id;
@@ -198,7 +200,9 @@ impl<T> Slab<T> {
         self.slots.len()
     }
 
-    /// Takes every span out, with its id.
+    /// Takes every span out, with its id. Consume the iterator: spans it
+    /// has not handed out when it is dropped are leaked, not dropped (every
+    /// caller collects it or runs it to the end).
     pub(super) fn take_all(&mut self) -> impl Iterator<Item = (u64, T)> {
         self.free.clear();
         std::mem::take(&mut self.slots).into_iter().filter_map(|s| {
@@ -209,22 +213,26 @@ impl<T> Slab<T> {
     }
 }
 
-/// Asks the CPU to own, for writing, the lines of `out`'s next element
-/// (if it has room for one), so that the next span to end does not wait
-/// for them: `out` was last read by another thread (the collector and the
-/// export thread), and a store to a line another core holds stalls the
-/// next locked instruction until that core gives the line up.
+/// Asks the CPU to own, for writing, the cache lines that hold `out`'s
+/// next element (if it has room for one), so that the next span to end
+/// does not wait for them: `out` was last read by another thread (the
+/// collector and the export thread), and a store to a line another core
+/// holds stalls the next locked instruction until that core gives the
+/// line up. The first and last line may hold the neighbouring bytes too
+/// (the previous element, or the allocator's header before the first).
+/// Only where the CPU has `PREFETCHW` (CPUID `0x8000_0001`, ECX bit 8),
+/// and never under Miri, which runs no inline assembly.
 #[cfg(feature = "sdk-core")]
 #[inline(always)]
 pub(super) fn prefetch_next<T>(out: &Vec<T>) {
-    #[cfg(target_arch = "x86_64")]
-    if out.len() < out.capacity() {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    if out.len() < out.capacity() && has_prefetchw() {
         let first = out.as_ptr().wrapping_add(out.len()).cast::<u8>();
         let mut line = (first as usize) & !63;
         let end = first as usize + std::mem::size_of::<T>();
         while line < end {
-            // SAFETY: a prefetch never faults nor changes memory; the
-            // lines are of `out`'s allocation (its next, unused element)
+            // SAFETY: a prefetch is a hint: it never faults, whatever the
+            // address, and changes no memory the program can see
             unsafe {
                 std::arch::asm!(
                     "prefetchw [{}]",
@@ -235,6 +243,37 @@ pub(super) fn prefetch_next<T>(out: &Vec<T>) {
             line += 64;
         }
     }
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    let _ = out;
+}
+
+/// Whether the CPU has `PREFETCHW`: asked once, then one relaxed load.
+#[cfg(all(feature = "sdk-core", target_arch = "x86_64", not(miri)))]
+#[inline(always)]
+fn has_prefetchw() -> bool {
+    use std::sync::atomic::{AtomicU8, Ordering};
+    // 0: not asked yet, 1: yes, 2: no
+    static HAS: AtomicU8 = AtomicU8::new(0);
+    match HAS.load(Ordering::Relaxed) {
+        1 => true,
+        2 => false,
+        _ => {
+            let yes = detect_prefetchw();
+            HAS.store(if yes { 1 } else { 2 }, Ordering::Relaxed);
+            yes
+        }
+    }
+}
+
+#[cfg(all(feature = "sdk-core", target_arch = "x86_64", not(miri)))]
+#[cold]
+fn detect_prefetchw() -> bool {
+    use std::arch::x86_64::__cpuid;
+    // SAFETY: CPUID is on every x86-64 CPU (a safe function in newer
+    // compilers, hence the allow)
+    #[allow(unused_unsafe)]
+    let (max, ecx) = unsafe { (__cpuid(0x8000_0000).eax, __cpuid(0x8000_0001).ecx) };
+    max >= 0x8000_0001 && (ecx >> 8) & 1 == 1
 }
 
 #[cfg(test)]
@@ -247,22 +286,49 @@ mod tests {
     #[test]
     fn only_live_spans_are_dropped_or_taken() {
         let span = Arc::new(());
+        let count = || Arc::strong_count(&span) - 1;
         let mut slab = Slab::default();
         let slots: Vec<usize> = (1..=4).map(|id| slab.insert(id, span.clone())).collect();
-        assert_eq!(Arc::strong_count(&span), 5);
+        assert_eq!(count(), 4);
         assert!(slab.remove(slots[1], 2).is_some());
         assert!(slab.remove(slots[1], 2).is_none(), "removed once");
         assert!(slab.remove(slots[2], 99).is_none(), "another span's id");
-        assert_eq!(Arc::strong_count(&span), 4);
+        assert_eq!(count(), 3);
         let reused = slab.insert(5, span.clone());
         assert_eq!(reused, slots[1], "a freed slot is reused");
+        assert!(slab.remove(slots[2], 3).is_some()); // a hole below the top
         let taken: Vec<u64> = slab.take_all().map(|(id, _)| id).collect();
-        assert_eq!(taken, [1, 5, 3, 4]);
-        assert_eq!(Arc::strong_count(&span), 1, "taken spans were dropped");
-        for id in 6..9 {
-            slab.insert(id, span.clone());
-        }
+        assert_eq!(taken, [1, 5, 4], "the free slot is skipped");
+        assert_eq!(count(), 0, "taken spans were dropped");
+        let again: Vec<usize> = (6..10).map(|id| slab.insert(id, span.clone())).collect();
+        assert!(slab.remove(again[1], 7).is_some());
+        assert!(slab.remove(again[2], 8).is_some()); // two holes
+        assert_eq!((slab.live(), slab.len()), (2, 4));
         drop(slab);
-        assert_eq!(Arc::strong_count(&span), 1, "the slab dropped its spans");
+        assert_eq!(count(), 0, "the slab dropped its two spans, and no hole");
+    }
+
+    /// A span moved to a list leaves its slot free: dropped by the list,
+    /// not by the slab; a moved span cannot be moved or removed again.
+    #[cfg(feature = "sdk-core")]
+    #[test]
+    fn a_moved_span_is_owned_by_the_list_only() {
+        let span = Arc::new(());
+        let count = || Arc::strong_count(&span) - 1;
+        let mut slab = Slab::default();
+        let a = slab.insert(1, span.clone());
+        let b = slab.insert(2, span.clone());
+        let mut out = Vec::with_capacity(1);
+        assert!(slab.move_into(a, 1, &mut out, |_| {}));
+        assert!(!slab.move_into(a, 1, &mut out, |_| {}), "moved once");
+        assert!(slab.remove(a, 1).is_none());
+        assert!(!slab.move_into(b, 9, &mut out, |_| {}), "another span's id");
+        assert!(slab.move_into(b, 2, &mut out, |_| {}), "grows the list");
+        assert_eq!((out.len(), count()), (2, 2));
+        assert_eq!(slab.len(), 0, "nothing open: started over");
+        drop(slab);
+        assert_eq!(count(), 2, "the slab held none of them");
+        drop(out);
+        assert_eq!(count(), 0);
     }
 }
