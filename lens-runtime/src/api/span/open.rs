@@ -131,6 +131,7 @@ impl Spans {
 }
 
 impl OpenList {
+    #[inline(always)]
     fn lock(&self) -> spin::SpinGuard<'_, Spans> {
         self.spans.lock()
     }
@@ -148,15 +149,20 @@ impl OpenList {
 struct Mine(Cell<Option<&'static OpenList>>);
 
 impl Mine {
+    #[inline(always)]
     fn list(&self) -> &'static OpenList {
         match self.0.get() {
             Some(list) if list.is_current() => list,
-            _ => {
-                let list = take_list();
-                self.0.set(Some(list));
-                list
-            }
+            _ => self.new_list(),
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn new_list(&self) -> &'static OpenList {
+        let list = take_list();
+        self.0.set(Some(list));
+        list
     }
 }
 

@@ -139,6 +139,64 @@ pub(crate) struct Started {
     pub(crate) reg: Option<Registration>,
 }
 
+/// What a span may start with beyond its name, kind and attributes: a
+/// builder's links, events and start time, or nothing (the macros' spans,
+/// for which no empty list is made or looked at).
+trait Extra {
+    /// The links the sampler is shown.
+    fn links(&self) -> &[Link];
+    /// Whether there are events or links.
+    fn has_any(&self) -> bool;
+    /// The start time given, if any.
+    fn start_time(&self) -> Option<SystemTime>;
+    /// The events and links.
+    fn into_lists(self) -> (Vec<Event>, Vec<Link>);
+}
+
+/// No links, events or start time.
+struct NoExtra;
+
+impl Extra for NoExtra {
+    #[inline(always)]
+    fn links(&self) -> &[Link] {
+        &[]
+    }
+    #[inline(always)]
+    fn has_any(&self) -> bool {
+        false
+    }
+    #[inline(always)]
+    fn start_time(&self) -> Option<SystemTime> {
+        None
+    }
+    #[inline(always)]
+    fn into_lists(self) -> (Vec<Event>, Vec<Link>) {
+        (Vec::new(), Vec::new())
+    }
+}
+
+/// A builder's links, events and start time.
+struct BuilderExtra {
+    links: Vec<Link>,
+    events: Vec<Event>,
+    start_time: Option<SystemTime>,
+}
+
+impl Extra for BuilderExtra {
+    fn links(&self) -> &[Link] {
+        &self.links
+    }
+    fn has_any(&self) -> bool {
+        !self.events.is_empty() || !self.links.is_empty()
+    }
+    fn start_time(&self) -> Option<SystemTime> {
+        self.start_time
+    }
+    fn into_lists(self) -> (Vec<Event>, Vec<Link>) {
+        (self.events, self.links)
+    }
+}
+
 impl Recorder {
     /// Starts a span from `builder` as a child of `parent_cx`, as the SDK's
     /// tracer would (same sampling, same limits), without its span object.
@@ -156,9 +214,11 @@ impl Recorder {
             name,
             span_kind.unwrap_or(SpanKind::Internal),
             attributes.map(Attrs::from).unwrap_or_default(),
-            links.unwrap_or_default(),
-            events.unwrap_or_default(),
-            start_time,
+            BuilderExtra {
+                links: links.unwrap_or_default(),
+                events: events.unwrap_or_default(),
+                start_time,
+            },
             parent_cx,
         )
     }
@@ -171,26 +231,16 @@ impl Recorder {
         attributes: Attrs,
         parent_cx: &Context,
     ) -> Started {
-        self.start_parts(
-            name,
-            SpanKind::Internal,
-            attributes,
-            Vec::new(),
-            Vec::new(),
-            None,
-            parent_cx,
-        )
+        self.start_parts(name, SpanKind::Internal, attributes, NoExtra, parent_cx)
     }
 
-    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn start_parts(
         &'static self,
         name: Cow<'static, str>,
         kind: SpanKind,
         mut attributes: Attrs,
-        links: Vec<Link>,
-        events: Vec<Event>,
-        start_time: Option<SystemTime>,
+        extra: impl Extra,
         parent_cx: &Context,
     ) -> Started {
         if parent_cx.is_telemetry_suppressed() {
@@ -218,13 +268,13 @@ impl Recorder {
         // decided without a `SamplingResult` on the default path: its
         // tracestate, moved through it, was read back before its stores
         // reached the cache (a stall, `perf annotate`)
-        let (sampled, sampler_attributes, trace_state) = if self.default_sampling {
+        let (sampled, trace_state) = if self.default_sampling {
             // the SDK's `ParentBased(AlwaysOn)`: an active parent's flag,
             // else sampled; the parent's tracestate
             if parent_cx.has_active_span() && !psc.is_sampled() {
                 return dropped(psc.trace_state().clone());
             }
-            (true, Vec::new(), psc.trace_state().clone())
+            (true, psc.trace_state().clone())
         } else {
             let r = self.sampler.should_sample(
                 Some(parent_cx),
@@ -232,14 +282,20 @@ impl Recorder {
                 &name,
                 &kind,
                 &attributes,
-                &links,
+                extra.links(),
             );
             let sampled = match r.decision {
                 SamplingDecision::Drop => return dropped(r.trace_state),
                 SamplingDecision::RecordOnly => false,
                 SamplingDecision::RecordAndSample => true,
             };
-            (sampled, r.attributes, r.trace_state)
+            // added here, so that no list of them (empty on the default
+            // path) is carried past the branch
+            match r.attributes.is_empty() {
+                false => attributes.0.extend(r.attributes),
+                true => forget_empty(r.attributes),
+            }
+            (sampled, r.trace_state)
         };
         let sc = SpanContext::new(
             trace_id,
@@ -248,33 +304,32 @@ impl Recorder {
             false,
             trace_state,
         );
-        match sampler_attributes.is_empty() {
-            false => attributes.0.extend(sampler_attributes),
-            true => forget_empty(sampler_attributes),
-        }
         let limits = &self.common.limits;
         let max = limits.max_attributes_per_span as usize;
         let dropped_attributes = attributes.len().saturating_sub(max) as u32;
         if dropped_attributes > 0 {
             attributes.0.truncate(max);
         }
-        let more = match !events.is_empty()
-            || !links.is_empty()
-            || *sc.trace_state() != TraceState::NONE
-        {
-            true => Some(Box::new(More {
-                trace_state: sc.trace_state().clone(),
-                status: Status::Unset,
-                events: limit_events(events, limits),
-                links: limit_links(links, limits),
-            })),
+        let start = extra
+            .start_time()
+            .map_or_else(clock::now, clock::from_system);
+        let more = match extra.has_any() || *sc.trace_state() != TraceState::NONE {
+            true => {
+                let (events, links) = extra.into_lists();
+                Some(Box::new(More {
+                    trace_state: sc.trace_state().clone(),
+                    status: Status::Unset,
+                    events: limit_events(events, limits),
+                    links: limit_links(links, limits),
+                }))
+            }
             false => {
+                let (events, links) = extra.into_lists();
                 forget_empty(events);
                 forget_empty(links);
                 None
             }
         };
-        let start = start_time.map_or_else(clock::now, clock::from_system);
         let (flags, parent_span_id, parent_is_remote) = (
             sc.trace_flags(),
             if psc.is_valid() {
@@ -284,7 +339,7 @@ impl Recorder {
             },
             psc.is_valid() && psc.is_remote(),
         );
-        let Some(new_slot) = NewSlot::take() else {
+        let Some(mut new_slot) = NewSlot::take() else {
             // the thread is exiting: the span is not recorded
             return Started {
                 cx: parent_cx.with_remote_span_context(sc),
@@ -295,23 +350,23 @@ impl Recorder {
         // made on the stack and copied there: the copy reads back stores
         // still on their way to the cache and stalls on them (`perf
         // annotate`: ~10 ns a span)
-        let reg = new_slot.fill(|out| {
-            out.write(Record {
-                trace_id,
-                span_id,
-                flags,
-                parent_span_id,
-                parent_is_remote,
-                kind,
-                name,
-                start,
-                end: start,
-                attributes,
-                dropped_attributes,
-                more,
-                common: &self.common,
-            })
+        new_slot.place().write(Record {
+            trace_id,
+            span_id,
+            flags,
+            parent_span_id,
+            parent_is_remote,
+            kind,
+            name,
+            start,
+            end: start,
+            attributes,
+            dropped_attributes,
+            more,
+            common: &self.common,
         });
+        // SAFETY: the record was written through `place` just above
+        let reg = unsafe { new_slot.commit() };
         // each arm makes the whole `Started`, so that the context is
         // returned where it goes, not to the stack and copied (the copy
         // reads the callee's stores back before they reach the cache)

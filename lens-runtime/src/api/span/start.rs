@@ -16,11 +16,28 @@ use super::{record, tracer::slot};
 fn start_context(name: Cow<'static, str>, attributes: Attrs) -> LensSpan {
     #[cfg(feature = "sdk-core")]
     if let Some(rec) = record::get() {
-        return LensSpan::recorded(Context::map_current(|parent| {
-            rec.start_simple(name, attributes, parent)
-        }));
+        return LensSpan::recorded(start_recorded(rec, name, attributes));
     }
     start_builder(SpanBuilder::from_name(name).with_attributes(attributes.into_vec()))
+}
+
+/// An internal span of lens's path, child of the current context.
+#[cfg(feature = "sdk-core")]
+#[inline(always)]
+fn start_recorded(
+    rec: &'static record::Recorder,
+    name: Cow<'static, str>,
+    attributes: Attrs,
+) -> record::Started {
+    // the closure captures the arguments by reference: each capture by
+    // value is a copy (the attributes are 48 bytes)
+    let mut args = std::mem::ManuallyDrop::new((name, attributes));
+    Context::map_current(|parent| {
+        // SAFETY: `args` is taken once, here, and not used again (the
+        // closure runs once; if it did not run, they would leak)
+        let (name, attributes) = unsafe { std::mem::ManuallyDrop::take(&mut args) };
+        rec.start_simple(name, attributes, parent)
+    })
 }
 
 #[inline(always)]

@@ -3,13 +3,19 @@
 
 use super::spin::SpinGuard;
 use super::{registry, OpenList, Record, Registration, Spans};
+use std::mem::MaybeUninit;
+use std::ptr::NonNull;
 
 /// A free slot of this thread's list for a new open record, with the list
-/// locked: the record is written straight into it ([`NewSlot::fill`]),
-/// not moved there through closures (each move is a 160-byte copy).
+/// locked: the record is written straight into it ([`NewSlot::place`]),
+/// then the slot is marked as holding it ([`NewSlot::commit`]).
 pub(crate) struct NewSlot {
     spans: SpinGuard<'static, Spans>,
     reg: Registration,
+    /// The slot's storage in `spans`: valid while the guard is held and
+    /// the slab unchanged, which is until `commit` (nothing else reaches
+    /// the slab of a `NewSlot`).
+    place: NonNull<MaybeUninit<Record>>,
 }
 
 impl NewSlot {
@@ -20,21 +26,39 @@ impl NewSlot {
         let mut spans = list.lock();
         let id = spans.next_id();
         let slot = spans.rec.reserve();
+        let place = NonNull::from(spans.rec.vacant(slot)?);
         Some(NewSlot {
             spans,
             reg: Registration { list, slot, id },
+            place,
         })
     }
 
-    /// Stores the record `init` writes in the slot, written where it lies
-    /// and returned initialised; the list is unlocked.
+    /// Where the record is written. Written through this reference, the
+    /// record is made where it lies, not on the stack and copied (the copy
+    /// reads back stores still on their way to the cache, and stalls on
+    /// them; and a closure handed the values would copy them into itself
+    /// first).
     #[inline(always)]
-    pub(crate) fn fill(
-        mut self,
-        init: impl for<'a> FnOnce(&'a mut std::mem::MaybeUninit<Record>) -> &'a mut Record,
-    ) -> Registration {
+    pub(crate) fn place(&mut self) -> &mut MaybeUninit<Record> {
+        // SAFETY: `place` points into the locked slab, unchanged since
+        // `take` (see the field); `&mut self` makes the reference unique
+        unsafe { self.place.as_mut() }
+    }
+
+    /// Marks the slot as holding its record; the list is unlocked. A
+    /// `NewSlot` dropped without it leaves the slot free (a record
+    /// written there is leaked, never read or dropped).
+    ///
+    /// # Safety
+    ///
+    /// The record was written through [`place`](Self::place).
+    #[inline(always)]
+    pub(crate) unsafe fn commit(mut self) -> Registration {
         let Registration { slot, id, .. } = self.reg;
-        self.spans.rec.put_with(slot, id, init);
+        // SAFETY: the record was written into the slot (the caller's
+        // promise), which `take` reserved
+        unsafe { self.spans.rec.occupy(slot, id) };
         self.reg
     }
 }

@@ -22,11 +22,6 @@ struct Slot<T> {
 }
 
 impl<T> Slot<T> {
-    const FREE: Slot<T> = Slot {
-        id: 0,
-        span: MaybeUninit::uninit(),
-    };
-
     #[cfg(feature = "sdk-core")]
     fn live(&mut self) -> Option<(u64, &mut T)> {
         // SAFETY: a slot with an id holds an initialised span
@@ -74,7 +69,13 @@ impl<T> Slab<T> {
                 Some(slot) if self.slots.get(slot).is_some_and(|s| s.id == 0) => return slot,
                 Some(_) => continue,
                 None => {
-                    self.slots.push(Slot::FREE);
+                    // built here, not a constant: a constant's
+                    // uninitialised bytes are written as zeros (11 stores
+                    // a span)
+                    self.slots.push(Slot {
+                        id: 0,
+                        span: MaybeUninit::uninit(),
+                    });
                     return self.slots.len() - 1;
                 }
             }
@@ -102,6 +103,33 @@ impl<T> Slab<T> {
                 init(&mut entry.span);
                 entry.id = id;
             }
+        }
+    }
+
+    /// Where the span of `slot`, a free slot [`reserve`](Self::reserve)
+    /// returned, is written before [`occupy`](Self::occupy); `None` if
+    /// the slot is not free.
+    #[cfg(feature = "sdk-core")]
+    #[inline(always)]
+    pub(super) fn vacant(&mut self, slot: usize) -> Option<&mut MaybeUninit<T>> {
+        self.slots
+            .get_mut(slot)
+            .filter(|s| s.id == 0)
+            .map(|s| &mut s.span)
+    }
+
+    /// Marks the free `slot` as holding the span with `id` (never 0).
+    ///
+    /// # Safety
+    ///
+    /// The span was written into the slot (through
+    /// [`vacant`](Self::vacant)) after it was reserved.
+    #[cfg(feature = "sdk-core")]
+    #[inline(always)]
+    pub(super) unsafe fn occupy(&mut self, slot: usize, id: u64) {
+        debug_assert!(id != 0, "span ids start at 1");
+        if let Some(entry) = self.slots.get_mut(slot).filter(|s| s.id == 0) {
+            entry.id = id;
         }
     }
 
