@@ -157,6 +157,7 @@ impl LensSpan {
     /// let g = lens::detached_span("x").enter();
     /// g.set_attribute("n", 1);
     /// ```
+    #[inline]
     pub fn enter(self) -> SpanGuard {
         let attached = self.cx().clone().attach();
         SpanGuard {

@@ -138,6 +138,7 @@ impl OpenList {
 
     /// Whether the list belongs to the registry in use (not to the
     /// parent of a forked process).
+    #[inline(always)]
     fn is_current(&self) -> bool {
         self.epoch == EPOCH.load(Ordering::Relaxed)
     }

@@ -16,7 +16,7 @@ use super::{record, tracer::slot};
 fn start_context(name: Cow<'static, str>, attributes: Attrs) -> LensSpan {
     #[cfg(feature = "sdk-core")]
     if let Some(rec) = record::get() {
-        return LensSpan::recorded(start_recorded(rec, name, attributes));
+        return start_recorded(rec, name, attributes);
     }
     start_builder(SpanBuilder::from_name(name).with_attributes(attributes.into_vec()))
 }
@@ -28,16 +28,25 @@ fn start_recorded(
     rec: &'static record::Recorder,
     name: Cow<'static, str>,
     attributes: Attrs,
-) -> record::Started {
+) -> LensSpan {
     // the closure captures the arguments by reference: each capture by
     // value is a copy (the attributes are 48 bytes)
     let mut args = std::mem::ManuallyDrop::new((name, attributes));
-    Context::map_current(|parent| {
+    // and the span is written here, not returned through the thread
+    // local's access (a copy at each level): the closure hands back the
+    // written span, so that it cannot be read unwritten
+    let mut out = std::mem::MaybeUninit::<LensSpan>::uninit();
+    let written: &mut LensSpan = Context::map_current(|parent| {
         // SAFETY: `args` is taken once, here, and not used again (the
         // closure runs once; if it did not run, they would leak)
         let (name, attributes) = unsafe { std::mem::ManuallyDrop::take(&mut args) };
-        rec.start_simple(name, attributes, parent)
-    })
+        out.write(LensSpan::recorded(
+            rec.start_simple(name, attributes, parent),
+        ))
+    });
+    // SAFETY: `written` is `out`, initialised by the closure; it is read
+    // once and `out` (which never drops what it holds) is not used again
+    unsafe { std::ptr::read(written) }
 }
 
 #[inline(always)]

@@ -14,7 +14,7 @@
 //! builds up in that time: spans timed here and spans timed by the SDK
 //! (raw OpenTelemetry children) stay on one time line.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -24,34 +24,38 @@ pub(crate) type Stamp = u64;
 /// How often the collector takes a new anchor.
 pub(crate) const REANCHOR: Duration = Duration::from_secs(1);
 
-/// A counter reading and the wall time at that reading.
+/// A counter reading, the wall time at that reading, and the counter's
+/// rate.
 struct Anchor {
     raw: AtomicU64,
     unix: AtomicU64,
+    /// Nanoseconds per 2^32 counter ticks (`quanta`'s calibration).
+    ns_per_2_32: AtomicU64,
+}
+
+impl Anchor {
+    const fn new() -> Anchor {
+        Anchor {
+            raw: AtomicU64::new(0),
+            unix: AtomicU64::new(0),
+            ns_per_2_32: AtomicU64::new(0),
+        }
+    }
 }
 
 /// Two anchors: the one in use ([`IN_USE`]) and the one the next anchor is
 /// written to, so a reader never sees half an anchor (unless it stalls for
 /// a whole [`REANCHOR`] between two loads; the time is then off by the
 /// drift of one period, never wrong by more).
-static ANCHORS: [Anchor; 2] = [
-    Anchor {
-        raw: AtomicU64::new(0),
-        unix: AtomicU64::new(0),
-    },
-    Anchor {
-        raw: AtomicU64::new(0),
-        unix: AtomicU64::new(0),
-    },
-];
-/// The anchor in use, or [`NONE`]: read `SystemTime`.
+static ANCHORS: [Anchor; 2] = [Anchor::new(), Anchor::new()];
+/// The anchor in use (bit 0), with [`RDTSC`] set if `quanta`'s raw clock
+/// is the time-stamp counter itself (seen between two `rdtsc` readings):
+/// spans then read it with `rdtsc` inline, not through `quanta`'s call;
+/// or [`NONE`]: read `SystemTime`. One load tells a span all of it.
 static IN_USE: AtomicUsize = AtomicUsize::new(NONE);
 const NONE: usize = usize::MAX;
+const RDTSC: usize = 2;
 static CLOCK: OnceLock<Option<quanta::Clock>> = OnceLock::new();
-/// Whether `quanta`'s raw clock is the time-stamp counter itself (seen
-/// between two `rdtsc` readings when anchoring): spans then read it with
-/// `rdtsc` inline, not through `quanta`'s call (~14 instructions a read).
-static RAW_IS_RDTSC: AtomicBool = AtomicBool::new(false);
 
 /// Calibrates the counter if that has not been done, and takes a new
 /// anchor (the collector thread: at its start and every [`REANCHOR`]).
@@ -61,23 +65,27 @@ pub(crate) fn anchor() {
     let Some(clock) = CLOCK.get_or_init(|| invariant_tsc().then(quanta::Clock::new)) else {
         return;
     };
-    if let Some(tsc) = rdtsc() {
+    let is_rdtsc = rdtsc().is_some_and(|before| {
         let raw = clock.raw();
-        let is = tsc <= raw && rdtsc().is_some_and(|after| raw <= after);
-        RAW_IS_RDTSC.store(is, Ordering::Relaxed);
-    }
+        before <= raw && rdtsc().is_some_and(|after| raw <= after)
+    });
     // the wall time between two counter readings, at their midpoint
     let before = clock.raw();
     let unix = from_system(SystemTime::now());
     let after = clock.raw();
     let raw = before + after.saturating_sub(before) / 2;
-    let next = match IN_USE.load(Ordering::Relaxed) {
-        0 => 1,
-        _ => 0,
+    let in_use = IN_USE.load(Ordering::Relaxed);
+    let next = match in_use {
+        NONE => 0,
+        i => (i & 1) ^ 1,
     };
     ANCHORS[next].raw.store(raw, Ordering::Relaxed);
     ANCHORS[next].unix.store(unix, Ordering::Relaxed);
-    IN_USE.store(next, Ordering::Release);
+    ANCHORS[next]
+        .ns_per_2_32
+        .store(clock.delta_as_nanos(0, 1 << 32), Ordering::Relaxed);
+    let flag = if is_rdtsc { RDTSC } else { 0 };
+    IN_USE.store(next | flag, Ordering::Release);
 }
 
 /// Whether the CPU has an invariant time-stamp counter (the one `quanta`
@@ -113,17 +121,24 @@ fn rdtsc() -> Option<u64> {
     None
 }
 
-/// Now.
+/// Now: ~20 instructions from the counter (`rdtsc`, then the anchor's
+/// scale), without `quanta`'s call and the checks of its clock type.
 #[inline]
 pub(crate) fn now() -> Stamp {
-    let i = IN_USE.load(Ordering::Acquire);
-    if let (Some(a), Some(Some(clock))) = (ANCHORS.get(i), CLOCK.get()) {
-        let raw = match RAW_IS_RDTSC.load(Ordering::Relaxed) {
-            true => rdtsc().unwrap_or_else(|| clock.raw()),
-            false => clock.raw(),
+    let in_use = IN_USE.load(Ordering::Acquire);
+    if in_use != NONE {
+        let raw = match (in_use & RDTSC != 0).then(rdtsc).flatten() {
+            Some(raw) => raw,
+            None => match CLOCK.get() {
+                Some(Some(clock)) => clock.raw(),
+                _ => return from_system(SystemTime::now()),
+            },
         };
-        let from = a.raw.load(Ordering::Relaxed);
-        return a.unix.load(Ordering::Relaxed) + clock.delta_as_nanos(from, raw);
+        let a = &ANCHORS[in_use & 1];
+        // as `quanta`'s `delta_as_nanos`: no time before the anchor
+        let ticks = raw.saturating_sub(a.raw.load(Ordering::Relaxed));
+        let ns = (u128::from(ticks) * u128::from(a.ns_per_2_32.load(Ordering::Relaxed))) >> 32;
+        return a.unix.load(Ordering::Relaxed) + ns as u64;
     }
     from_system(SystemTime::now())
 }
