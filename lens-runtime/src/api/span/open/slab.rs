@@ -128,6 +128,10 @@ impl<T> Slab<T> {
     #[inline(always)]
     pub(super) unsafe fn occupy(&mut self, slot: usize, id: u64) {
         debug_assert!(id != 0, "span ids start at 1");
+        debug_assert!(
+            self.slots.get(slot).is_some_and(|s| s.id == 0),
+            "slot {slot} is not free"
+        );
         if let Some(entry) = self.slots.get_mut(slot).filter(|s| s.id == 0) {
             entry.id = id;
         }

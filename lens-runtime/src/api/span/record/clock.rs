@@ -65,10 +65,17 @@ pub(crate) fn anchor() {
     let Some(clock) = CLOCK.get_or_init(|| invariant_tsc().then(quanta::Clock::new)) else {
         return;
     };
-    let is_rdtsc = rdtsc().is_some_and(|before| {
-        let raw = clock.raw();
-        before <= raw && rdtsc().is_some_and(|after| raw <= after)
-    });
+    let ns_per_2_32 = clock.delta_as_nanos(0, 1 << 32);
+    // a raw reading between two `rdtsc`s is the counter, unless `quanta`
+    // fell back to the monotonic clock (no RDTSCP, say) and its reading
+    // landed in that window by chance: its rate is then exactly 1 ns a
+    // tick, which rules it out (a counter at exactly 1 GHz is read through
+    // `quanta` then: slower, as right)
+    let is_rdtsc = ns_per_2_32 != 1 << 32
+        && rdtsc().is_some_and(|before| {
+            let raw = clock.raw();
+            before <= raw && rdtsc().is_some_and(|after| raw <= after)
+        });
     // the wall time between two counter readings, at their midpoint
     let before = clock.raw();
     let unix = from_system(SystemTime::now());
@@ -83,7 +90,7 @@ pub(crate) fn anchor() {
     ANCHORS[next].unix.store(unix, Ordering::Relaxed);
     ANCHORS[next]
         .ns_per_2_32
-        .store(clock.delta_as_nanos(0, 1 << 32), Ordering::Relaxed);
+        .store(ns_per_2_32, Ordering::Relaxed);
     let flag = if is_rdtsc { RDTSC } else { 0 };
     IN_USE.store(next | flag, Ordering::Release);
 }
