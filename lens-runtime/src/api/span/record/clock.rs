@@ -130,7 +130,7 @@ fn rdtsc() -> Option<u64> {
 
 /// Now: ~20 instructions from the counter (`rdtsc`, then the anchor's
 /// scale), without `quanta`'s call and the checks of its clock type.
-#[inline]
+#[inline(always)]
 pub(crate) fn now() -> Stamp {
     let in_use = IN_USE.load(Ordering::Acquire);
     if in_use != NONE {
