@@ -792,3 +792,59 @@ fn a_name_conversion_that_starts_a_span_does_not_hang() {
     let inner = spans.iter().filter(|s| s.name == "made.in.a.conversion");
     assert_eq!(inner.count(), 3);
 }
+
+/// Fills this thread's OpenTelemetry context stack: attaches (and leaks
+/// the guards of) contexts until one no longer becomes current, which
+/// OpenTelemetry drops at once (its stack holds 65,535). Returns how many
+/// were attached.
+fn fill_the_context_stack() -> usize {
+    #[derive(Debug, PartialEq)]
+    struct Mark(usize);
+    let mut n = 0;
+    loop {
+        std::mem::forget(lens::otel::Context::current_with_value(Mark(n)).attach());
+        if lens::otel::Context::current().get::<Mark>() != Some(&Mark(n)) {
+            return n;
+        }
+        n += 1;
+        assert!(n < 1_000_000, "the context stack never filled");
+    }
+}
+
+/// A guard whose context OpenTelemetry cannot attach (its stack is full,
+/// and it drops the context at once) must not use that context: its span
+/// still ends and is exported with what was set on it, `context()` is
+/// empty (as `Context::current()` stays unchanged), `into_span` works, and
+/// nothing crashes — on both paths. The guard keeps a copy of the context
+/// it attached instead of a clone; this is the case where the copy would
+/// dangle.
+#[test]
+fn a_guard_on_a_full_context_stack_ends_its_span_and_uses_no_dropped_context() {
+    let _s = serial();
+    for path in ["lens", "sdk"] {
+        let spans = on_path(path, |_| {
+            std::thread::spawn(|| {
+                assert!(fill_the_context_stack() > 60_000);
+                let g = span_cm!("on.full.stack");
+                g.set_attribute("k", 7);
+                assert!(!g.context().has_active_span(), "not attached");
+                let _ = format!("{g:?}");
+                drop(g);
+                let s = span_cm!("on.full.stack.moved").into_span();
+                s.set_attribute("k", 8);
+                drop(s);
+            })
+            .join()
+            .unwrap();
+        });
+        let get = |name: &str| spans.iter().find(|s| s.name == name);
+        let g = get("on.full.stack").unwrap_or_else(|| panic!("{path}: not exported"));
+        assert!(g.end_time >= g.start_time, "{path}");
+        if path == "lens" {
+            // on the SDK path the span lives in the context OpenTelemetry
+            // dropped: it ends then, without what is set on the guard
+            assert_eq!(attr(g, "k").as_deref(), Some("7"), "{path}");
+        }
+        assert!(get("on.full.stack.moved").is_some(), "{path}: moved span");
+    }
+}
