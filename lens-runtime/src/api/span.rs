@@ -1,7 +1,7 @@
 //! Span guards: creation, context attachment, panic marking, end on drop.
 
 use crate::api::attr::AttributeValue;
-use opentelemetry::trace::{SpanContext, Status, TraceContextExt};
+use opentelemetry::trace::{Status, TraceContextExt};
 use opentelemetry::{Context, ContextGuard, Key, KeyValue};
 use std::borrow::Cow;
 use std::fmt::{self, Display};
@@ -18,17 +18,6 @@ pub(crate) use tracer::forget_tracer_after_fork;
 pub(crate) use tracer::SCOPE_NAME;
 #[cfg(feature = "sdk-core")]
 pub use tracer::{clear_tracer_provider, set_tracer_provider};
-
-/// The span's context could not be attached (OpenTelemetry dropped it):
-/// the guard's copy of it, which may dangle, is overwritten by an empty
-/// context, never dropped or read. The guard degrades as OpenTelemetry
-/// does: `Context::current()` is unchanged, the guard's context empty.
-#[cold]
-#[inline(never)]
-fn not_attached(span: &mut LensSpan) {
-    // SAFETY: the copy is overwritten without being dropped or read
-    unsafe { std::ptr::write(&mut span.inner.cx, Context::new()) };
-}
 
 /// The status of a span, as set by `SpanGuard::set_status`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -170,32 +159,10 @@ impl LensSpan {
     /// ```
     #[inline]
     pub fn enter(self) -> SpanGuard {
-        let mut span = ManuallyDrop::new(self);
-        if !span.cx().has_active_span() {
-            // (no span of ours to tell the attached context by: cloned)
-            let attached = span.cx().clone().attach();
-            return SpanGuard::owning(span, attached);
-        }
-        // The context itself goes to OpenTelemetry's stack, not a clone
-        // of it (an `Arc` increment and decrement a span, ~10 ns): the
-        // guard keeps a bitwise copy that it never drops, valid while the
-        // attached context lives, which is until the guard drops its
-        // `ContextGuard` (see `SpanGuard`).
-        let mark: *const SpanContext = span.cx().span().span_context();
-        // SAFETY: the copy in `span` is never dropped (`drop_guard`,
-        // `into_span`); the context read out is moved into the stack
-        let attached = unsafe { std::ptr::read(span.cx()) }.attach();
-        // Attached unless the stack was full (65,535 contexts on this
-        // thread): OpenTelemetry then drops the context at once, and the
-        // current one is still the one before, whose span is not ours.
-        // Compared by address only: the copy may dangle then.
-        if !Context::map_current(|cx| std::ptr::eq(cx.span().span_context(), mark)) {
-            not_attached(&mut span);
-        }
+        let attached = self.cx().clone().attach();
         SpanGuard {
-            span,
+            span: ManuallyDrop::new(self),
             attached: ManuallyDrop::new(attached),
-            borrowed: true,
         }
     }
 
@@ -329,15 +296,7 @@ pub struct SpanGuard {
     // `Drop` never runs (its fields are dropped there instead).
     span: ManuallyDrop<LensSpan>,
     attached: ManuallyDrop<ContextGuard>,
-    /// Whether the span's context is a bitwise copy of the one attached
-    /// (never dropped: `attached` drops that one), not a clone the guard
-    /// owns.
-    borrowed: bool,
 }
-
-// A guard drops nothing of its span but the context (its registration
-// and flag are plain data), so a borrowed context is all it must leave.
-const _: () = assert!(!std::mem::needs_drop::<Option<open::Registration>>());
 
 impl Drop for SpanGuard {
     #[inline]
@@ -353,12 +312,8 @@ fn drop_guard(guard: &mut SpanGuard) {
     guard.span.inner.finish();
     // SAFETY: called once, from `SpanGuard::drop`; neither field is used
     // again, and `LensSpan::drop` is never run for `span` (ManuallyDrop).
-    // A borrowed context is not dropped: the attached one it copies is,
-    // with `attached`.
     unsafe {
-        if !guard.borrowed {
-            ManuallyDrop::drop(&mut guard.span.inner);
-        }
+        ManuallyDrop::drop(&mut guard.span.inner);
         ManuallyDrop::drop(&mut guard.attached);
     }
 }
@@ -386,27 +341,11 @@ impl SpanGuard {
     /// ```
     pub fn into_span(self) -> LensSpan {
         let mut this = ManuallyDrop::new(self);
-        // a borrowed context is cloned while the attached one still lives
-        let owned = this.borrowed.then(|| this.span.cx().clone());
         // SAFETY: `this` is never dropped; each field is taken or dropped
-        // exactly once here; a borrowed copy is overwritten by its clone,
-        // never dropped.
+        // exactly once here.
         unsafe {
             ManuallyDrop::drop(&mut this.attached);
-            let mut span = ManuallyDrop::take(&mut this.span);
-            if let Some(cx) = owned {
-                std::ptr::write(&mut span.inner.cx, cx);
-            }
-            span
-        }
-    }
-
-    /// A guard that owns its span's context (a clone of the one attached).
-    fn owning(span: ManuallyDrop<LensSpan>, attached: ContextGuard) -> SpanGuard {
-        SpanGuard {
-            span,
-            attached: ManuallyDrop::new(attached),
-            borrowed: false,
+            ManuallyDrop::take(&mut this.span)
         }
     }
 }
