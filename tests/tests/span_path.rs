@@ -792,3 +792,56 @@ fn a_name_conversion_that_starts_a_span_does_not_hang() {
     let inner = spans.iter().filter(|s| s.name == "made.in.a.conversion");
     assert_eq!(inner.count(), 3);
 }
+
+/// Fills this thread's OpenTelemetry context stack: attaches (and leaks
+/// the guards of) contexts until one no longer becomes current, which
+/// OpenTelemetry drops at once (its stack holds 65,535). Returns how many
+/// were attached.
+fn fill_the_context_stack() -> usize {
+    #[derive(Debug, PartialEq)]
+    struct Mark(usize);
+    let mut n = 0;
+    loop {
+        std::mem::forget(lens::otel::Context::current_with_value(Mark(n)).attach());
+        if lens::otel::Context::current().get::<Mark>() != Some(&Mark(n)) {
+            return n;
+        }
+        n += 1;
+        assert!(n < 1_000_000, "the context stack never filled");
+    }
+}
+
+/// A guard whose context OpenTelemetry cannot attach (its stack is full,
+/// and it drops what it was handed at once) still works: its span ends
+/// and is exported with what was set on it, `into_span` works, and
+/// nothing crashes, on both paths. The guard owns its context (a clone
+/// is what is attached), which is what makes this safe.
+#[test]
+fn a_guard_on_a_full_context_stack_still_records_and_ends_its_span() {
+    let _s = serial();
+    for path in ["lens", "sdk"] {
+        let spans = on_path(path, |_| {
+            std::thread::spawn(|| {
+                assert!(fill_the_context_stack() > 60_000);
+                let g = span_cm!("on.full.stack");
+                g.set_attribute("k", 7);
+                let sc = g.context().span().span_context().clone();
+                let current = lens::otel::Context::current();
+                assert_ne!(current.span().span_context(), &sc, "not attached");
+                let _ = format!("{g:?}");
+                drop(g);
+                let s = span_cm!("on.full.stack.moved").into_span();
+                s.set_attribute("k", 8);
+                drop(s);
+            })
+            .join()
+            .unwrap();
+        });
+        let get = |name: &str| spans.iter().find(|s| s.name == name);
+        let g = get("on.full.stack").unwrap_or_else(|| panic!("{path}: not exported"));
+        assert!(g.end_time >= g.start_time, "{path}");
+        assert_eq!(attr(g, "k").as_deref(), Some("7"), "{path}");
+        let m = get("on.full.stack.moved").unwrap_or_else(|| panic!("{path}: moved span"));
+        assert_eq!(attr(m, "k").as_deref(), Some("8"), "{path}");
+    }
+}
