@@ -370,6 +370,32 @@ mod tests {
         assert_eq!(count(), 0, "the slab dropped its two spans, and no hole");
     }
 
+    /// A span written through `vacant` and marked by `occupy` (the
+    /// recorder's way of storing a record) is live and owned once; a slot
+    /// that is not free has no vacant place.
+    #[cfg(feature = "sdk-core")]
+    #[test]
+    fn a_span_written_in_its_vacant_slot_is_live_once_occupied() {
+        let span = Arc::new(());
+        let count = || Arc::strong_count(&span) - 1;
+        let mut slab = Slab::default();
+        let below = slab.insert(1, span.clone());
+        let slot = slab.reserve();
+        slab.vacant(slot)
+            .expect("a reserved slot is vacant")
+            .write(span.clone());
+        // SAFETY: the span was written into the slot just above
+        unsafe { slab.occupy(slot, 2) };
+        assert!(slab.vacant(slot).is_none(), "occupied");
+        assert!(slab.vacant(below).is_none(), "occupied");
+        assert!(slab.get_mut(slot, 2).is_some());
+        assert_eq!((slab.live(), count()), (2, 2));
+        assert!(slab.remove(slot, 2).is_some());
+        assert_eq!(count(), 1, "removed once");
+        drop(slab);
+        assert_eq!(count(), 0);
+    }
+
     /// A span moved to a list leaves its slot free: dropped by the list,
     /// not by the slab; a moved span cannot be moved or removed again.
     #[cfg(feature = "sdk-core")]

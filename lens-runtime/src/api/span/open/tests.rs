@@ -178,3 +178,39 @@ fn reset_after_fork_never_blocks_on_held_locks() {
     assert!(cx.span().is_recording(), "the parent's span is not ended");
     cx.span().end();
 }
+
+/// A record written through a new slot's place and committed is open in
+/// this thread's list, is ended once into its finished records, and is
+/// gone from the open ones after (the recorder's way). Passes under Miri,
+/// with Stacked and with Tree Borrows: `MIRIFLAGS=-Zmiri-disable-isolation
+/// cargo +nightly miri test -p nemo-lens-runtime --features sdk-core --lib
+/// open::tests::a_record_written` (isolation off for the clock).
+#[cfg(feature = "sdk-core")]
+#[test]
+fn a_record_written_through_a_new_slot_is_open_then_finished_once() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    use opentelemetry::trace::{SpanId, TraceId};
+    // `for_test(i)`: trace id 1, span id i + 1
+    let is_ours = |r: &Record| r.is(TraceId::from(1u128), SpanId::from(9001u64));
+    let mut slot = records::NewSlot::take().expect("a list for this thread");
+    slot.place().write(Record::for_test(9000, true));
+    // SAFETY: the record was written through `place` just above
+    let reg = unsafe { slot.commit() };
+    assert_eq!(reg.with_record(|r| is_ours(r)), Some(true), "open");
+    let mut finished = 0;
+    let done = reg
+        .end_record(1, |_| finished += 1)
+        .expect("made in this process")
+        .expect("handed back at a threshold of 1");
+    assert_eq!(finished, 1, "finish ran once");
+    assert_eq!(
+        done.iter().filter(|r| is_ours(r)).count(),
+        1,
+        "finished once"
+    );
+    assert!(reg.with_record(|_| ()).is_none(), "no longer open");
+    assert!(
+        reg.end_record(1, |_| ()).unwrap().is_none(),
+        "not ended twice"
+    );
+}
