@@ -125,6 +125,21 @@ impl LensSpan {
         }
     }
 
+    /// A span that is nothing: not recorded, its context empty (made
+    /// without reaching OpenTelemetry's context, where that is gone).
+    #[inline(never)]
+    #[cold]
+    fn inert() -> Self {
+        LensSpan {
+            inner: ManuallyDrop::new(SpanInner {
+                cx: Context::new(),
+                open: None,
+                #[cfg(feature = "sdk-core")]
+                recorded: false,
+            }),
+        }
+    }
+
     /// A span of lens's own path (its record already registered).
     #[cfg(feature = "sdk-core")]
     #[inline]
@@ -159,10 +174,23 @@ impl LensSpan {
     /// ```
     #[inline]
     pub fn enter(self) -> SpanGuard {
-        let attached = self.cx().clone().attach();
+        // not attached where OpenTelemetry's context is gone (a span
+        // entered in a thread-local destructor at thread exit)
+        let attached = attach_if_live(self.cx());
         SpanGuard {
             span: ManuallyDrop::new(self),
             attached: ManuallyDrop::new(attached),
+        }
+    }
+
+    /// [`enter`](Self::enter) where OpenTelemetry's context is known to be
+    /// there (checked as the span started, on this thread).
+    #[inline]
+    pub(crate) fn enter_live(self) -> SpanGuard {
+        let attached = self.cx().clone().attach();
+        SpanGuard {
+            span: ManuallyDrop::new(self),
+            attached: ManuallyDrop::new(Some(attached)),
         }
     }
 
@@ -295,7 +323,7 @@ pub struct SpanGuard {
     // the current one, then the previous context is restored. The span's own
     // `Drop` never runs (its fields are dropped there instead).
     span: ManuallyDrop<LensSpan>,
-    attached: ManuallyDrop<ContextGuard>,
+    attached: ManuallyDrop<Option<ContextGuard>>,
 }
 
 impl Drop for SpanGuard {
@@ -314,7 +342,28 @@ fn drop_guard(guard: &mut SpanGuard) {
     // again, and `LensSpan::drop` is never run for `span` (ManuallyDrop).
     unsafe {
         ManuallyDrop::drop(&mut guard.span.inner);
-        ManuallyDrop::drop(&mut guard.attached);
+        detach(ManuallyDrop::take(&mut guard.attached));
+    }
+}
+
+/// Makes `cx` current, unless OpenTelemetry's context is gone on this
+/// thread (at thread exit); [`detach`] undoes it.
+#[inline(always)]
+pub(crate) fn attach_if_live(cx: &Context) -> Option<ContextGuard> {
+    live::otel_context_live().then(|| cx.clone().attach())
+}
+
+/// Restores the context before a guard's (drops its `ContextGuard`),
+/// unless OpenTelemetry's context is gone on this thread (at thread exit:
+/// dropping it would reach the context, and panic): the stack goes with
+/// the thread.
+#[inline(always)]
+pub(crate) fn detach(attached: Option<ContextGuard>) {
+    if let Some(attached) = attached {
+        match live::otel_context_gone() {
+            true => std::mem::forget(attached),
+            false => drop(attached),
+        }
     }
 }
 
@@ -344,7 +393,7 @@ impl SpanGuard {
         // SAFETY: `this` is never dropped; each field is taken or dropped
         // exactly once here.
         unsafe {
-            ManuallyDrop::drop(&mut this.attached);
+            detach(ManuallyDrop::take(&mut this.attached));
             ManuallyDrop::take(&mut this.span)
         }
     }
@@ -364,6 +413,7 @@ pub(crate) mod fresh;
 pub(crate) mod handle;
 #[cfg(feature = "sdk-core")]
 pub(crate) mod ids;
+pub(crate) mod live;
 pub(crate) mod open;
 pub(crate) mod opts;
 pub(crate) mod panic;

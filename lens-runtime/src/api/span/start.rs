@@ -94,6 +94,9 @@ pub fn start_detached(
     name: impl Into<Cow<'static, str>>,
     attributes: impl Into<Attrs>,
 ) -> LensSpan {
+    if !super::live::otel_context_live() {
+        return LensSpan::inert();
+    }
     start_context(name.into(), attributes.into())
 }
 
@@ -101,12 +104,18 @@ pub fn start_detached(
 /// context, without attaching it.
 #[doc(hidden)]
 pub(crate) fn start_detached_builder(builder: SpanBuilder) -> LensSpan {
+    if !super::live::otel_context_live() {
+        return LensSpan::inert();
+    }
     start_builder(builder)
 }
 
 /// Starts a span from a full builder as a child of `parent` (an explicit
 /// parent context, not the current one), without attaching it.
 pub(crate) fn start_detached_in(builder: SpanBuilder, parent: &Context) -> LensSpan {
+    if !super::live::otel_context_live() {
+        return LensSpan::inert();
+    }
     start_builder_in(builder, parent)
 }
 
@@ -115,5 +124,8 @@ pub(crate) fn start_detached_in(builder: SpanBuilder, parent: &Context) -> LensS
 #[doc(hidden)]
 #[inline(never)]
 pub fn start_span(name: impl Into<Cow<'static, str>>, attributes: impl Into<Attrs>) -> SpanGuard {
-    start_context(name.into(), attributes.into()).enter()
+    if !super::live::otel_context_live() {
+        return LensSpan::inert().enter();
+    }
+    start_context(name.into(), attributes.into()).enter_live()
 }

@@ -1,0 +1,69 @@
+//! Whether this thread's OpenTelemetry context can still be reached.
+//!
+//! OpenTelemetry keeps the current context in a thread local that it
+//! reaches with `LocalKey::with`, which panics once the thread local is
+//! destroyed: at thread exit, a span started or a guard dropped in a
+//! destructor that runs after it (a user's thread local, say) would panic
+//! inside a thread-local destructor, which aborts the process. Lens
+//! checks this first.
+//!
+//! Thread-local destructors run in the reverse order of their
+//! registration, so a sentinel registered right after OpenTelemetry's
+//! context (touched first, then the sentinel) is destroyed before it: its
+//! destructor marks the context gone while it can still be reached, and
+//! from then on spans on this thread are inert (not recorded, not made
+//! current) and guards leave the context stack alone (it goes with the
+//! thread).
+
+use opentelemetry::Context;
+use std::cell::Cell;
+
+const UNARMED: u8 = 0;
+const LIVE: u8 = 1;
+const GONE: u8 = 2;
+
+thread_local! {
+    // no destructor: readable at any time, during other destructors too
+    static STATE: Cell<u8> = const { Cell::new(UNARMED) };
+    static SENTINEL: Sentinel = const { Sentinel };
+}
+
+struct Sentinel;
+
+impl Drop for Sentinel {
+    fn drop(&mut self) {
+        STATE.set(GONE);
+    }
+}
+
+/// Whether spans may use OpenTelemetry's context on this thread (a
+/// thread-local load once the thread's first span armed the sentinel).
+#[inline(always)]
+pub(crate) fn otel_context_live() -> bool {
+    match STATE.get() {
+        LIVE => true,
+        GONE => false,
+        _ => arm(),
+    }
+}
+
+/// Whether OpenTelemetry's context may be gone on this thread: a guard
+/// then forgets its `ContextGuard` instead of dropping it (its drop would
+/// reach the context).
+#[inline(always)]
+pub(crate) fn otel_context_gone() -> bool {
+    STATE.get() == GONE
+}
+
+/// Registers the sentinel after OpenTelemetry's context (this thread's
+/// first span). A context destroyed already (the thread's first span is
+/// in a destructor that runs after it) panics when reached: caught here,
+/// and the thread's spans are inert.
+#[cold]
+#[inline(never)]
+fn arm() -> bool {
+    let reachable = std::panic::catch_unwind(|| Context::map_current(|_| ())).is_ok();
+    let armed = reachable && SENTINEL.try_with(|_| ()).is_ok();
+    STATE.set(if armed { LIVE } else { GONE });
+    armed
+}
