@@ -105,9 +105,9 @@ impl<F: Future> Future for Instrumented<F> {
         let Some(span) = this.span.as_ref() else {
             return this.inner.poll(cx);
         };
-        let attached = crate::api::span::attach_if_live(span.context());
+        let attached = crate::api::span::live::attach_if_live(span.context());
         let out = this.inner.poll(cx);
-        crate::api::span::detach(attached);
+        crate::api::span::live::detach(attached);
         if out.is_ready() {
             this.span.take(); // ends the span now, not when the future is dropped
         }
@@ -150,9 +150,9 @@ where
         let Some(span) = inner.span.as_ref() else {
             return inner.inner.poll(cx);
         };
-        let attached = crate::api::span::attach_if_live(span.context());
+        let attached = crate::api::span::live::attach_if_live(span.context());
         let out = inner.inner.poll(cx);
-        crate::api::span::detach(attached);
+        crate::api::span::live::detach(attached);
         if let Poll::Ready(result) = &out {
             if let Err(e) = result {
                 span.record_error(e);

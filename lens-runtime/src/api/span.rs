@@ -176,11 +176,8 @@ impl LensSpan {
     pub fn enter(self) -> SpanGuard {
         // not attached where OpenTelemetry's context is gone (a span
         // entered in a thread-local destructor at thread exit)
-        let attached = attach_if_live(self.cx());
-        SpanGuard {
-            span: ManuallyDrop::new(self),
-            attached: ManuallyDrop::new(attached),
-        }
+        let attached = live::attach_if_live(self.cx());
+        self.guard(attached)
     }
 
     /// [`enter`](Self::enter) where OpenTelemetry's context is known to be
@@ -188,9 +185,14 @@ impl LensSpan {
     #[inline]
     pub(crate) fn enter_live(self) -> SpanGuard {
         let attached = self.cx().clone().attach();
+        self.guard(Some(attached))
+    }
+
+    #[inline(always)]
+    fn guard(self, attached: Option<ContextGuard>) -> SpanGuard {
         SpanGuard {
             span: ManuallyDrop::new(self),
-            attached: ManuallyDrop::new(Some(attached)),
+            attached: ManuallyDrop::new(attached),
         }
     }
 
@@ -342,28 +344,7 @@ fn drop_guard(guard: &mut SpanGuard) {
     // again, and `LensSpan::drop` is never run for `span` (ManuallyDrop).
     unsafe {
         ManuallyDrop::drop(&mut guard.span.inner);
-        detach(ManuallyDrop::take(&mut guard.attached));
-    }
-}
-
-/// Makes `cx` current, unless OpenTelemetry's context is gone on this
-/// thread (at thread exit); [`detach`] undoes it.
-#[inline(always)]
-pub(crate) fn attach_if_live(cx: &Context) -> Option<ContextGuard> {
-    live::otel_context_live().then(|| cx.clone().attach())
-}
-
-/// Restores the context before a guard's (drops its `ContextGuard`),
-/// unless OpenTelemetry's context is gone on this thread (at thread exit:
-/// dropping it would reach the context, and panic): the stack goes with
-/// the thread.
-#[inline(always)]
-pub(crate) fn detach(attached: Option<ContextGuard>) {
-    if let Some(attached) = attached {
-        match live::otel_context_gone() {
-            true => std::mem::forget(attached),
-            false => drop(attached),
-        }
+        live::detach(ManuallyDrop::take(&mut guard.attached));
     }
 }
 
@@ -393,7 +374,7 @@ impl SpanGuard {
         // SAFETY: `this` is never dropped; each field is taken or dropped
         // exactly once here.
         unsafe {
-            detach(ManuallyDrop::take(&mut this.attached));
+            live::detach(ManuallyDrop::take(&mut this.attached));
             ManuallyDrop::take(&mut this.span)
         }
     }

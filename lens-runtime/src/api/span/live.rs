@@ -15,7 +15,7 @@
 //! current) and guards leave the context stack alone (it goes with the
 //! thread).
 
-use opentelemetry::Context;
+use opentelemetry::{Context, ContextGuard};
 use std::cell::Cell;
 
 const UNARMED: u8 = 0;
@@ -66,4 +66,25 @@ fn arm() -> bool {
     let armed = reachable && SENTINEL.try_with(|_| ()).is_ok();
     STATE.set(if armed { LIVE } else { GONE });
     armed
+}
+
+/// Makes `cx` current, unless OpenTelemetry's context is gone on this
+/// thread (at thread exit); [`detach`] undoes it.
+#[inline(always)]
+pub(crate) fn attach_if_live(cx: &Context) -> Option<ContextGuard> {
+    otel_context_live().then(|| cx.clone().attach())
+}
+
+/// Restores the context before a guard's (drops its `ContextGuard`),
+/// unless OpenTelemetry's context is gone on this thread (at thread exit:
+/// dropping it would reach the context, and panic): the stack goes with
+/// the thread.
+#[inline(always)]
+pub(crate) fn detach(attached: Option<ContextGuard>) {
+    if let Some(attached) = attached {
+        match otel_context_gone() {
+            true => std::mem::forget(attached),
+            false => drop(attached),
+        }
+    }
 }

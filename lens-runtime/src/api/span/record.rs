@@ -21,14 +21,12 @@
 
 use super::open::{records::NewSlot, Registration};
 use opentelemetry::trace::{
-    Event, Link, SpanBuilder, SpanContext, SpanId, SpanKind, Status, TraceContextExt, TraceFlags,
-    TraceState,
+    SpanBuilder, SpanContext, SpanId, SpanKind, Status, TraceContextExt, TraceFlags, TraceState,
 };
 use opentelemetry::Context;
 use opentelemetry_sdk::trace::{SamplingDecision, ShouldSample};
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
-use std::time::SystemTime;
 
 use crate::api::attr::Attrs;
 pub(crate) use collect::SpanSink;
@@ -137,64 +135,6 @@ pub(crate) fn release_sink(sink: &std::sync::Arc<dyn SpanSink>) {
 pub(crate) struct Started {
     pub(crate) cx: Context,
     pub(crate) reg: Option<Registration>,
-}
-
-/// What a span may start with beyond its name, kind and attributes: a
-/// builder's links, events and start time, or nothing (the macros' spans,
-/// for which no empty list is made or looked at).
-trait Extra {
-    /// The links the sampler is shown.
-    fn links(&self) -> &[Link];
-    /// Whether there are events or links.
-    fn has_any(&self) -> bool;
-    /// The start time given, if any.
-    fn start_time(&self) -> Option<SystemTime>;
-    /// The events and links.
-    fn into_lists(self) -> (Vec<Event>, Vec<Link>);
-}
-
-/// No links, events or start time.
-struct NoExtra;
-
-impl Extra for NoExtra {
-    #[inline(always)]
-    fn links(&self) -> &[Link] {
-        &[]
-    }
-    #[inline(always)]
-    fn has_any(&self) -> bool {
-        false
-    }
-    #[inline(always)]
-    fn start_time(&self) -> Option<SystemTime> {
-        None
-    }
-    #[inline(always)]
-    fn into_lists(self) -> (Vec<Event>, Vec<Link>) {
-        (Vec::new(), Vec::new())
-    }
-}
-
-/// A builder's links, events and start time.
-struct BuilderExtra {
-    links: Vec<Link>,
-    events: Vec<Event>,
-    start_time: Option<SystemTime>,
-}
-
-impl Extra for BuilderExtra {
-    fn links(&self) -> &[Link] {
-        &self.links
-    }
-    fn has_any(&self) -> bool {
-        !self.events.is_empty() || !self.links.is_empty()
-    }
-    fn start_time(&self) -> Option<SystemTime> {
-        self.start_time
-    }
-    fn into_lists(self) -> (Vec<Event>, Vec<Link>) {
-        (self.events, self.links)
-    }
 }
 
 impl Recorder {
@@ -398,6 +338,8 @@ pub(crate) mod build;
 pub(crate) mod clock;
 pub(crate) mod collect;
 pub(crate) mod data;
+mod extra;
+use extra::{BuilderExtra, Extra, NoExtra};
 mod rec_span;
 pub(crate) use rec_span::{end, RecSpan};
 

@@ -87,6 +87,17 @@ fn start_builder_in(builder: SpanBuilder, parent: &Context) -> LensSpan {
     LensSpan::new(parent.with_span(span))
 }
 
+/// The span `start` makes, or an inert one where OpenTelemetry's context
+/// is gone on this thread (a span started in a thread-local destructor at
+/// thread exit: reaching the context would panic there, and abort).
+#[inline(always)]
+fn unless_gone(start: impl FnOnce() -> LensSpan) -> LensSpan {
+    match super::live::otel_context_live() {
+        true => start(),
+        false => LensSpan::inert(),
+    }
+}
+
 /// Starts a span, child of the current context, without attaching it.
 #[doc(hidden)]
 #[inline(never)]
@@ -94,29 +105,20 @@ pub fn start_detached(
     name: impl Into<Cow<'static, str>>,
     attributes: impl Into<Attrs>,
 ) -> LensSpan {
-    if !super::live::otel_context_live() {
-        return LensSpan::inert();
-    }
-    start_context(name.into(), attributes.into())
+    unless_gone(|| start_context(name.into(), attributes.into()))
 }
 
 /// Starts a span from a full builder (links, kind, …), child of the current
 /// context, without attaching it.
 #[doc(hidden)]
 pub(crate) fn start_detached_builder(builder: SpanBuilder) -> LensSpan {
-    if !super::live::otel_context_live() {
-        return LensSpan::inert();
-    }
-    start_builder(builder)
+    unless_gone(|| start_builder(builder))
 }
 
 /// Starts a span from a full builder as a child of `parent` (an explicit
 /// parent context, not the current one), without attaching it.
 pub(crate) fn start_detached_in(builder: SpanBuilder, parent: &Context) -> LensSpan {
-    if !super::live::otel_context_live() {
-        return LensSpan::inert();
-    }
-    start_builder_in(builder, parent)
+    unless_gone(|| start_builder_in(builder, parent))
 }
 
 /// Starts a span, child of the current context, and makes it current until

@@ -57,7 +57,11 @@ impl<T> Slab<T> {
     /// Stores `span` under `id`; returns its slot.
     pub(super) fn insert(&mut self, id: u64, span: T) -> usize {
         let slot = self.reserve();
-        self.put_with(slot, id, |out| out.write(span));
+        if let Some(place) = self.vacant(slot) {
+            place.write(span);
+            // SAFETY: the span was written into the slot just above
+            unsafe { self.occupy(slot, id) };
+        }
         slot
     }
 
@@ -82,34 +86,9 @@ impl<T> Slab<T> {
         }
     }
 
-    /// Stores the span `init` writes under `id` (never 0) in `slot`, a
-    /// free slot [`reserve`](Self::reserve) returned: `init` writes it
-    /// where it lies, so that it is not made on the stack and copied (the
-    /// copy reads back stores not yet in the cache, and stalls on them),
-    /// and returns it initialised (`MaybeUninit::write`, or
-    /// `assume_init_mut` in an `unsafe` block of its own once every field
-    /// is written).
-    #[inline(always)]
-    pub(super) fn put_with(
-        &mut self,
-        slot: usize,
-        id: u64,
-        init: impl for<'a> FnOnce(&'a mut MaybeUninit<T>) -> &'a mut T,
-    ) {
-        debug_assert!(id != 0, "span ids start at 1");
-        if let Some(entry) = self.slots.get_mut(slot) {
-            debug_assert!(entry.id == 0, "slot {slot} is not free");
-            if entry.id == 0 && id != 0 {
-                init(&mut entry.span);
-                entry.id = id;
-            }
-        }
-    }
-
     /// Where the span of `slot`, a free slot [`reserve`](Self::reserve)
     /// returned, is written before [`occupy`](Self::occupy); `None` if
     /// the slot is not free.
-    #[cfg(feature = "sdk-core")]
     #[inline(always)]
     pub(super) fn vacant(&mut self, slot: usize) -> Option<&mut MaybeUninit<T>> {
         self.slots
@@ -124,7 +103,6 @@ impl<T> Slab<T> {
     ///
     /// The span was written into the slot (through
     /// [`vacant`](Self::vacant)) after it was reserved.
-    #[cfg(feature = "sdk-core")]
     #[inline(always)]
     pub(super) unsafe fn occupy(&mut self, slot: usize, id: u64) {
         debug_assert!(id != 0, "span ids start at 1");
