@@ -26,6 +26,7 @@ use opentelemetry::trace::{
 use opentelemetry::Context;
 use opentelemetry_sdk::trace::{SamplingDecision, ShouldSample};
 use std::borrow::Cow;
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 use crate::api::attr::Attrs;
@@ -137,10 +138,63 @@ pub(crate) struct Started {
     pub(crate) reg: Option<Registration>,
 }
 
+impl Started {
+    /// The span `start` writes.
+    #[inline(always)]
+    fn made(start: impl FnOnce(StartOut<'_>) -> Written) -> Started {
+        let (mut cx, mut reg) = (MaybeUninit::uninit(), MaybeUninit::uninit());
+        start(StartOut {
+            cx: &mut cx,
+            reg: &mut reg,
+        });
+        // SAFETY: `Written` is only made by `StartOut::write`, which wrote
+        // both
+        unsafe {
+            Started {
+                cx: cx.assume_init(),
+                reg: reg.assume_init(),
+            }
+        }
+    }
+}
+
+/// Where a span being started is written: the fields of its guard (or of
+/// a [`Started`]), so that the context is made where it stays, not
+/// returned and copied (each copy reads back stores still on their way
+/// to the cache).
+pub(crate) struct StartOut<'a> {
+    pub(crate) cx: &'a mut MaybeUninit<Context>,
+    pub(crate) reg: &'a mut MaybeUninit<Option<Registration>>,
+}
+
+/// Proof that a [`StartOut`] was written (made only by its `write`).
+pub(crate) struct Written(());
+
+impl StartOut<'_> {
+    /// Writes the started span: its context and registration.
+    #[inline(always)]
+    fn write(self, cx: Context, reg: Option<Registration>) -> Written {
+        self.cx.write(cx);
+        self.reg.write(reg);
+        Written(())
+    }
+}
+
 impl Recorder {
     /// Starts a span from `builder` as a child of `parent_cx`, as the SDK's
     /// tracer would (same sampling, same limits), without its span object.
     pub(crate) fn start(&'static self, builder: SpanBuilder, parent_cx: &Context) -> Started {
+        Started::made(|out| self.start_into(builder, parent_cx, out))
+    }
+
+    /// [`start`](Self::start), written into `out`.
+    #[inline(always)]
+    fn start_into(
+        &'static self,
+        builder: SpanBuilder,
+        parent_cx: &Context,
+        out: StartOut<'_>,
+    ) -> Written {
         let SpanBuilder {
             name,
             span_kind,
@@ -160,6 +214,7 @@ impl Recorder {
                 start_time,
             },
             parent_cx,
+            out,
         )
     }
 
@@ -171,7 +226,26 @@ impl Recorder {
         attributes: Attrs,
         parent_cx: &Context,
     ) -> Started {
-        self.start_parts(name, SpanKind::Internal, attributes, NoExtra, parent_cx)
+        Started::made(|out| self.start_simple_into(name, attributes, parent_cx, out))
+    }
+
+    /// [`start_simple`](Self::start_simple), written into `out`.
+    #[inline(always)]
+    pub(crate) fn start_simple_into(
+        &'static self,
+        name: Cow<'static, str>,
+        attributes: Attrs,
+        parent_cx: &Context,
+        out: StartOut<'_>,
+    ) -> Written {
+        self.start_parts(
+            name,
+            SpanKind::Internal,
+            attributes,
+            NoExtra,
+            parent_cx,
+            out,
+        )
     }
 
     #[inline(always)]
@@ -182,12 +256,13 @@ impl Recorder {
         mut attributes: Attrs,
         extra: impl Extra,
         parent_cx: &Context,
-    ) -> Started {
+        out: StartOut<'_>,
+    ) -> Written {
         if parent_cx.is_telemetry_suppressed() {
-            return Started {
-                cx: parent_cx.with_remote_span_context(SpanContext::empty_context()),
-                reg: None,
-            };
+            return out.write(
+                parent_cx.with_remote_span_context(SpanContext::empty_context()),
+                None,
+            );
         }
         let parent = parent_cx.span();
         let psc = parent.span_context();
@@ -198,12 +273,9 @@ impl Recorder {
             None => (psc.trace_id(), psc.trace_flags()),
             Some(t) => (t, TraceFlags::default()),
         };
-        let dropped = |trace_state| {
+        let dropped = |out: StartOut<'_>, trace_state| {
             let sc = SpanContext::new(trace_id, span_id, TraceFlags::default(), false, trace_state);
-            Started {
-                cx: parent_cx.with_remote_span_context(sc),
-                reg: None,
-            }
+            out.write(parent_cx.with_remote_span_context(sc), None)
         };
         // decided without a `SamplingResult` on the default path: its
         // tracestate, moved through it, was read back before its stores
@@ -212,7 +284,7 @@ impl Recorder {
             // the SDK's `ParentBased(AlwaysOn)`: an active parent's flag,
             // else sampled; the parent's tracestate
             if parent_cx.has_active_span() && !psc.is_sampled() {
-                return dropped(psc.trace_state().clone());
+                return dropped(out, psc.trace_state().clone());
             }
             (true, psc.trace_state().clone())
         } else {
@@ -225,7 +297,7 @@ impl Recorder {
                 extra.links(),
             );
             let sampled = match r.decision {
-                SamplingDecision::Drop => return dropped(r.trace_state),
+                SamplingDecision::Drop => return dropped(out, r.trace_state),
                 SamplingDecision::RecordOnly => false,
                 SamplingDecision::RecordAndSample => true,
             };
@@ -281,10 +353,7 @@ impl Recorder {
         );
         let Some(mut new_slot) = NewSlot::take() else {
             // the thread is exiting: the span is not recorded
-            return Started {
-                cx: parent_cx.with_remote_span_context(sc),
-                reg: None,
-            };
+            return out.write(parent_cx.with_remote_span_context(sc), None);
         };
         // written where it lies (`MaybeUninit::write` into the slot), not
         // made on the stack and copied there: the copy reads back stores
@@ -307,18 +376,12 @@ impl Recorder {
         });
         // SAFETY: the record was written through `place` just above
         let reg = unsafe { new_slot.commit() };
-        // each arm makes the whole `Started`, so that the context is
-        // returned where it goes, not to the stack and copied (the copy
-        // reads the callee's stores back before they reach the cache)
+        // each arm writes the context where it goes, not to the stack to
+        // be copied (the copy reads the callee's stores back before they
+        // reach the cache)
         match self.ids_only {
-            true => Started {
-                cx: parent_cx.with_remote_span_context(sc),
-                reg: Some(reg),
-            },
-            false => Started {
-                cx: parent_cx.with_span(RecSpan { sc, reg }),
-                reg: Some(reg),
-            },
+            true => out.write(parent_cx.with_remote_span_context(sc), Some(reg)),
+            false => out.write(parent_cx.with_span(RecSpan { sc, reg }), Some(reg)),
         }
     }
 }

@@ -16,37 +16,43 @@ use super::{record, tracer::slot};
 fn start_context(name: Cow<'static, str>, attributes: Attrs) -> LensSpan {
     #[cfg(feature = "sdk-core")]
     if let Some(rec) = record::get() {
-        return start_recorded(rec, name, attributes);
+        let mut args = std::mem::ManuallyDrop::new((name, attributes));
+        return LensSpan::recorded(Context::map_current(|parent| {
+            // SAFETY: taken once, here (the closure runs once)
+            let (name, attributes) = unsafe { std::mem::ManuallyDrop::take(&mut args) };
+            rec.start_simple(name, attributes, parent)
+        }));
     }
     start_builder(SpanBuilder::from_name(name).with_attributes(attributes.into_vec()))
 }
 
-/// An internal span of lens's path, child of the current context.
+/// An internal span of lens's path, child of the current context, made
+/// current on this thread (whose OpenTelemetry context is live).
 #[cfg(feature = "sdk-core")]
 #[inline(always)]
-fn start_recorded(
+fn start_recorded_live(
     rec: &'static record::Recorder,
     name: Cow<'static, str>,
     attributes: Attrs,
-) -> LensSpan {
+) -> SpanGuard {
     // the closure captures the arguments by reference: each capture by
-    // value is a copy (the attributes are 48 bytes)
-    let mut args = std::mem::ManuallyDrop::new((name, attributes));
-    // and the span is written here, not returned through the thread
-    // local's access (a copy at each level): the closure hands back the
-    // written span, so that it cannot be read unwritten
-    let mut out = std::mem::MaybeUninit::<LensSpan>::uninit();
-    let written: &mut LensSpan = Context::map_current(|parent| {
-        // SAFETY: `args` is taken once, here, and not used again (the
-        // closure runs once; if it did not run, they would leak)
-        let (name, attributes) = unsafe { std::mem::ManuallyDrop::take(&mut args) };
-        out.write(LensSpan::recorded(
-            rec.start_simple(name, attributes, parent),
-        ))
-    });
-    // SAFETY: `written` is `out`, initialised by the closure; it is read
-    // once and `out` (which never drops what it holds) is not used again
-    unsafe { std::ptr::read(written) }
+    // value is a copy (the attributes are 48 bytes); one place each, not
+    // a tuple made of them (a copy too)
+    let mut name = std::mem::ManuallyDrop::new(name);
+    let mut attributes = std::mem::ManuallyDrop::new(attributes);
+    SpanGuard::recorded_live(|out| {
+        Context::map_current(|parent| {
+            // SAFETY: each is taken once, here, and not used again (the
+            // closure runs once; if it did not run, they would leak)
+            let (name, attributes) = unsafe {
+                (
+                    std::mem::ManuallyDrop::take(&mut name),
+                    std::mem::ManuallyDrop::take(&mut attributes),
+                )
+            };
+            rec.start_simple_into(name, attributes, parent, out)
+        })
+    })
 }
 
 #[inline(always)]
@@ -129,5 +135,10 @@ pub fn start_span(name: impl Into<Cow<'static, str>>, attributes: impl Into<Attr
     if !super::live::otel_context_live() {
         return LensSpan::inert().enter();
     }
-    start_context(name.into(), attributes.into()).enter_live()
+    let (name, attributes) = (name.into(), attributes.into());
+    #[cfg(feature = "sdk-core")]
+    if let Some(rec) = record::get() {
+        return start_recorded_live(rec, name, attributes);
+    }
+    start_context(name, attributes).enter_live()
 }

@@ -20,7 +20,7 @@ pub(crate) struct NewSlot {
 
 impl NewSlot {
     /// This thread's next slot (`None` while the thread is exiting).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn take() -> Option<NewSlot> {
         let list = super::mine()?;
         let mut spans = list.lock();
