@@ -845,3 +845,47 @@ fn a_guard_on_a_full_context_stack_still_records_and_ends_its_span() {
         assert_eq!(attr(m, "k").as_deref(), Some("8"), "{path}");
     }
 }
+
+/// A span started where its context cannot be made current because the
+/// attach itself panics (inside `Context::map_current`, whose borrow of
+/// the context stack makes OpenTelemetry's attach panic) still ends, with
+/// the panic as its error, and is exported as on the SDK path: not left
+/// open to be truncated at shutdown.
+#[test]
+fn a_span_whose_attach_panics_ends_with_the_panic_as_on_the_sdk_path() {
+    let _s = serial();
+    let run = |path: &str| {
+        let spans = on_path(path, |_| {
+            let outer = span_cm!("outside");
+            let caught = std::panic::catch_unwind(|| {
+                lens::otel::Context::map_current(|_| {
+                    let _g = span_cm!("inside.map_current");
+                })
+            });
+            assert!(caught.is_err(), "{path}: the attach did not panic");
+            drop(outer);
+        });
+        let mut out: Vec<String> = spans
+            .iter()
+            .map(|s| {
+                let error = matches!(s.status, Status::Error { .. });
+                let truncated = s
+                    .attributes
+                    .iter()
+                    .any(|a| a.key.as_str().contains("trunc"));
+                format!("{} error={error} truncated={truncated}", s.name)
+            })
+            .collect();
+        out.sort();
+        out
+    };
+    let lens = run("lens");
+    assert_eq!(
+        lens,
+        [
+            "inside.map_current error=true truncated=false",
+            "outside error=false truncated=false"
+        ]
+    );
+    assert_eq!(lens, run("sdk"));
+}

@@ -26,6 +26,7 @@ use opentelemetry::trace::{
 use opentelemetry::Context;
 use opentelemetry_sdk::trace::{SamplingDecision, ShouldSample};
 use std::borrow::Cow;
+use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
@@ -141,15 +142,12 @@ pub(crate) struct Started {
 impl Started {
     /// The span `start` writes.
     #[inline(always)]
-    fn made(start: impl FnOnce(StartOut<'_>) -> Written) -> Started {
+    fn made(start: impl for<'a> FnOnce(StartOut<'a>) -> Written<'a>) -> Started {
         let (mut cx, mut reg) = (MaybeUninit::uninit(), MaybeUninit::uninit());
-        start(StartOut {
-            cx: &mut cx,
-            reg: &mut reg,
-        });
-        // SAFETY: `Written` is only made by `StartOut::write`, which wrote
-        // both
+        // SAFETY: `start` returns the `Written` of this `StartOut` (its
+        // brand), so both were written
         unsafe {
+            start(StartOut::new(&mut cx, &mut reg));
             Started {
                 cx: cx.assume_init(),
                 reg: reg.assume_init(),
@@ -158,25 +156,51 @@ impl Started {
     }
 }
 
+/// The brand of a [`StartOut`] and of its [`Written`]: a lifetime no other
+/// `StartOut` has (invariant, and universal in the closures that write
+/// one), so that a `Written` proves its own `StartOut` was written.
+type Brand<'a> = PhantomData<fn(&'a ()) -> &'a ()>;
+
 /// Where a span being started is written: the fields of its guard (or of
 /// a [`Started`]), so that the context is made where it stays, not
 /// returned and copied (each copy reads back stores still on their way
 /// to the cache).
 pub(crate) struct StartOut<'a> {
-    pub(crate) cx: &'a mut MaybeUninit<Context>,
-    pub(crate) reg: &'a mut MaybeUninit<Option<Registration>>,
+    cx: &'a mut MaybeUninit<Context>,
+    reg: &'a mut MaybeUninit<Option<Registration>>,
+    brand: Brand<'a>,
 }
 
-/// Proof that a [`StartOut`] was written (made only by its `write`).
-pub(crate) struct Written(());
+/// Proof that the [`StartOut`] of the same lifetime was written (made
+/// only by its `write`).
+pub(crate) struct Written<'a>(Brand<'a>);
 
-impl StartOut<'_> {
+impl<'a> StartOut<'a> {
+    /// Where `cx` and `reg` are to be written.
+    ///
+    /// # Safety
+    ///
+    /// The caller reads them only once it holds the [`Written`] of this
+    /// `StartOut` (of a closure `for<'b> FnOnce(StartOut<'b>) ->
+    /// Written<'b>`, which cannot return another's).
+    #[inline(always)]
+    pub(crate) unsafe fn new(
+        cx: &'a mut MaybeUninit<Context>,
+        reg: &'a mut MaybeUninit<Option<Registration>>,
+    ) -> StartOut<'a> {
+        StartOut {
+            cx,
+            reg,
+            brand: PhantomData,
+        }
+    }
+
     /// Writes the started span: its context and registration.
     #[inline(always)]
-    fn write(self, cx: Context, reg: Option<Registration>) -> Written {
+    fn write(self, cx: Context, reg: Option<Registration>) -> Written<'a> {
         self.cx.write(cx);
         self.reg.write(reg);
-        Written(())
+        Written(self.brand)
     }
 }
 
@@ -189,12 +213,12 @@ impl Recorder {
 
     /// [`start`](Self::start), written into `out`.
     #[inline(always)]
-    fn start_into(
+    fn start_into<'a>(
         &'static self,
         builder: SpanBuilder,
         parent_cx: &Context,
-        out: StartOut<'_>,
-    ) -> Written {
+        out: StartOut<'a>,
+    ) -> Written<'a> {
         let SpanBuilder {
             name,
             span_kind,
@@ -231,13 +255,13 @@ impl Recorder {
 
     /// [`start_simple`](Self::start_simple), written into `out`.
     #[inline(always)]
-    pub(crate) fn start_simple_into(
+    pub(crate) fn start_simple_into<'a>(
         &'static self,
         name: Cow<'static, str>,
         attributes: Attrs,
         parent_cx: &Context,
-        out: StartOut<'_>,
-    ) -> Written {
+        out: StartOut<'a>,
+    ) -> Written<'a> {
         self.start_parts(
             name,
             SpanKind::Internal,
@@ -249,15 +273,15 @@ impl Recorder {
     }
 
     #[inline(always)]
-    fn start_parts(
+    fn start_parts<'a>(
         &'static self,
         name: Cow<'static, str>,
         kind: SpanKind,
         mut attributes: Attrs,
         extra: impl Extra,
         parent_cx: &Context,
-        out: StartOut<'_>,
-    ) -> Written {
+        out: StartOut<'a>,
+    ) -> Written<'a> {
         if parent_cx.is_telemetry_suppressed() {
             return out.write(
                 parent_cx.with_remote_span_context(SpanContext::empty_context()),
@@ -273,7 +297,7 @@ impl Recorder {
             None => (psc.trace_id(), psc.trace_flags()),
             Some(t) => (t, TraceFlags::default()),
         };
-        let dropped = |out: StartOut<'_>, trace_state| {
+        let dropped = |out: StartOut<'a>, trace_state| -> Written<'a> {
             let sc = SpanContext::new(trace_id, span_id, TraceFlags::default(), false, trace_state);
             out.write(parent_cx.with_remote_span_context(sc), None)
         };
