@@ -848,9 +848,10 @@ fn a_guard_on_a_full_context_stack_still_records_and_ends_its_span() {
 
 /// A span started where its context cannot be made current because the
 /// attach itself panics (inside `Context::map_current`, whose borrow of
-/// the context stack makes OpenTelemetry's attach panic) still ends, with
-/// the panic as its error, and is exported as on the SDK path: not left
-/// open to be truncated at shutdown.
+/// the context stack makes OpenTelemetry's attach panic) still ends, a
+/// child of the span around it, with the panic as its error, and is
+/// exported as on the SDK path: not left open to be truncated at
+/// shutdown. In both context modes (`NEMO_LENS_OTEL_CONTEXT`).
 #[test]
 fn a_span_whose_attach_panics_ends_with_the_panic_as_on_the_sdk_path() {
     let _s = serial();
@@ -865,27 +866,41 @@ fn a_span_whose_attach_panics_ends_with_the_panic_as_on_the_sdk_path() {
             assert!(caught.is_err(), "{path}: the attach did not panic");
             drop(outer);
         });
+        let outside = spans.iter().find(|s| s.name == "outside");
+        let outside = outside.map(|s| s.span_context.span_id());
         let mut out: Vec<String> = spans
             .iter()
             .map(|s| {
-                let error = matches!(s.status, Status::Error { .. });
+                let error = match &s.status {
+                    Status::Error { description } => description.contains("borrow"),
+                    _ => false,
+                };
                 let truncated = s
                     .attributes
                     .iter()
                     .any(|a| a.key.as_str().contains("trunc"));
-                format!("{} error={error} truncated={truncated}", s.name)
+                let child = Some(s.parent_span_id) == outside;
+                format!(
+                    "{} error={error} truncated={truncated} child={child}",
+                    s.name
+                )
             })
             .collect();
         out.sort();
         out
     };
-    let lens = run("lens");
+    let sdk = run("sdk");
     assert_eq!(
-        lens,
+        sdk,
         [
-            "inside.map_current error=true truncated=false",
-            "outside error=false truncated=false"
+            "inside.map_current error=true truncated=false child=true",
+            "outside error=false truncated=false child=false"
         ]
     );
-    assert_eq!(lens, run("sdk"));
+    for mode in ["full", "ids"] {
+        std::env::set_var("NEMO_LENS_OTEL_CONTEXT", mode);
+        let lens = run("lens");
+        std::env::remove_var("NEMO_LENS_OTEL_CONTEXT");
+        assert_eq!(lens, sdk, "{mode}");
+    }
 }

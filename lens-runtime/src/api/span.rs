@@ -48,6 +48,8 @@ pub struct LensSpan {
     inner: ManuallyDrop<SpanInner>,
 }
 
+/// Each field is written in place by `SpanGuard::recorded_live` too: a
+/// field added here must be written there.
 struct SpanInner {
     cx: Context,
     open: Option<open::Registration>,
@@ -91,6 +93,71 @@ impl SpanInner {
             reg.unregister();
         }
     }
+}
+
+/// Ends, with the panic unwinding through it, the record of a span whose
+/// start panicked after the record was registered (making its context:
+/// e.g. an OpenTelemetry context observer's view), as `finish` would have
+/// ended it: not left open to be truncated at shutdown.
+#[cfg(feature = "sdk-core")]
+#[cold]
+#[inline(never)]
+fn end_unstarted(reg: open::Registration) {
+    let (message, stack) = panic_message();
+    record_exception(&handle::SpanHandle::Rec(reg), "panic", message, stack);
+    // made in this process (a fork cannot come between), so never counted
+    // as a span lost in a child
+    record::end(&reg, false, record::clock::now());
+}
+
+/// Writes the span `start` writes into `span`, a span of lens's own path:
+/// its context and registration (by `start`), then its `recorded` flag.
+/// If `start` panics once the record is registered (making its context:
+/// an OpenTelemetry context observer's view), the record is ended with
+/// the panic, and `span` is left unwritten.
+///
+/// # Safety
+///
+/// `span` is valid for writes and holds no value; it holds one when this
+/// returns.
+#[cfg(feature = "sdk-core")]
+#[inline(always)]
+unsafe fn write_recorded(
+    span: *mut LensSpan,
+    start: impl for<'a> FnOnce(record::StartOut<'a>) -> record::Written<'a>,
+) {
+    /// The registration written so far, ended if the start unwinds.
+    struct EndOnUnwind(*const Option<open::Registration>);
+    impl Drop for EndOnUnwind {
+        #[inline(always)]
+        fn drop(&mut self) {
+            // SAFETY: the slot is initialised by `StartOut::new` (`None`
+            // until the record is registered), and nothing else reads it
+            if let Some(reg) = unsafe { *self.0 } {
+                end_unstarted(reg);
+            }
+        }
+    }
+    // SAFETY: the pointers are to fields of `*span` (`ManuallyDrop` is
+    // `repr(transparent)`), each written before the return: `open` (by
+    // `StartOut::new`, then by `start`) and `cx` by `start` (the `Written`
+    // it returns can only have been made by writing this very `StartOut`:
+    // it is branded with its lifetime), then `recorded`. If `start`
+    // panics, only `open` was written, and its registration, if any, is
+    // ended here (a `Registration` is `Copy`: nothing to drop).
+    unsafe {
+        let inner = std::ptr::addr_of_mut!((*span).inner).cast::<SpanInner>();
+        let open = std::ptr::addr_of_mut!((*inner).open);
+        let out = record::StartOut::new(
+            &mut *std::ptr::addr_of_mut!((*inner).cx).cast(),
+            &mut *open.cast(),
+        );
+        let end_on_unwind = EndOnUnwind(open);
+        let _written = start(out);
+        std::mem::forget(end_on_unwind);
+        std::ptr::addr_of_mut!((*inner).recorded).write(true);
+    }
+    forget_stale_panic();
 }
 
 impl fmt::Debug for LensSpan {
@@ -140,17 +207,17 @@ impl LensSpan {
         }
     }
 
-    /// A span of lens's own path (its record already registered).
+    /// A span of lens's own path, made where it is returned: `start`
+    /// writes its context and registration straight into its fields.
     #[cfg(feature = "sdk-core")]
-    #[inline]
-    fn recorded(started: record::Started) -> Self {
-        forget_stale_panic();
-        LensSpan {
-            inner: ManuallyDrop::new(SpanInner {
-                cx: started.cx,
-                open: started.reg,
-                recorded: true,
-            }),
+    #[inline(always)]
+    fn recorded(start: impl for<'a> FnOnce(record::StartOut<'a>) -> record::Written<'a>) -> Self {
+        let mut out = std::mem::MaybeUninit::<LensSpan>::uninit();
+        // SAFETY: `out` is a `LensSpan` to write; it is fully written by
+        // `write_recorded` when it returns
+        unsafe {
+            write_recorded(out.as_mut_ptr(), start);
+            out.assume_init()
         }
     }
 
@@ -365,7 +432,7 @@ impl SpanGuard {
     /// The guard of a span of lens's own path, current on this thread
     /// (whose OpenTelemetry context is live), made where it is returned:
     /// `start` writes the started span's context and registration straight
-    /// into the guard's fields (no `Started`, `LensSpan` or guard made on
+    /// into the guard's fields (no context, `LensSpan` or guard made on
     /// the stack and copied: ~17 instructions a span with
     /// `NEMO_LENS_OTEL_CONTEXT=ids`, ~3 with `full`, callgrind).
     #[cfg(feature = "sdk-core")]
@@ -397,25 +464,16 @@ impl SpanGuard {
         let guard = out.as_mut_ptr();
         // SAFETY: the pointers are to fields of `out` (`ManuallyDrop` is
         // `repr(transparent)`), each written once before `assume_init`:
-        // `cx` and `open` by `start` (the `Written` it returns can only
-        // have been made by writing this very `StartOut`: it is branded
-        // with its lifetime), then `recorded` and `attached`. If `start`
-        // panics, `out` is never read and holds nothing that needs
-        // dropping (a `StartOut` is written whole or not at all). If the
-        // attach panics, `EndOnUnwind` drops the span (its fields are
-        // written by then) and `out`, a `MaybeUninit`, is never read.
+        // the span by `write_recorded`, then `attached`. If `start`
+        // panics, `write_recorded` cleans up and `out` is never read. If
+        // the attach panics, `EndOnUnwind` drops the span (written by
+        // then) and `out`, a `MaybeUninit`, is never read.
         unsafe {
             let span = std::ptr::addr_of_mut!((*guard).span).cast::<LensSpan>();
-            let inner = std::ptr::addr_of_mut!((*span).inner).cast::<SpanInner>();
-            let cx = std::ptr::addr_of_mut!((*inner).cx);
-            let _written = start(record::StartOut::new(
-                &mut *cx.cast(),
-                &mut *std::ptr::addr_of_mut!((*inner).open).cast(),
-            ));
-            std::ptr::addr_of_mut!((*inner).recorded).write(true);
+            write_recorded(span, start);
             let end_on_unwind = EndOnUnwind(span);
-            forget_stale_panic();
-            let attached = (*cx).clone().attach();
+            let cx = std::ptr::addr_of!((*span).inner).cast::<SpanInner>();
+            let attached = (*cx).cx.clone().attach();
             std::mem::forget(end_on_unwind);
             std::ptr::addr_of_mut!((*guard).attached)
                 .cast::<Option<ContextGuard>>()

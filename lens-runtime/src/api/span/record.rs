@@ -19,15 +19,13 @@
 //! `set_attribute`/`add_event`/`set_status` reach the record. Limits are
 //! the provider's ([`data::Common`]).
 
-use super::open::{records::NewSlot, Registration};
+use super::open::records::NewSlot;
 use opentelemetry::trace::{
     SpanBuilder, SpanContext, SpanId, SpanKind, Status, TraceContextExt, TraceFlags, TraceState,
 };
 use opentelemetry::Context;
 use opentelemetry_sdk::trace::{SamplingDecision, ShouldSample};
 use std::borrow::Cow;
-use std::marker::PhantomData;
-use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 use crate::api::attr::Attrs;
@@ -132,88 +130,12 @@ pub(crate) fn release_sink(sink: &std::sync::Arc<dyn SpanSink>) {
     collect::release_sink(sink);
 }
 
-/// A span started on lens's path: the context that holds it (the parent
-/// plus the new span) and, if it records, its place.
-pub(crate) struct Started {
-    pub(crate) cx: Context,
-    pub(crate) reg: Option<Registration>,
-}
-
-impl Started {
-    /// The span `start` writes.
-    #[inline(always)]
-    fn made(start: impl for<'a> FnOnce(StartOut<'a>) -> Written<'a>) -> Started {
-        let (mut cx, mut reg) = (MaybeUninit::uninit(), MaybeUninit::uninit());
-        // SAFETY: `start` returns the `Written` of this `StartOut` (its
-        // brand), so both were written
-        unsafe {
-            start(StartOut::new(&mut cx, &mut reg));
-            Started {
-                cx: cx.assume_init(),
-                reg: reg.assume_init(),
-            }
-        }
-    }
-}
-
-/// The brand of a [`StartOut`] and of its [`Written`]: a lifetime no other
-/// `StartOut` has (invariant, and universal in the closures that write
-/// one), so that a `Written` proves its own `StartOut` was written.
-type Brand<'a> = PhantomData<fn(&'a ()) -> &'a ()>;
-
-/// Where a span being started is written: the fields of its guard (or of
-/// a [`Started`]), so that the context is made where it stays, not
-/// returned and copied (each copy reads back stores still on their way
-/// to the cache).
-pub(crate) struct StartOut<'a> {
-    cx: &'a mut MaybeUninit<Context>,
-    reg: &'a mut MaybeUninit<Option<Registration>>,
-    brand: Brand<'a>,
-}
-
-/// Proof that the [`StartOut`] of the same lifetime was written (made
-/// only by its `write`).
-pub(crate) struct Written<'a>(Brand<'a>);
-
-impl<'a> StartOut<'a> {
-    /// Where `cx` and `reg` are to be written.
-    ///
-    /// # Safety
-    ///
-    /// The caller reads them only once it holds the [`Written`] of this
-    /// `StartOut` (of a closure `for<'b> FnOnce(StartOut<'b>) ->
-    /// Written<'b>`, which cannot return another's).
-    #[inline(always)]
-    pub(crate) unsafe fn new(
-        cx: &'a mut MaybeUninit<Context>,
-        reg: &'a mut MaybeUninit<Option<Registration>>,
-    ) -> StartOut<'a> {
-        StartOut {
-            cx,
-            reg,
-            brand: PhantomData,
-        }
-    }
-
-    /// Writes the started span: its context and registration.
-    #[inline(always)]
-    fn write(self, cx: Context, reg: Option<Registration>) -> Written<'a> {
-        self.cx.write(cx);
-        self.reg.write(reg);
-        Written(self.brand)
-    }
-}
-
 impl Recorder {
     /// Starts a span from `builder` as a child of `parent_cx`, as the SDK's
-    /// tracer would (same sampling, same limits), without its span object.
-    pub(crate) fn start(&'static self, builder: SpanBuilder, parent_cx: &Context) -> Started {
-        Started::made(|out| self.start_into(builder, parent_cx, out))
-    }
-
-    /// [`start`](Self::start), written into `out`.
+    /// tracer would (same sampling, same limits), without its span object:
+    /// written into `out`.
     #[inline(always)]
-    fn start_into<'a>(
+    pub(crate) fn start_into<'a>(
         &'static self,
         builder: SpanBuilder,
         parent_cx: &Context,
@@ -242,18 +164,8 @@ impl Recorder {
         )
     }
 
-    /// Starts an internal span with `attributes`, child of `parent_cx`.
-    #[inline]
-    pub(crate) fn start_simple(
-        &'static self,
-        name: Cow<'static, str>,
-        attributes: Attrs,
-        parent_cx: &Context,
-    ) -> Started {
-        Started::made(|out| self.start_simple_into(name, attributes, parent_cx, out))
-    }
-
-    /// [`start_simple`](Self::start_simple), written into `out`.
+    /// Starts an internal span with `attributes`, child of `parent_cx`,
+    /// written into `out`.
     #[inline(always)]
     pub(crate) fn start_simple_into<'a>(
         &'static self,
@@ -280,13 +192,10 @@ impl Recorder {
         mut attributes: Attrs,
         extra: impl Extra,
         parent_cx: &Context,
-        out: StartOut<'a>,
+        mut out: StartOut<'a>,
     ) -> Written<'a> {
         if parent_cx.is_telemetry_suppressed() {
-            return out.write(
-                parent_cx.with_remote_span_context(SpanContext::empty_context()),
-                None,
-            );
+            return out.write(parent_cx.with_remote_span_context(SpanContext::empty_context()));
         }
         let parent = parent_cx.span();
         let psc = parent.span_context();
@@ -299,7 +208,7 @@ impl Recorder {
         };
         let dropped = |out: StartOut<'a>, trace_state| -> Written<'a> {
             let sc = SpanContext::new(trace_id, span_id, TraceFlags::default(), false, trace_state);
-            out.write(parent_cx.with_remote_span_context(sc), None)
+            out.write(parent_cx.with_remote_span_context(sc))
         };
         // decided without a `SamplingResult` on the default path: its
         // tracestate, moved through it, was read back before its stores
@@ -377,7 +286,7 @@ impl Recorder {
         );
         let Some(mut new_slot) = NewSlot::take() else {
             // the thread is exiting: the span is not recorded
-            return out.write(parent_cx.with_remote_span_context(sc), None);
+            return out.write(parent_cx.with_remote_span_context(sc));
         };
         // written where it lies (`MaybeUninit::write` into the slot), not
         // made on the stack and copied there: the copy reads back stores
@@ -400,12 +309,17 @@ impl Recorder {
         });
         // SAFETY: the record was written through `place` just above
         let reg = unsafe { new_slot.commit() };
+        // before the context is made, which may panic (an OpenTelemetry
+        // context observer's view): the record is then ended with the
+        // panic by the one who handed `out`. The context is made with the
+        // list unlocked, so that such an observer can reach the record.
+        out.register(reg);
         // each arm writes the context where it goes, not to the stack to
         // be copied (the copy reads the callee's stores back before they
         // reach the cache)
         match self.ids_only {
-            true => out.write(parent_cx.with_remote_span_context(sc), Some(reg)),
-            false => out.write(parent_cx.with_span(RecSpan { sc, reg }), Some(reg)),
+            true => out.write(parent_cx.with_remote_span_context(sc)),
+            false => out.write(parent_cx.with_span(RecSpan { sc, reg })),
         }
     }
 }
@@ -426,7 +340,9 @@ pub(crate) mod clock;
 pub(crate) mod collect;
 pub(crate) mod data;
 mod extra;
+mod out;
 use extra::{BuilderExtra, Extra, NoExtra};
+pub(crate) use out::{StartOut, Written};
 mod rec_span;
 pub(crate) use rec_span::{end, RecSpan};
 
@@ -435,6 +351,7 @@ mod tests {
     use super::*;
     use opentelemetry::trace::TraceId;
     use opentelemetry_sdk::trace::Sampler;
+    use std::mem::MaybeUninit;
 
     fn recorder(default_sampling: bool) -> &'static Recorder {
         Box::leak(Box::new(Recorder {
@@ -465,16 +382,30 @@ mod tests {
             remote(TraceFlags::default()),
             Context::new().with_remote_span_context(SpanContext::empty_context()),
         ];
+        let start = |rec: &'static Recorder, parent: &Context| {
+            let (mut cx, mut reg) = (MaybeUninit::uninit(), MaybeUninit::uninit());
+            // SAFETY: both are read once `start_simple_into` returned its
+            // `Written`
+            unsafe {
+                rec.start_simple_into(
+                    "s".into(),
+                    Attrs::new(),
+                    parent,
+                    StartOut::new(&mut cx, &mut reg),
+                );
+                (cx.assume_init(), reg.assume_init())
+            }
+        };
         for (i, parent) in parents.iter().enumerate() {
-            let a = fast.start_simple("s".into(), Attrs::new(), parent);
-            let b = sdk.start_simple("s".into(), Attrs::new(), parent);
-            let (sa, sb) = (a.cx.span(), b.cx.span());
+            let (a_cx, a_reg) = start(fast, parent);
+            let (b_cx, b_reg) = start(sdk, parent);
+            let (sa, sb) = (a_cx.span(), b_cx.span());
             let (sa, sb) = (sa.span_context(), sb.span_context());
-            assert_eq!(a.reg.is_some(), b.reg.is_some(), "recording, parent {i}");
+            assert_eq!(a_reg.is_some(), b_reg.is_some(), "recording, parent {i}");
             assert_eq!(sa.is_sampled(), sb.is_sampled(), "sampled, parent {i}");
             assert_eq!(sa.trace_state(), sb.trace_state(), "tracestate, parent {i}");
             assert_eq!(sa.trace_id() == TraceId::from(7u128), i == 1 || i == 2);
-            for reg in [a.reg, b.reg].into_iter().flatten() {
+            for reg in [a_reg, b_reg].into_iter().flatten() {
                 end(&reg, true, clock::now());
             }
         }

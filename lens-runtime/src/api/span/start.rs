@@ -17,11 +17,13 @@ fn start_context(name: Cow<'static, str>, attributes: Attrs) -> LensSpan {
     #[cfg(feature = "sdk-core")]
     if let Some(rec) = record::get() {
         let mut args = std::mem::ManuallyDrop::new((name, attributes));
-        return LensSpan::recorded(Context::map_current(|parent| {
-            // SAFETY: taken once, here (the closure runs once)
-            let (name, attributes) = unsafe { std::mem::ManuallyDrop::take(&mut args) };
-            rec.start_simple(name, attributes, parent)
-        }));
+        return LensSpan::recorded(|out| {
+            Context::map_current(|parent| {
+                // SAFETY: taken once, here (the closure runs once)
+                let (name, attributes) = unsafe { std::mem::ManuallyDrop::take(&mut args) };
+                rec.start_simple_into(name, attributes, parent, out)
+            })
+        });
     }
     start_builder(SpanBuilder::from_name(name).with_attributes(attributes.into_vec()))
 }
@@ -59,7 +61,9 @@ fn start_recorded_live(
 fn start_builder(builder: SpanBuilder) -> LensSpan {
     #[cfg(feature = "sdk-core")]
     if let Some(rec) = record::get() {
-        return LensSpan::recorded(Context::map_current(|parent| rec.start(builder, parent)));
+        return LensSpan::recorded(|out| {
+            Context::map_current(|parent| rec.start_into(builder, parent, out))
+        });
     }
     #[cfg(feature = "sdk-core")]
     if let Some(tracer) = slot::get() {
@@ -81,7 +85,7 @@ fn start_builder(builder: SpanBuilder) -> LensSpan {
 fn start_builder_in(builder: SpanBuilder, parent: &Context) -> LensSpan {
     #[cfg(feature = "sdk-core")]
     if let Some(rec) = record::get() {
-        return LensSpan::recorded(rec.start(builder, parent));
+        return LensSpan::recorded(|out| rec.start_into(builder, parent, out));
     }
     #[cfg(feature = "sdk-core")]
     if let Some(tracer) = slot::get() {
