@@ -18,6 +18,7 @@ step "cargo fmt --check"
 cargo fmt --all -- --check
 cargo fmt --manifest-path tests/no-sdk/Cargo.toml -- --check
 cargo fmt --manifest-path tests/minimal/Cargo.toml -- --check
+cargo fmt --manifest-path tests/observer/Cargo.toml -- --check
 
 step "cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets -- -D warnings
@@ -70,5 +71,9 @@ bash scripts/crate-counts.sh
 cargo clippy --manifest-path tests/minimal/Cargo.toml --all-targets -- -D warnings
 cargo test --manifest-path tests/minimal/Cargo.toml
 cargo test --manifest-path tests/minimal/Cargo.toml --features http
+
+step "beside OpenTelemetry's context observer (its own workspace: the feature stays out of the others)"
+cargo clippy --manifest-path tests/observer/Cargo.toml --all-targets -- -D warnings
+cargo test --manifest-path tests/observer/Cargo.toml
 
 step "all tests passed"

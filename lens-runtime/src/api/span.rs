@@ -48,8 +48,8 @@ pub struct LensSpan {
     inner: ManuallyDrop<SpanInner>,
 }
 
-/// Each field is written in place by `SpanGuard::recorded_live` too: a
-/// field added here must be written there.
+/// Each field is written in place by `write_recorded` too: a field added
+/// here must be written there.
 struct SpanInner {
     cx: Context,
     open: Option<open::Registration>,
@@ -143,8 +143,14 @@ unsafe fn write_recorded(
     // `StartOut::new`, then by `start`) and `cx` by `start` (the `Written`
     // it returns can only have been made by writing this very `StartOut`:
     // it is branded with its lifetime), then `recorded`. If `start`
-    // panics, only `open` was written, and its registration, if any, is
-    // ended here (a `Registration` is `Copy`: nothing to drop).
+    // panics, only `open` was written (each `start` returns `write`'s
+    // proof at once: a panic after the write would leak the context, not
+    // read it), and its registration, if any, is ended here (a
+    // `Registration` is `Copy`: nothing to drop).
+    //
+    // A stale panic message is forgotten first, so that a start that
+    // unwinds by `resume_unwind` (no hook) does not record an old one.
+    forget_stale_panic();
     unsafe {
         let inner = std::ptr::addr_of_mut!((*span).inner).cast::<SpanInner>();
         let open = std::ptr::addr_of_mut!((*inner).open);
@@ -157,7 +163,6 @@ unsafe fn write_recorded(
         std::mem::forget(end_on_unwind);
         std::ptr::addr_of_mut!((*inner).recorded).write(true);
     }
-    forget_stale_panic();
 }
 
 impl fmt::Debug for LensSpan {

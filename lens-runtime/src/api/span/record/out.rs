@@ -13,7 +13,7 @@ use std::mem::MaybeUninit;
 type Brand<'a> = PhantomData<fn(&'a ()) -> &'a ()>;
 
 /// Where a span being started is written: the fields of its guard (or of
-/// a `Started`), so that the context is made where it stays, not
+/// a detached `LensSpan`), so that the context is made where it stays, not
 /// returned and copied (each copy reads back stores still on their way
 /// to the cache).
 pub(crate) struct StartOut<'a> {
