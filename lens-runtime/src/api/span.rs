@@ -147,10 +147,6 @@ unsafe fn write_recorded(
     // proof at once: a panic after the write would leak the context, not
     // read it), and its registration, if any, is ended here (a
     // `Registration` is `Copy`: nothing to drop).
-    //
-    // A stale panic message is forgotten first, so that a start that
-    // unwinds by `resume_unwind` (no hook) does not record an old one.
-    forget_stale_panic();
     unsafe {
         let inner = std::ptr::addr_of_mut!((*span).inner).cast::<SpanInner>();
         let open = std::ptr::addr_of_mut!((*inner).open);
@@ -163,6 +159,10 @@ unsafe fn write_recorded(
         std::mem::forget(end_on_unwind);
         std::ptr::addr_of_mut!((*inner).recorded).write(true);
     }
+    // after the start, not before (before: +8 instructions a span). So a
+    // start that unwinds by `resume_unwind` (no hook) right after a panic
+    // was caught with no span in between records that panic's message.
+    forget_stale_panic();
 }
 
 impl fmt::Debug for LensSpan {
