@@ -75,8 +75,7 @@ impl SpanInner {
     #[inline(always)]
     fn finish(&mut self) {
         if std::thread::panicking() {
-            let (message, stack) = panic_message();
-            record_exception(&self.handle(), "panic", message, stack);
+            record_panic(&self.handle());
         } else if PANIC_RECORDED.load(Ordering::Relaxed) {
             forget_panic_message();
         }
@@ -95,6 +94,14 @@ impl SpanInner {
     }
 }
 
+/// Records the panic unwinding through the span `h` (the message and stack
+/// the hook recorded) as its exception and error status.
+#[inline(always)]
+fn record_panic(h: &SpanHandle<'_>) {
+    let (message, stack) = panic_message();
+    record_exception(h, "panic", message, stack);
+}
+
 /// Ends, with the panic unwinding through it, the record of a span whose
 /// start panicked after the record was registered (making its context:
 /// e.g. an OpenTelemetry context observer's view), as `finish` would have
@@ -103,8 +110,7 @@ impl SpanInner {
 #[cold]
 #[inline(never)]
 fn end_unstarted(reg: open::Registration) {
-    let (message, stack) = panic_message();
-    record_exception(&handle::SpanHandle::Rec(reg), "panic", message, stack);
+    record_panic(&SpanHandle::Rec(reg));
     // made in this process (a fork cannot come between), so never counted
     // as a span lost in a child
     record::end(&reg, false, record::clock::now());
