@@ -76,7 +76,7 @@ fn with_state<R>(f: impl Fn(&mut u64) -> R) -> R {
 /// A span id, and a trace id too when `root` (lens's span recorder):
 /// wyrand over the per-thread state in one visit, a few instructions per
 /// id.
-#[inline]
+#[inline(always)]
 pub(crate) fn draw(root: bool) -> (SpanId, Option<TraceId>) {
     let (span, trace) = with_state(|state| {
         let span = wyrand(state);

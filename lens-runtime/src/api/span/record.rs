@@ -26,6 +26,7 @@ use opentelemetry::trace::{
 use opentelemetry::Context;
 use opentelemetry_sdk::trace::{SamplingDecision, ShouldSample};
 use std::borrow::Cow;
+use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 use crate::api::attr::Attrs;
@@ -150,10 +151,12 @@ impl Recorder {
             links,
             ..
         } = builder;
+        let mut attributes = ManuallyDrop::new(attributes.map(Attrs::from).unwrap_or_default());
         self.start_parts(
             name,
             span_kind.unwrap_or(SpanKind::Internal),
-            attributes.map(Attrs::from).unwrap_or_default(),
+            // SAFETY: `attributes` is not used again
+            unsafe { Moved::new(&mut attributes) },
             BuilderExtra {
                 links: links.unwrap_or_default(),
                 events: events.unwrap_or_default(),
@@ -164,13 +167,13 @@ impl Recorder {
         )
     }
 
-    /// Starts an internal span with `attributes`, child of `parent_cx`,
-    /// written into `out`.
+    /// Starts an internal span with `attributes` (moved into its record
+    /// where they lie), child of `parent_cx`, written into `out`.
     #[inline(always)]
     pub(crate) fn start_simple_into<'a>(
         &'static self,
         name: Cow<'static, str>,
-        attributes: Attrs,
+        attributes: Moved<'_, Attrs>,
         parent_cx: &Context,
         out: StartOut<'a>,
     ) -> Written<'a> {
@@ -189,7 +192,7 @@ impl Recorder {
         &'static self,
         name: Cow<'static, str>,
         kind: SpanKind,
-        mut attributes: Attrs,
+        mut attributes: Moved<'_, Attrs>,
         extra: impl Extra,
         parent_cx: &Context,
         mut out: StartOut<'a>,
@@ -255,9 +258,11 @@ impl Recorder {
         if dropped_attributes > 0 {
             attributes.0.truncate(max);
         }
-        let start = extra
-            .start_time()
-            .map_or_else(clock::now, clock::from_system);
+        // a `match`, not `map_or_else`: that is not always inlined
+        let start = match extra.start_time() {
+            None => clock::now(),
+            Some(t) => clock::from_system(t),
+        };
         let more = match extra.has_any() || *sc.trace_state() != TraceState::NONE {
             true => {
                 let (events, links) = extra.into_lists();
@@ -302,7 +307,7 @@ impl Recorder {
             name,
             start,
             end: start,
-            attributes,
+            attributes: attributes.take(),
             dropped_attributes,
             more,
             common: &self.common,
@@ -340,6 +345,8 @@ pub(crate) mod clock;
 pub(crate) mod collect;
 pub(crate) mod data;
 mod extra;
+mod moved;
+pub(crate) use moved::Moved;
 mod out;
 use extra::{BuilderExtra, Extra, NoExtra};
 pub(crate) use out::{StartOut, Written};
@@ -387,9 +394,10 @@ mod tests {
             // SAFETY: both are read once `start_simple_into` returned its
             // `Written`
             unsafe {
+                let mut attributes = ManuallyDrop::new(Attrs::new());
                 rec.start_simple_into(
                     "s".into(),
-                    Attrs::new(),
+                    Moved::new(&mut attributes),
                     parent,
                     StartOut::new(&mut cx, &mut reg),
                 );

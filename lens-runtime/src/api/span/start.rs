@@ -6,6 +6,7 @@ use crate::api::attr::Attrs;
 use opentelemetry::trace::{SpanBuilder, TraceContextExt, Tracer as _};
 use opentelemetry::Context;
 use std::borrow::Cow;
+use std::mem::ManuallyDrop;
 
 #[cfg(feature = "sdk-core")]
 use super::{record, tracer::slot};
@@ -16,11 +17,15 @@ use super::{record, tracer::slot};
 fn start_context(name: Cow<'static, str>, attributes: Attrs) -> LensSpan {
     #[cfg(feature = "sdk-core")]
     if let Some(rec) = record::get() {
-        let mut args = std::mem::ManuallyDrop::new((name, attributes));
+        let mut name = std::mem::ManuallyDrop::new(name);
+        let mut attributes = std::mem::ManuallyDrop::new(attributes);
+        // SAFETY: `attributes` is not used again
+        let attributes = unsafe { record::Moved::new(&mut attributes) };
         return LensSpan::recorded(|out| {
             Context::map_current(|parent| {
-                // SAFETY: taken once, here (the closure runs once)
-                let (name, attributes) = unsafe { std::mem::ManuallyDrop::take(&mut args) };
+                // SAFETY: taken once, here (the closure runs once; if it
+                // did not run, the name would leak)
+                let name = unsafe { std::mem::ManuallyDrop::take(&mut name) };
                 rec.start_simple_into(name, attributes, parent, out)
             })
         });
@@ -35,23 +40,17 @@ fn start_context(name: Cow<'static, str>, attributes: Attrs) -> LensSpan {
 fn start_recorded_live(
     rec: &'static record::Recorder,
     name: Cow<'static, str>,
-    attributes: Attrs,
+    attributes: record::Moved<'_, Attrs>,
 ) -> SpanGuard {
-    // the closure captures the arguments by reference: each capture by
-    // value is a copy (the attributes are 48 bytes); one place each, not
-    // a tuple made of them (a copy too)
+    // the closure captures the name by reference (each capture by value
+    // is a copy), and the attributes as a reference that owns them: they
+    // are copied once, into the record
     let mut name = std::mem::ManuallyDrop::new(name);
-    let mut attributes = std::mem::ManuallyDrop::new(attributes);
     SpanGuard::recorded_live(|out| {
         Context::map_current(|parent| {
-            // SAFETY: each is taken once, here, and not used again (the
-            // closure runs once; if it did not run, they would leak)
-            let (name, attributes) = unsafe {
-                (
-                    std::mem::ManuallyDrop::take(&mut name),
-                    std::mem::ManuallyDrop::take(&mut attributes),
-                )
-            };
+            // SAFETY: taken once, here, and not used again (the closure
+            // runs once; if it did not run, the name would leak)
+            let name = unsafe { std::mem::ManuallyDrop::take(&mut name) };
             rec.start_simple_into(name, attributes, parent, out)
         })
     })
@@ -134,15 +133,30 @@ pub(crate) fn start_detached_in(builder: SpanBuilder, parent: &Context) -> LensS
 /// Starts a span, child of the current context, and makes it current until
 /// the returned guard drops. This is what the macros expand to.
 #[doc(hidden)]
-#[inline(never)]
+#[inline(always)]
 pub fn start_span(name: impl Into<Cow<'static, str>>, attributes: impl Into<Attrs>) -> SpanGuard {
+    start_span_of(name, ManuallyDrop::new(attributes.into()))
+}
+
+/// [`start_span`] out of line. The attributes come as a `ManuallyDrop`
+/// argument, so that the memory the caller made them in is where they stay
+/// until they are moved into the record (each move of them is a 64-byte
+/// copy), and no drop of them is left at the end. The name is converted
+/// here (a `&'static str` comes in two registers, a `Cow` through memory).
+#[inline(never)]
+fn start_span_of(
+    name: impl Into<Cow<'static, str>>,
+    mut attributes: ManuallyDrop<Attrs>,
+) -> SpanGuard {
     if !super::live::otel_context_live() {
+        drop(ManuallyDrop::into_inner(attributes));
         return LensSpan::inert().enter();
     }
-    let (name, attributes) = (name.into(), attributes.into());
     #[cfg(feature = "sdk-core")]
     if let Some(rec) = record::get() {
-        return start_recorded_live(rec, name, attributes);
+        // SAFETY: `attributes` is not used again
+        let attributes = unsafe { record::Moved::new(&mut attributes) };
+        return start_recorded_live(rec, name.into(), attributes);
     }
-    start_context(name, attributes).enter_live()
+    start_context(name.into(), ManuallyDrop::into_inner(attributes)).enter_live()
 }
