@@ -82,7 +82,7 @@ impl SpanInner {
         #[cfg(feature = "sdk-core")]
         if self.recorded {
             if let Some(reg) = self.open.take() {
-                let sampled = self.cx.span().span_context().is_sampled();
+                let sampled = || self.cx.span().span_context().is_sampled();
                 record::end(&reg, sampled, record::clock::now());
             }
             return;

@@ -19,7 +19,7 @@ fn end_unstarted(reg: open::Registration) {
     record_panic(&SpanHandle::Rec(reg));
     // made in this process (a fork cannot come between), so never counted
     // as a span lost in a child
-    record::end(&reg, false, record::clock::now());
+    record::end(&reg, || false, record::clock::now());
 }
 
 /// Writes the span `start` writes into `span`, a span of lens's own path:
@@ -94,16 +94,19 @@ impl LensSpan {
 }
 
 impl SpanGuard {
-    /// The guard of a span of lens's own path, current on this thread
-    /// (whose OpenTelemetry context is live), made where it is returned:
-    /// `start` writes the started span's context and registration straight
-    /// into the guard's fields (no context, `LensSpan` or guard made on
-    /// the stack and copied: ~17 instructions a span with
-    /// `NEMO_LENS_OTEL_CONTEXT=ids`, ~3 with `full`, callgrind).
+    /// Writes into `out` the guard of a span of lens's own path, current
+    /// on this thread (whose OpenTelemetry context is live): `start`
+    /// writes the started span's context and registration straight into
+    /// the guard's fields (no context, `LensSpan` or guard made on the
+    /// stack and copied: ~17 instructions a span with
+    /// `NEMO_LENS_OTEL_CONTEXT=ids`, ~3 with `full`, callgrind), and `out`
+    /// is where the caller keeps it (a guard made here and returned would
+    /// be copied there: 14 instructions).
     #[inline(always)]
-    pub(crate) fn recorded_live(
+    pub(crate) fn recorded_live_into(
+        out: &mut std::mem::MaybeUninit<SpanGuard>,
         start: impl for<'a> FnOnce(record::StartOut<'a>) -> record::Written<'a>,
-    ) -> SpanGuard {
+    ) {
         /// Ends the span written into a guard that is not made after all
         /// (attaching its context panicked: e.g. a span started inside
         /// `Context::map_current`, whose borrow of the context stack makes
@@ -124,14 +127,13 @@ impl SpanGuard {
             // fields are all written and nothing else owns or drops them
             unsafe { std::ptr::drop_in_place(span) }
         }
-        let mut out = std::mem::MaybeUninit::<SpanGuard>::uninit();
         let guard = out.as_mut_ptr();
         // SAFETY: the pointers are to fields of `out` (`ManuallyDrop` is
-        // `repr(transparent)`), each written once before `assume_init`:
-        // the span by `write_recorded`, then `attached`. If `start`
-        // panics, `write_recorded` cleans up and `out` is never read. If
-        // the attach panics, `EndOnUnwind` drops the span (written by
-        // then) and `out`, a `MaybeUninit`, is never read.
+        // `repr(transparent)`), each written once before the return: the
+        // span by `write_recorded`, then `attached`. If `start` panics,
+        // `write_recorded` cleans up and `out` is left unwritten. If the
+        // attach panics, `EndOnUnwind` drops the span (written by then)
+        // and `out`, a `MaybeUninit`, is left holding nothing.
         unsafe {
             let span = std::ptr::addr_of_mut!((*guard).span).cast::<LensSpan>();
             write_recorded(span, start);
@@ -142,7 +144,6 @@ impl SpanGuard {
             std::ptr::addr_of_mut!((*guard).attached)
                 .cast::<Option<ContextGuard>>()
                 .write(Some(attached));
-            out.assume_init()
         }
     }
 }

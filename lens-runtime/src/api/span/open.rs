@@ -3,9 +3,10 @@
 //! stopped. Tracking is on only while a lens pipeline exports.
 //!
 //! On lens's own span path (`NEMO_LENS_SPAN_PATH=lens`) the list is also
-//! where a span's record lives while it is open, and where it waits once
-//! finished until the collector takes it ([`record`](super::record)): one
-//! uncontended lock to start a span, one to end it.
+//! where a span's record lives while it is open, and where it waits, in
+//! the same slot, once finished, until its batch is handed over
+//! ([`record`](super::record)): one uncontended lock to start a span, one
+//! to end it, and no copy of the record on the span's thread.
 
 use super::fresh::ForkFresh;
 use spin::SpinLock;
@@ -95,8 +96,9 @@ struct Spans {
     cx: Slab<Context>,
     #[cfg(feature = "sdk-core")]
     rec: Slab<Record>,
-    /// Finished records of lens's span path, oldest first, until the
-    /// collector takes them.
+    /// Records of lens's span path ended by truncation (and those that
+    /// had ended in `rec` before), oldest first, until the collector
+    /// takes them; a span that ends stays in `rec`, marked finished.
     #[cfg(feature = "sdk-core")]
     done: Vec<Record>,
 }
@@ -116,8 +118,14 @@ impl Spans {
         self.last_id
     }
 
-    /// Takes every span out, most recently started first.
+    /// Takes every open span out, most recently started first (the
+    /// records that have ended join `done`).
     fn take_all(&mut self) -> Vec<(u64, Entry)> {
+        #[cfg(feature = "sdk-core")]
+        if self.rec.finished() > 0 {
+            let ended = self.rec.take_finished().into_vec();
+            self.done.extend(ended);
+        }
         let mut spans: Vec<(u64, Entry)> = self
             .cx
             .take_all()

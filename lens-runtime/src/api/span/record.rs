@@ -6,9 +6,10 @@
 //! `OTEL_TRACES_SAMPLER`, parent-based) and reads the clock. Its record
 //! (ids, name, times, attributes, status; events and links boxed apart)
 //! lives in the starting thread's open-span list ([`open`](super::open))
-//! while the span is open, and joins that list's finished records when it
-//! ends: one uncontended lock at start, one at the end, no allocation for
-//! the record itself. The collector ([`collect`]) hands finished records
+//! while the span is open, and stays in its slot, marked finished, when it
+//! ends, until the list's finished records are handed over together: one
+//! uncontended lock at start, one at the end, no allocation for the record
+//! itself and no copy of it on the span's thread. The collector ([`collect`]) hands finished records
 //! to the sink off the calling thread, whose exporter thread builds the
 //! SDK's `SpanData` from them ([`build`]).
 //!
@@ -414,7 +415,7 @@ mod tests {
             assert_eq!(sa.trace_state(), sb.trace_state(), "tracestate, parent {i}");
             assert_eq!(sa.trace_id() == TraceId::from(7u128), i == 1 || i == 2);
             for reg in [a_reg, b_reg].into_iter().flatten() {
-                end(&reg, true, clock::now());
+                end(&reg, || true, clock::now());
             }
         }
     }

@@ -6,7 +6,7 @@ use crate::api::attr::Attrs;
 use opentelemetry::trace::{SpanBuilder, TraceContextExt, Tracer as _};
 use opentelemetry::Context;
 use std::borrow::Cow;
-use std::mem::ManuallyDrop;
+use std::mem::{ManuallyDrop, MaybeUninit};
 
 #[cfg(feature = "sdk-core")]
 use super::{record, tracer::slot};
@@ -33,24 +33,26 @@ fn start_context(name: Cow<'static, str>, attributes: Attrs) -> LensSpan {
     start_builder(SpanBuilder::from_name(name).with_attributes(attributes.into_vec()))
 }
 
-/// An internal span of lens's path, child of the current context, made
-/// current on this thread (whose OpenTelemetry context is live).
+/// Writes into `out` an internal span of lens's path, child of the
+/// current context, made current on this thread (whose OpenTelemetry
+/// context is live).
 #[cfg(feature = "sdk-core")]
 #[inline(always)]
 fn start_recorded_live(
+    out: &mut MaybeUninit<SpanGuard>,
     rec: &'static record::Recorder,
     name: Cow<'static, str>,
     attributes: record::Moved<'_, Attrs>,
-) -> SpanGuard {
+) {
     // the closure captures the name by reference (each capture by value
     // is a copy), and the attributes as a reference that owns them: they
     // are copied once, into the record
-    let mut name = std::mem::ManuallyDrop::new(name);
-    SpanGuard::recorded_live(|out| {
+    let mut name = ManuallyDrop::new(name);
+    SpanGuard::recorded_live_into(out, |out| {
         Context::map_current(|parent| {
             // SAFETY: taken once, here, and not used again (the closure
             // runs once; if it did not run, the name would leak)
-            let name = unsafe { std::mem::ManuallyDrop::take(&mut name) };
+            let name = unsafe { ManuallyDrop::take(&mut name) };
             rec.start_simple_into(name, attributes, parent, out)
         })
     })
@@ -135,28 +137,35 @@ pub(crate) fn start_detached_in(builder: SpanBuilder, parent: &Context) -> LensS
 #[doc(hidden)]
 #[inline(always)]
 pub fn start_span(name: impl Into<Cow<'static, str>>, attributes: impl Into<Attrs>) -> SpanGuard {
-    start_span_of(name, ManuallyDrop::new(attributes.into()))
+    let mut guard = MaybeUninit::uninit();
+    start_span_into(&mut guard, name, ManuallyDrop::new(attributes.into()));
+    // SAFETY: `start_span_into` wrote the guard (it returns only then)
+    unsafe { guard.assume_init() }
 }
 
-/// [`start_span`] out of line. The attributes come as a `ManuallyDrop`
-/// argument, so that the memory the caller made them in is where they stay
-/// until they are moved into the record (each move of them is a 64-byte
-/// copy), and no drop of them is left at the end. The name is converted
-/// here (a `&'static str` comes in two registers, a `Cow` through memory).
+/// [`start_span`] out of line, written into `out`, where the caller keeps
+/// the guard (a guard returned from here would be copied there). The
+/// attributes come as a `ManuallyDrop` argument, so that the memory the
+/// caller made them in is where they stay until they are moved into the
+/// record (each move of them is a 64-byte copy), and no drop of them is
+/// left at the end. The name is converted here (a `&'static str` comes in
+/// two registers, a `Cow` through memory).
 #[inline(never)]
-fn start_span_of(
+fn start_span_into(
+    out: &mut MaybeUninit<SpanGuard>,
     name: impl Into<Cow<'static, str>>,
-    mut attributes: ManuallyDrop<Attrs>,
-) -> SpanGuard {
+    #[cfg_attr(not(feature = "sdk-core"), allow(unused_mut))] mut attributes: ManuallyDrop<Attrs>,
+) {
     if !super::live::otel_context_live() {
         drop(ManuallyDrop::into_inner(attributes));
-        return LensSpan::inert().enter();
+        out.write(LensSpan::inert().enter());
+        return;
     }
     #[cfg(feature = "sdk-core")]
     if let Some(rec) = record::get() {
         // SAFETY: `attributes` is not used again
         let attributes = unsafe { record::Moved::new(&mut attributes) };
-        return start_recorded_live(rec, name.into(), attributes);
+        return start_recorded_live(out, rec, name.into(), attributes);
     }
-    start_context(name.into(), ManuallyDrop::into_inner(attributes)).enter_live()
+    out.write(start_context(name.into(), ManuallyDrop::into_inner(attributes)).enter_live());
 }

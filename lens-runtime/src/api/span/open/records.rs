@@ -1,6 +1,7 @@
 //! Lens's own span path: the open records and finished batches of each
 //! thread's list.
 
+use super::slab::Finished;
 use super::spin::SpinGuard;
 use super::{registry, OpenList, Record, Registration, Spans};
 use std::mem::MaybeUninit;
@@ -73,31 +74,24 @@ impl Registration {
         self.list.lock().rec.get_mut(self.slot, self.id).map(f)
     }
 
-    /// Ends the record (`finish` sets its end), if it is still open:
-    /// it joins the list's finished records. Returns them all once
-    /// there are `threshold`; `Err(sampled)` if the span was made
-    /// before a fork (never exported).
+    /// Ends the record (`finish` sets its end), if it is still open: it
+    /// stays where it is, one of the list's finished records. Returns
+    /// them all once there are `threshold`; `Err(())` if the span was
+    /// made before a fork (never exported).
+    #[inline(always)]
     pub(crate) fn end_record(
         &self,
         threshold: usize,
         finish: impl FnOnce(&mut Record),
-    ) -> Result<Option<Vec<Record>>, ()> {
+    ) -> Result<Option<Batch>, ()> {
         if !self.list.is_current() {
             return Err(());
         }
         let mut spans = self.list.lock();
-        let spans = &mut *spans;
-        if !spans
-            .rec
-            .move_into(self.slot, self.id, &mut spans.done, finish)
-        {
+        if !spans.rec.finish(self.slot, self.id, finish) {
             return Ok(None);
         }
-        Ok((spans.done.len() >= threshold).then(|| {
-            let full = std::mem::replace(&mut spans.done, Vec::with_capacity(threshold));
-            super::slab::prefetch_next(&spans.done);
-            full
-        }))
+        Ok((spans.rec.finished() >= threshold).then(|| spans.take_batch()))
     }
 }
 
@@ -131,14 +125,64 @@ pub(crate) fn find(
 }
 
 /// Takes every list's finished records (lists of this process only).
-pub(crate) fn take_done() -> Vec<Vec<Record>> {
+pub(crate) fn take_done() -> Vec<Batch> {
     let lists: Vec<&'static OpenList> = registry().all.clone();
     lists
         .into_iter()
         .filter(|l| l.is_current())
         .filter_map(|l| {
             let mut spans = l.lock();
-            (!spans.done.is_empty()).then(|| std::mem::take(&mut spans.done))
+            let any = spans.rec.finished() > 0 || !spans.done.is_empty();
+            any.then(|| spans.take_batch())
         })
         .collect()
+}
+
+/// Finished records of one list, handed over together: those that ended
+/// where they were recorded, in the slots they were taken with (read out
+/// off the ending thread, by whoever hands them to the sink), and those
+/// ended by truncation.
+pub(crate) struct Batch {
+    slots: Option<Finished<Record>>,
+    records: Vec<Record>,
+}
+
+impl Batch {
+    /// The records, those of the slots first (in slot order).
+    pub(crate) fn into_records(self) -> Vec<Record> {
+        let Batch { slots, records } = self;
+        let Some(slots) = slots else {
+            return records;
+        };
+        let mut all = slots.into_vec();
+        all.extend(records);
+        all
+    }
+
+    /// Whether it holds no record.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.records.is_empty() && self.slots.as_ref().is_none_or(Finished::is_empty)
+    }
+}
+
+impl From<Vec<Record>> for Batch {
+    fn from(records: Vec<Record>) -> Self {
+        Batch {
+            slots: None,
+            records,
+        }
+    }
+}
+
+impl Spans {
+    /// Takes the list's finished records out (out of line: once a batch,
+    /// and the end of a span needs fewer registers without it).
+    #[cold]
+    #[inline(never)]
+    fn take_batch(&mut self) -> Batch {
+        Batch {
+            slots: (self.rec.finished() > 0).then(|| self.rec.take_finished()),
+            records: std::mem::take(&mut self.done),
+        }
+    }
 }

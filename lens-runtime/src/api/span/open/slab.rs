@@ -7,13 +7,24 @@ use std::mem::MaybeUninit;
 /// by the next span, and the top slot is popped, so spans that end
 /// innermost first use the slab as a stack; no allocation once the slab
 /// has grown to the most spans open at once.
+///
+/// A span of lens's own path that ends stays in its slot, marked finished
+/// ([`finish`](Slab::finish)), until its slots are handed over whole
+/// ([`take_finished`](Slab::take_finished)): ending it copies nothing.
 pub(super) struct Slab<T> {
     /// The span in each slot, with its id; a free slot has id 0 (ids
-    /// start at 1) and no span.
+    /// start at 1) and no span; a finished span's id has [`DONE`] set.
     slots: Vec<Slot<T>>,
     /// The free slots (all below `slots.len()`), most recently freed last.
     free: Vec<usize>,
+    /// How many slots hold a finished span.
+    #[cfg(feature = "sdk-core")]
+    finished: usize,
 }
+
+/// Set in the id of a finished span (ids count from 1 and never reach it).
+#[cfg(feature = "sdk-core")]
+const DONE: u64 = 1 << 63;
 
 /// One slot of a [`Slab`]: `span` is initialised exactly when `id != 0`.
 struct Slot<T> {
@@ -22,10 +33,16 @@ struct Slot<T> {
 }
 
 impl<T> Slot<T> {
+    /// The open span in the slot, with its id (not a finished one).
     #[cfg(feature = "sdk-core")]
     fn live(&mut self) -> Option<(u64, &mut T)> {
         // SAFETY: a slot with an id holds an initialised span
-        (self.id != 0).then(|| (self.id, unsafe { self.span.assume_init_mut() }))
+        (self.is_open()).then(|| (self.id, unsafe { self.span.assume_init_mut() }))
+    }
+
+    #[cfg(feature = "sdk-core")]
+    fn is_open(&self) -> bool {
+        self.id != 0 && self.id & DONE == 0
     }
 }
 
@@ -43,6 +60,8 @@ impl<T> Default for Slab<T> {
         Slab {
             slots: Vec::new(),
             free: Vec::new(),
+            #[cfg(feature = "sdk-core")]
+            finished: 0,
         }
     }
 }
@@ -148,19 +167,13 @@ impl<T> Slab<T> {
         Some(taken)
     }
 
-    /// Moves the span with `id` in `slot`, if it is still there, to the
-    /// end of `out` after `finish` ran on it, with one copy (the record
-    /// path's end: `remove` and `push` would copy it twice). Returns
-    /// whether it was there.
+    /// Marks the span with `id` in `slot`, if it is still open, finished
+    /// after `finish` ran on it: it stays in its slot until
+    /// [`take_finished`](Self::take_finished). Returns whether it was
+    /// there.
     #[cfg(feature = "sdk-core")]
     #[inline]
-    pub(super) fn move_into(
-        &mut self,
-        slot: usize,
-        id: u64,
-        out: &mut Vec<T>,
-        finish: impl FnOnce(&mut T),
-    ) -> bool {
+    pub(super) fn finish(&mut self, slot: usize, id: u64, finish: impl FnOnce(&mut T)) -> bool {
         let Some(entry) = self.slots.get_mut(slot) else {
             return false;
         };
@@ -168,19 +181,51 @@ impl<T> Slab<T> {
             Some((i, span)) if i == id => finish(span),
             _ => return false,
         }
-        out.reserve(1);
-        // SAFETY: the slot holds an initialised span (checked above) and
-        // `out` has room for one more (reserved above); the span is copied
-        // there bit for bit and counted in `out`, and the slot is marked
-        // free, so it is owned once.
-        unsafe {
-            copy_inline(entry.span.as_ptr(), out.as_mut_ptr().add(out.len()));
-            out.set_len(out.len() + 1);
-        }
-        entry.id = 0;
-        prefetch_next(out);
-        self.free_slot(slot);
+        // its place in the order spans ended, for `Finished::into_vec`
+        entry.id = DONE | self.finished as u64;
+        self.finished += 1;
         true
+    }
+
+    /// How many finished spans the slab holds.
+    #[cfg(feature = "sdk-core")]
+    #[inline(always)]
+    pub(super) fn finished(&self) -> usize {
+        self.finished
+    }
+
+    /// Takes the slots with every finished span out, leaving each open
+    /// span in a slot of the same number (its registration still finds
+    /// it) and the rest free. O(slots), once per batch of finished spans.
+    #[cfg(feature = "sdk-core")]
+    pub(super) fn take_finished(&mut self) -> Finished<T> {
+        let mut old = std::mem::take(&mut self.slots);
+        self.free.clear();
+        let n = std::mem::take(&mut self.finished);
+        let keep = old.iter().rposition(Slot::is_open).map_or(0, |i| i + 1);
+        // as large as before: the slab fills up to a batch again
+        let mut slots = Vec::with_capacity(old.capacity());
+        for (i, s) in old.iter_mut().take(keep).enumerate() {
+            let span = match s.is_open() {
+                true => {
+                    // SAFETY: an open slot holds an initialised span,
+                    // read out once: the old slot is marked free, so the
+                    // span is owned by the new slot only
+                    let span = unsafe { s.span.assume_init_read() };
+                    slots.push(Slot {
+                        id: s.id,
+                        span: MaybeUninit::new(span),
+                    });
+                    s.id = 0;
+                    continue;
+                }
+                false => MaybeUninit::uninit(),
+            };
+            slots.push(Slot { id: 0, span });
+            self.free.push(i);
+        }
+        self.slots = slots;
+        Finished(old, n)
     }
 
     /// Frees `slot` (its id is 0): popped if it is the top one.
@@ -201,7 +246,10 @@ impl<T> Slab<T> {
     /// How many spans are open.
     #[cfg(test)]
     pub(super) fn live(&self) -> usize {
-        self.slots.len().saturating_sub(self.free.len())
+        let open = self.slots.len().saturating_sub(self.free.len());
+        #[cfg(feature = "sdk-core")]
+        let open = open - self.finished;
+        open
     }
 
     /// How many slots there are, open or free.
@@ -210,11 +258,16 @@ impl<T> Slab<T> {
         self.slots.len()
     }
 
-    /// Takes every span out, with its id. Consume the iterator: spans it
-    /// has not handed out when it is dropped are leaked, not dropped (every
-    /// caller collects it or runs it to the end).
+    /// Takes every span out, with its id (finished ones too, their ids
+    /// marked). Consume the iterator: spans it has not handed out when it
+    /// is dropped are leaked, not dropped (every caller collects it or runs
+    /// it to the end).
     pub(super) fn take_all(&mut self) -> impl Iterator<Item = (u64, T)> {
         self.free.clear();
+        #[cfg(feature = "sdk-core")]
+        {
+            self.finished = 0;
+        }
         std::mem::take(&mut self.slots).into_iter().filter_map(|s| {
             // SAFETY: a slot with an id holds an initialised span, read
             // out once (the slot itself is dropped without dropping it)
@@ -223,97 +276,54 @@ impl<T> Slab<T> {
     }
 }
 
-/// Asks the CPU to own, for writing, the cache lines that hold `out`'s
-/// next element (if it has room for one), so that the next span to end
-/// does not wait for them: `out` was last read by another thread (the
-/// collector and the export thread), and a store to a line another core
-/// holds stalls the next locked instruction until that core gives the
-/// line up. The first and last line may hold the neighbouring bytes too
-/// (the previous element, or the allocator's header before the first).
-/// Only where the CPU has `PREFETCHW` (CPUID `0x8000_0001`, ECX bit 8),
-/// and never under Miri, which runs no inline assembly.
+/// The slots of a slab's finished spans, taken by
+/// [`Slab::take_finished`], and how many there are: its finished spans
+/// are handed out by [`into_vec`](Finished::into_vec), or dropped with it.
 #[cfg(feature = "sdk-core")]
-#[inline(always)]
-pub(super) fn prefetch_next<T>(out: &Vec<T>) {
-    #[cfg(all(target_arch = "x86_64", not(miri)))]
-    if out.len() < out.capacity() && has_prefetchw() {
-        let first = out.as_ptr().wrapping_add(out.len()).cast::<u8>();
-        let mut line = (first as usize) & !63;
-        let end = first as usize + std::mem::size_of::<T>();
-        while line < end {
-            // SAFETY: a prefetch is a hint: it never faults, whatever the
-            // address, and changes no memory the program can see
-            unsafe {
-                std::arch::asm!(
-                    "prefetchw [{}]",
-                    in(reg) line,
-                    options(nostack, preserves_flags, readonly)
-                );
+pub(super) struct Finished<T>(Vec<Slot<T>>, usize);
+
+#[cfg(feature = "sdk-core")]
+impl<T> Finished<T> {
+    /// The finished spans, in the order they ended.
+    pub(super) fn into_vec(mut self) -> Vec<T> {
+        // a finished slot's id holds its place in that order (below the
+        // count, each once)
+        let mut order = vec![usize::MAX; self.1];
+        for (i, s) in self.0.iter().enumerate() {
+            if s.id & DONE != 0 {
+                if let Some(o) = order.get_mut((s.id & !DONE) as usize) {
+                    *o = i;
+                }
             }
-            line += 64;
         }
+        let mut out = Vec::with_capacity(self.1);
+        for i in order {
+            if let Some(s) = self.0.get_mut(i).filter(|s| s.id & DONE != 0) {
+                s.id = 0;
+                // SAFETY: a finished slot holds an initialised span, read
+                // out once (its id is cleared, so the drop skips it)
+                out.push(unsafe { s.span.assume_init_read() });
+            }
+        }
+        out
     }
-    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
-    let _ = out;
+
+    /// Whether it holds no finished span.
+    pub(super) fn is_empty(&self) -> bool {
+        self.1 == 0
+    }
 }
 
-/// Copies one `T` from `src` to `dst` (which do not overlap) bit for
-/// bit, as `copy_nonoverlapping` does, in 16-byte pieces written out by
-/// the compiler: a copy of a constant size over 128 bytes (a record is
-/// 160) is otherwise a `memcpy` call, ~35 instructions a span where the
-/// pieces are ~20.
-///
-/// # Safety
-///
-/// As `std::ptr::copy_nonoverlapping(src, dst, 1)`.
 #[cfg(feature = "sdk-core")]
-#[inline(always)]
-unsafe fn copy_inline<T>(src: *const T, dst: *mut T) {
-    type Piece = [MaybeUninit<u8>; 16];
-    let (s, d) = (src.cast::<MaybeUninit<u8>>(), dst.cast::<MaybeUninit<u8>>());
-    let n = std::mem::size_of::<T>();
-    let whole = n / 16 * 16;
-    let mut i = 0;
-    // SAFETY: every piece lies within the `T` at `src` and at `dst` (the
-    // caller's promise); `MaybeUninit` bytes may be uninitialised (padding)
-    unsafe {
-        while i < whole {
-            s.add(i)
-                .cast::<Piece>()
-                .copy_to_nonoverlapping(d.add(i).cast::<Piece>(), 1);
-            i += 16;
-        }
-        s.add(whole).copy_to_nonoverlapping(d.add(whole), n - whole);
-    }
-}
-
-/// Whether the CPU has `PREFETCHW`: asked once, then one relaxed load.
-#[cfg(all(feature = "sdk-core", target_arch = "x86_64", not(miri)))]
-#[inline(always)]
-fn has_prefetchw() -> bool {
-    use std::sync::atomic::{AtomicU8, Ordering};
-    // 0: not asked yet, 1: yes, 2: no
-    static HAS: AtomicU8 = AtomicU8::new(0);
-    match HAS.load(Ordering::Relaxed) {
-        1 => true,
-        2 => false,
-        _ => {
-            let yes = detect_prefetchw();
-            HAS.store(if yes { 1 } else { 2 }, Ordering::Relaxed);
-            yes
+impl<T> Drop for Finished<T> {
+    fn drop(&mut self) {
+        for s in self.0.iter_mut().filter(|s| s.id != 0) {
+            s.id = 0;
+            // SAFETY: a slot with an id holds an initialised span, dropped
+            // once (its id is cleared)
+            unsafe { s.span.assume_init_drop() };
         }
     }
-}
-
-#[cfg(all(feature = "sdk-core", target_arch = "x86_64", not(miri)))]
-#[cold]
-fn detect_prefetchw() -> bool {
-    use std::arch::x86_64::__cpuid;
-    // SAFETY: CPUID is on every x86-64 CPU (a safe function in newer
-    // compilers, hence the allow)
-    #[allow(unused_unsafe)]
-    let (max, ecx) = unsafe { (__cpuid(0x8000_0000).eax, __cpuid(0x8000_0001).ecx) };
-    max >= 0x8000_0001 && (ecx >> 8) & 1 == 1
 }
 
 #[cfg(test)]
@@ -374,27 +384,55 @@ mod tests {
         assert_eq!(count(), 0);
     }
 
-    /// A span moved to a list leaves its slot free: dropped by the list,
-    /// not by the slab; a moved span cannot be moved or removed again.
+    /// A finished span stays in its slot until the finished slots are
+    /// taken, and is then owned by them only; an open span keeps its slot
+    /// number through the take; a finished span cannot be finished,
+    /// removed or reached again.
     #[cfg(feature = "sdk-core")]
     #[test]
-    fn a_moved_span_is_owned_by_the_list_only() {
+    fn a_finished_span_is_owned_by_the_taken_slots_only() {
         let span = Arc::new(());
         let count = || Arc::strong_count(&span) - 1;
         let mut slab = Slab::default();
         let a = slab.insert(1, span.clone());
         let b = slab.insert(2, span.clone());
-        let mut out = Vec::with_capacity(1);
-        assert!(slab.move_into(a, 1, &mut out, |_| {}));
-        assert!(!slab.move_into(a, 1, &mut out, |_| {}), "moved once");
+        let c = slab.insert(3, span.clone());
+        let mut ran = 0;
+        assert!(slab.finish(a, 1, |_| ran += 1));
+        assert!(!slab.finish(a, 1, |_| ran += 1), "finished once");
         assert!(slab.remove(a, 1).is_none());
-        assert!(!slab.move_into(b, 9, &mut out, |_| {}), "another span's id");
-        assert!(slab.move_into(b, 2, &mut out, |_| {}), "grows the list");
-        assert_eq!((out.len(), count()), (2, 2));
-        assert_eq!(slab.len(), 0, "nothing open: started over");
+        assert!(slab.get_mut(a, 1).is_none(), "not open");
+        assert!(!slab.finish(b, 9, |_| ran += 1), "another span's id");
+        assert!(slab.finish(c, 3, |_| ran += 1));
+        assert_eq!((ran, slab.finished(), count()), (2, 2, 3));
+        let taken = slab.take_finished();
+        assert_eq!(slab.finished(), 0);
+        assert!(slab.get_mut(b, 2).is_some(), "open: same slot");
+        assert_eq!((slab.live(), slab.len()), (1, 2), "a free slot below it");
+        assert_eq!(slab.insert(4, span.clone()), a, "the free slot is reused");
+        assert_eq!(count(), 4);
+        assert_eq!(taken.into_vec().len(), 2, "the finished ones only");
+        assert_eq!(count(), 2, "handed out, then dropped");
+        assert!(slab.finish(b, 2, |_| ()));
+        drop(slab.take_finished()); // dropped without being handed out
+        assert_eq!(count(), 1);
+        assert!(slab.finish(a, 4, |_| ()));
         drop(slab);
-        assert_eq!(count(), 2, "the slab held none of them");
-        drop(out);
-        assert_eq!(count(), 0);
+        assert_eq!(count(), 0, "the slab dropped its finished span");
+    }
+
+    /// Finished spans are handed out in the order they ended, not in the
+    /// order of their slots.
+    #[cfg(feature = "sdk-core")]
+    #[test]
+    fn finished_spans_come_out_in_the_order_they_ended() {
+        let mut slab = Slab::default();
+        let slots: Vec<usize> = (1..=4).map(|id| slab.insert(id, id * 10)).collect();
+        for i in [2, 0, 3] {
+            assert!(slab.finish(slots[i], i as u64 + 1, |_| ()));
+        }
+        assert_eq!(slab.take_finished().into_vec(), [30, 10, 40]);
+        assert!(slab.finish(slots[1], 2, |_| ()));
+        assert_eq!(slab.take_finished().into_vec(), [20]);
     }
 }

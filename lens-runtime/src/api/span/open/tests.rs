@@ -201,7 +201,8 @@ fn a_record_written_through_a_new_slot_is_open_then_finished_once() {
     let done = reg
         .end_record(1, |_| finished += 1)
         .expect("made in this process")
-        .expect("handed back at a threshold of 1");
+        .expect("handed back at a threshold of 1")
+        .into_records();
     assert_eq!(finished, 1, "finish ran once");
     assert_eq!(
         done.iter().filter(|r| is_ours(r)).count(),

@@ -1,11 +1,13 @@
 //! Finished spans of lens's span path, from the threads' lists to the
 //! sink, through one collector thread.
 //!
-//! A span that ends joins its thread's finished records (in the thread's
-//! open-span list, under the lock its end takes anyway). When a list holds
-//! [`THRESHOLD`] of them the ending thread hands the batch over, onto a
-//! small queue, and goes on; the collector thread takes the queue on its
-//! next look and hands it to the sink (lens's batch span processor), whose
+//! A span that ends joins its thread's finished records (marked finished
+//! where it lies, in the thread's open-span list, under the lock its end
+//! takes anyway). When a list holds [`THRESHOLD`] of them the ending
+//! thread hands the batch over (the slots they lie in), onto a small
+//! queue, and goes on; the collector thread takes the queue on its next
+//! look, reads the records out of their slots and hands them to the sink
+//! (lens's batch span processor), whose
 //! exporter thread builds the SDK's `SpanData` just before each export
 //! ([`build`](super::build)). The collector naps between looks for about
 //! as long as a few batches take to come, so ending threads do not wake it
@@ -24,7 +26,7 @@ use collector::{wake_collector, COLLECTOR_PID, DROPPED_IN_CHILD, IN_CHILD};
 pub(crate) use collector::{SpanSink, THRESHOLD};
 use collector::{INTERVAL_MS, MAX_WAITING, SHARED, SINK};
 
-use super::data::Record;
+use crate::api::span::open::records::Batch;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -100,7 +102,8 @@ const WAKE_AT: usize = MAX_WAITING / 2;
 /// A full batch from an ending thread: queued for the collector. If the
 /// collector is behind, the caller hands the oldest batch queued to the
 /// sink and queues its own; with no collector thread, it submits its own.
-pub(super) fn hand_over(batch: Vec<Record>) {
+#[inline(never)]
+pub(super) fn hand_over(batch: Batch) {
     if IN_CHILD.load(Ordering::Relaxed) {
         return;
     }

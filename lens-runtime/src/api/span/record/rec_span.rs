@@ -66,19 +66,21 @@ impl opentelemetry::trace::Span for RecSpan {
     fn end_with_timestamp(&mut self, timestamp: SystemTime) {
         end(
             &self.reg,
-            self.sc.is_sampled(),
+            || self.sc.is_sampled(),
             clock::from_system(timestamp),
         );
     }
 }
 
 /// Ends the span at `reg` at `at`, if it is still open (`sampled`: its
-/// span context's flag, for the count of spans a forked child drops).
-pub(crate) fn end(reg: &Registration, sampled: bool, at: Stamp) {
+/// span context's flag, for the count of spans a forked child drops; read
+/// only then).
+#[inline(always)]
+pub(crate) fn end(reg: &Registration, sampled: impl FnOnce() -> bool, at: Stamp) {
     match reg.end_record(collect::THRESHOLD, |r| r.end = at) {
         Ok(Some(batch)) => collect::hand_over(batch),
         Ok(None) => {}
-        Err(()) if sampled => collect::count_dropped_in_child(),
+        Err(()) if sampled() => collect::count_dropped_in_child(),
         Err(()) => {}
     }
 }

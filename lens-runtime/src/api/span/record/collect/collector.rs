@@ -2,7 +2,7 @@
 //! batches reach the sink, and the collector thread.
 
 use crate::api::span::fresh::ForkFresh;
-use crate::api::span::open::records;
+use crate::api::span::open::records::{self, Batch};
 use crate::api::span::record::clock;
 use crate::api::span::record::data::Record;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
@@ -33,7 +33,7 @@ pub(super) static COLLECTOR_PID: AtomicU32 = AtomicU32::new(0);
 /// again.
 pub(super) struct Shared {
     /// Batches handed over by ending threads.
-    pub(super) waiting: Mutex<Vec<Vec<Record>>>,
+    pub(super) waiting: Mutex<Vec<Batch>>,
     /// Held while batches are handed to the sink: a drain that holds it
     /// knows no batch is half-way there, and the sink changes only under
     /// it.
@@ -74,17 +74,22 @@ pub(super) fn sink() -> Option<&'static Arc<dyn SpanSink>> {
 
 /// Hands the batches to the sink in use, which builds them where it
 /// exports them.
-pub(super) fn submit(batches: Vec<Vec<Record>>) {
+pub(super) fn submit(batches: Vec<Batch>) {
     if let Some(s) = sink() {
         submit_to(&**s, batches);
     }
 }
 
 // never inlined: scripts/callgrind.sh leaves what it does (natively, on
-// the collector thread) out of the calling thread's count by its name
+// the collector thread) out of the calling thread's count by its name.
+// The records are read out of the slots they ended in here.
 #[inline(never)]
-pub(super) fn submit_to(s: &dyn SpanSink, mut batches: Vec<Vec<Record>>) {
-    batches.retain(|b| !b.is_empty());
+pub(super) fn submit_to(s: &dyn SpanSink, batches: Vec<Batch>) {
+    let batches: Vec<Vec<Record>> = batches
+        .into_iter()
+        .filter(|b| !b.is_empty())
+        .map(Batch::into_records)
+        .collect();
     if !batches.is_empty() {
         s.submit(batches);
     }

@@ -1,6 +1,6 @@
 use super::super::build::{address, sort_out, Builder};
+use super::super::data::Record;
 use super::collector::{submit_to, SpanSink};
-use super::Record;
 use opentelemetry_sdk::trace::SpanData;
 use std::sync::LazyLock;
 use std::sync::Mutex;
@@ -99,8 +99,11 @@ fn the_collector_hands_batches_over_as_they_came() {
         }
     }
     let sink = Lens::default();
-    submit_to(&sink, vec![batch(0, 3), Vec::new(), batch(3, 2)]);
-    submit_to(&sink, vec![Vec::new()]);
+    submit_to(
+        &sink,
+        vec![batch(0, 3).into(), Vec::new().into(), batch(3, 2).into()],
+    );
+    submit_to(&sink, vec![Vec::new().into()]);
     submit_to(&sink, Vec::new());
     assert_eq!(*sink.0.lock().unwrap(), [vec![3, 2]]);
 }
@@ -176,7 +179,7 @@ fn a_record_reaches_only_its_own_pipeline_s_sink() {
                         r.common = commons[k as usize];
                         r
                     });
-                    super::submit(vec![records.collect()]);
+                    super::submit(vec![records.collect::<Vec<_>>().into()]);
                 }
             }
         })
