@@ -1,22 +1,23 @@
 //! Lens's own span path: the open records and finished batches of each
 //! thread's list.
 
-use super::slab::Finished;
+use super::slab::{Finished, Vacant};
 use super::spin::SpinGuard;
 use super::{registry, OpenList, Record, Registration, Spans};
 use std::mem::MaybeUninit;
-use std::ptr::NonNull;
 
 /// A free slot of this thread's list for a new open record, with the list
 /// locked: the record is written straight into it ([`NewSlot::place`]),
 /// then the slot is marked as holding it ([`NewSlot::commit`]).
 pub(crate) struct NewSlot {
-    spans: SpinGuard<'static, Spans>,
+    /// Held: the list stays locked until the `NewSlot` is committed or
+    /// dropped.
+    _locked: SpinGuard<'static, Spans>,
     reg: Registration,
-    /// The slot's storage in `spans`: valid while the guard is held and
-    /// the slab unchanged, which is until `commit` (nothing else reaches
-    /// the slab of a `NewSlot`).
-    place: NonNull<MaybeUninit<Record>>,
+    /// The slot in the list: where it was reserved while the guard is held
+    /// and the slab unchanged, which is until `commit` (nothing else
+    /// reaches the slab of a `NewSlot`).
+    vacant: Vacant<Record>,
 }
 
 impl NewSlot {
@@ -26,12 +27,11 @@ impl NewSlot {
         let list = super::mine()?;
         let mut spans = list.lock();
         let id = spans.next_id();
-        let slot = spans.rec.reserve();
-        let place = NonNull::from(spans.rec.vacant(slot)?);
+        let (slot, vacant) = spans.rec.reserve_vacant();
         Some(NewSlot {
-            spans,
+            _locked: spans,
             reg: Registration { list, slot, id },
-            place,
+            vacant,
         })
     }
 
@@ -42,9 +42,9 @@ impl NewSlot {
     /// first).
     #[inline(always)]
     pub(crate) fn place(&mut self) -> &mut MaybeUninit<Record> {
-        // SAFETY: `place` points into the locked slab, unchanged since
-        // `take` (see the field); `&mut self` makes the reference unique
-        unsafe { self.place.as_mut() }
+        // SAFETY: the slab is locked and unchanged since `take` (see the
+        // field); `&mut self` makes the reference unique
+        unsafe { self.vacant.place() }
     }
 
     /// Marks the slot as holding its record; the list is unlocked. A
@@ -55,11 +55,10 @@ impl NewSlot {
     ///
     /// The record was written through [`place`](Self::place).
     #[inline(always)]
-    pub(crate) unsafe fn commit(mut self) -> Registration {
-        let Registration { slot, id, .. } = self.reg;
+    pub(crate) unsafe fn commit(self) -> Registration {
         // SAFETY: the record was written into the slot (the caller's
-        // promise), which `take` reserved
-        unsafe { self.spans.rec.occupy(slot, id) };
+        // promise), reserved by `take` in the slab still locked
+        unsafe { self.vacant.occupy(self.reg.id) };
         self.reg
     }
 }

@@ -105,6 +105,18 @@ impl<T> Slab<T> {
         }
     }
 
+    /// A free slot for the next span, as [`reserve`](Self::reserve), and
+    /// the slot itself: its span and then its id are written through it
+    /// without looking the slot up again (while the slab is unchanged).
+    #[cfg(feature = "sdk-core")]
+    #[inline(always)]
+    pub(super) fn reserve_vacant(&mut self) -> (usize, Vacant<T>) {
+        let slot = self.reserve();
+        // `reserve` returns a slot below `len`
+        let entry = &mut self.slots[slot];
+        (slot, Vacant(std::ptr::NonNull::from(entry)))
+    }
+
     /// Where the span of `slot`, a free slot [`reserve`](Self::reserve)
     /// returned, is written before [`occupy`](Self::occupy); `None` if
     /// the slot is not free.
@@ -276,6 +288,39 @@ impl<T> Slab<T> {
     }
 }
 
+/// A free slot of a slab, reserved by [`Slab::reserve_vacant`].
+#[cfg(feature = "sdk-core")]
+pub(super) struct Vacant<T>(std::ptr::NonNull<Slot<T>>);
+
+#[cfg(feature = "sdk-core")]
+impl<T> Vacant<T> {
+    /// Where its span is written.
+    ///
+    /// # Safety
+    ///
+    /// The slab is unchanged since the slot was reserved, and nothing else
+    /// reaches the slot meanwhile.
+    #[inline(always)]
+    pub(super) unsafe fn place(&mut self) -> &mut MaybeUninit<T> {
+        // SAFETY: the slot is where it was reserved (the caller's promise)
+        unsafe { &mut (*self.0.as_ptr()).span }
+    }
+
+    /// Marks the slot as holding the span with `id` (never 0).
+    ///
+    /// # Safety
+    ///
+    /// As for [`place`](Self::place), and the span was written through
+    /// it.
+    #[inline(always)]
+    pub(super) unsafe fn occupy(self, id: u64) {
+        debug_assert!(id != 0, "span ids start at 1");
+        // SAFETY: as for `place`; the slot was free (id 0) and now holds
+        // the span written into it
+        unsafe { (*self.0.as_ptr()).id = id };
+    }
+}
+
 /// The slots of a slab's finished spans, taken by
 /// [`Slab::take_finished`], and how many there are: its finished spans
 /// are handed out by [`into_vec`](Finished::into_vec), or dropped with it.
@@ -382,6 +427,40 @@ mod tests {
         assert_eq!(count(), 1, "removed once");
         drop(slab);
         assert_eq!(count(), 0);
+    }
+
+    /// A span written through a reserved `Vacant` slot and marked by its
+    /// `occupy` is live and owned once, in the slot reserved (a freed one
+    /// first).
+    #[cfg(feature = "sdk-core")]
+    #[test]
+    fn a_span_written_through_a_vacant_slot_is_live_once_occupied() {
+        let span = Arc::new(());
+        let count = || Arc::strong_count(&span) - 1;
+        let mut slab = Slab::default();
+        let a = slab.insert(1, span.clone());
+        let _b = slab.insert(2, span.clone());
+        assert!(slab.remove(a, 1).is_some());
+        let (slot, mut vacant) = slab.reserve_vacant();
+        assert_eq!(slot, a, "the freed slot");
+        // SAFETY: the slab is unchanged since the reserve; the span is
+        // written before `occupy`
+        unsafe {
+            vacant.place().write(span.clone());
+            vacant.occupy(3);
+        }
+        assert!(slab.get_mut(a, 3).is_some());
+        assert_eq!((slab.live(), count()), (2, 2));
+        let (top, mut vacant) = slab.reserve_vacant();
+        assert_eq!(top, 2, "a new slot on top");
+        // SAFETY: as above
+        unsafe {
+            vacant.place().write(span.clone());
+            vacant.occupy(4);
+        }
+        assert!(slab.remove(top, 4).is_some());
+        drop(slab);
+        assert_eq!(count(), 0, "each dropped once");
     }
 
     /// A finished span stays in its slot until the finished slots are
