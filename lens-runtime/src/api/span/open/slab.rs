@@ -215,8 +215,9 @@ impl<T> Slab<T> {
         self.free.clear();
         let n = std::mem::take(&mut self.finished);
         let keep = old.iter().rposition(Slot::is_open).map_or(0, |i| i + 1);
-        // as large as before: the slab fills up to a batch again
-        let mut slots = Vec::with_capacity(old.capacity());
+        // as many as it held: the slab fills up to a batch again (its
+        // capacity may be twice that, having grown past it)
+        let mut slots = Vec::with_capacity(old.len());
         for (i, s) in old.iter_mut().take(keep).enumerate() {
             let span = match s.is_open() {
                 true => {
@@ -331,22 +332,42 @@ pub(super) struct Finished<T>(Vec<Slot<T>>, usize);
 impl<T> Finished<T> {
     /// The finished spans, in the order they ended.
     pub(super) fn into_vec(mut self) -> Vec<T> {
-        // a finished slot's id holds its place in that order (below the
-        // count, each once)
-        let mut order = vec![usize::MAX; self.1];
+        let mut out = Vec::with_capacity(self.1);
+        // most often they ended in the order of their slots (spans one
+        // after another, not nested): read out in one pass
+        let mut in_order = 0;
+        for s in self.0.iter_mut() {
+            if s.id & DONE == 0 {
+                continue;
+            }
+            if s.id & !DONE != in_order as u64 {
+                break;
+            }
+            in_order += 1;
+            s.id = 0;
+            // SAFETY: a finished slot holds an initialised span, read out
+            // once (its id is cleared, so the drop and the pass below skip
+            // it)
+            out.push(unsafe { s.span.assume_init_read() });
+        }
+        if in_order == self.1 {
+            return out;
+        }
+        // else by their place in that order, which a finished slot's id
+        // holds (below the count, each once), from the first out of it on
+        let mut order = vec![usize::MAX; self.1 - in_order];
         for (i, s) in self.0.iter().enumerate() {
             if s.id & DONE != 0 {
-                if let Some(o) = order.get_mut((s.id & !DONE) as usize) {
+                let at = ((s.id & !DONE) as usize).wrapping_sub(in_order);
+                if let Some(o) = order.get_mut(at) {
                     *o = i;
                 }
             }
         }
-        let mut out = Vec::with_capacity(self.1);
         for i in order {
             if let Some(s) = self.0.get_mut(i).filter(|s| s.id & DONE != 0) {
                 s.id = 0;
-                // SAFETY: a finished slot holds an initialised span, read
-                // out once (its id is cleared, so the drop skips it)
+                // SAFETY: as above
                 out.push(unsafe { s.span.assume_init_read() });
             }
         }
@@ -513,5 +534,11 @@ mod tests {
         assert_eq!(slab.take_finished().into_vec(), [30, 10, 40]);
         assert!(slab.finish(slots[1], 2, |_| ()));
         assert_eq!(slab.take_finished().into_vec(), [20]);
+        // in slot order for a while, then not
+        let slots: Vec<usize> = (5..=7).map(|id| slab.insert(id, id * 10)).collect();
+        for (i, id) in [(0, 5), (2, 7), (1, 6)] {
+            assert!(slab.finish(slots[i], id, |_| ()));
+        }
+        assert_eq!(slab.take_finished().into_vec(), [50, 70, 60]);
     }
 }
