@@ -56,9 +56,12 @@
 #    OpenTelemetry's context as lens makes each span current, and nothing
 #    else, the floor of a span that raw OpenTelemetry code sees as its
 #    parent; reported, no target)
-#   (lens_setup_on / lens_setup_ids_on: lens's own span recorder under
-#    setup, its span current as a forwarding span / as its ids only,
-#    NEMO_LENS_OTEL_CONTEXT=full / ids; reported, no target)
+#   lens_setup_ids_on <= 0.5 x sdk_on  (issue 16: lens's own span recorder
+#                                       under setup, its span current as its
+#                                       ids only, NEMO_LENS_OTEL_CONTEXT=ids;
+#                                       lens_setup_on, the same with the
+#                                       forwarding span, =full, the default:
+#                                       its ratio is reported, no target)
 #   lens_on   <= sdk_on + 800          (managed_span! with one attribute vs the
 #                                       raw SDK start+end with it in the builder)
 set -euo pipefail
@@ -181,6 +184,17 @@ if [ -n "${PER_CALL[lens_on]:-}" ] && [ -n "${PER_CALL[sdk_on]:-}" ]; then
     [ -n "${PER_CALL[sdk_cx_on]:-}" ] && printf '      %-45s %s\n' "lens_on over sdk_cx_on (instr/call)" "$(diff_of "${PER_CALL[lens_on]}" "${PER_CALL[sdk_cx_on]}")"
     [ -n "${PER_CALL[lens_setup_on]:-}" ] && printf '      %-45s %s\n' "lens_setup_on over sdk_on (instr/call)" "$(diff_of "${PER_CALL[lens_setup_on]}" "${PER_CALL[sdk_on]}")"
     check "lens_on <= sdk_on + 800" "${PER_CALL[lens_on]}" "<=" "$(awk -v s="${PER_CALL[sdk_on]}" 'BEGIN { printf "%.2f", s + 800 }')"
+fi
+
+if [ -n "${PER_CALL[sdk_on]:-}" ]; then
+    for m in lens_setup_on lens_setup_ids_on; do
+        [ -n "${PER_CALL[$m]:-}" ] && printf '      %-45s %s\n' "$m / sdk_on" \
+            "$(awk -v a="${PER_CALL[$m]}" -v b="${PER_CALL[sdk_on]}" 'BEGIN { printf "%.3f", a / b }')"
+    done
+    if [ -n "${PER_CALL[lens_setup_ids_on]:-}" ]; then
+        check "lens_setup_ids_on <= 0.5 x sdk_on" "${PER_CALL[lens_setup_ids_on]}" "<=" \
+            "$(awk -v s="${PER_CALL[sdk_on]}" 'BEGIN { printf "%.2f", s / 2 }')"
+    fi
 fi
 
 if [ "${NO_CHECK:-0}" = 1 ]; then

@@ -81,7 +81,9 @@ impl SpanInner {
         }
         #[cfg(feature = "sdk-core")]
         if self.recorded {
-            if let Some(reg) = self.open.take() {
+            // read, not taken: `finish` runs once, and the span is dropped
+            // right after it
+            if let Some(reg) = self.open {
                 let sampled = || self.cx.span().span_context().is_sampled();
                 record::end(&reg, sampled, record::clock::now());
             }
@@ -339,7 +341,7 @@ fn drop_guard(guard: &mut SpanGuard) {
     // again, and `LensSpan::drop` is never run for `span` (ManuallyDrop).
     unsafe {
         ManuallyDrop::drop(&mut guard.span.inner);
-        live::detach(ManuallyDrop::take(&mut guard.attached));
+        live::detach_in_place(&mut guard.attached);
     }
 }
 

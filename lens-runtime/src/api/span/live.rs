@@ -88,3 +88,17 @@ pub(crate) fn detach(attached: Option<ContextGuard>) {
         }
     }
 }
+
+/// [`detach`] of the `ContextGuard` in `attached`, dropped where it lies
+/// (not moved out to be dropped: a copy to the stack first).
+///
+/// # Safety
+///
+/// `attached` is not used again (it is dropped or forgotten here).
+#[inline(always)]
+pub(crate) unsafe fn detach_in_place(attached: &mut std::mem::ManuallyDrop<Option<ContextGuard>>) {
+    if attached.is_some() && !otel_context_gone() {
+        // SAFETY: dropped once (the caller's promise)
+        unsafe { std::mem::ManuallyDrop::drop(attached) }
+    }
+}

@@ -98,7 +98,8 @@ struct Spans {
     rec: Slab<Record>,
     /// Records of lens's span path ended by truncation (and those that
     /// had ended in `rec` before), oldest first, until the collector
-    /// takes them; a span that ends stays in `rec`, marked finished.
+    /// takes them (ahead of `rec`'s finished ones, which ended after);
+    /// a span that ends stays in `rec`, marked finished.
     #[cfg(feature = "sdk-core")]
     done: Vec<Record>,
 }

@@ -139,23 +139,24 @@ pub(crate) fn take_done() -> Vec<Batch> {
 
 /// Finished records of one list, handed over together: those that ended
 /// where they were recorded, in the slots they were taken with (read out
-/// off the ending thread, by whoever hands them to the sink), and those
-/// ended by truncation.
+/// off the ending thread, by whoever hands them to the sink), and the
+/// list's `done` records (ended by truncation, and those that had ended
+/// in the slab before it: all older than the slots' finished ones, which
+/// ended after truncation emptied the slab).
 pub(crate) struct Batch {
     slots: Option<Finished<Record>>,
     records: Vec<Record>,
 }
 
 impl Batch {
-    /// The records, those of the slots first (in slot order).
+    /// The records in the order they ended: the list's `done` records,
+    /// then those of the slots (in the order they ended).
     pub(crate) fn into_records(self) -> Vec<Record> {
-        let Batch { slots, records } = self;
-        let Some(slots) = slots else {
-            return records;
-        };
-        let mut all = slots.into_vec();
-        all.extend(records);
-        all
+        let Batch { slots, mut records } = self;
+        if let Some(slots) = slots {
+            records.extend(slots.into_vec());
+        }
+        records
     }
 
     /// Whether it holds no record.

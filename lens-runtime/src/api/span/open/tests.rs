@@ -215,3 +215,34 @@ fn a_record_written_through_a_new_slot_is_open_then_finished_once() {
         "not ended twice"
     );
 }
+
+/// Records that a truncation ended come out of the list's batch ahead of
+/// those that ended after it (in their slots): the order spans ended in.
+#[cfg(feature = "sdk-core")]
+#[test]
+fn a_batch_hands_out_records_in_the_order_they_ended_across_a_truncation() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    use opentelemetry::trace::{SpanId, TraceId};
+    let start = |i: u64| {
+        let mut slot = records::NewSlot::take().expect("a list for this thread");
+        slot.place().write(Record::for_test(i, true));
+        // SAFETY: the record was written through `place` just above
+        unsafe { slot.commit() }
+    };
+    // `for_test(i)`: trace id 1, span id i + 1
+    let ours = |r: &Record| {
+        [9101u64, 9102]
+            .into_iter()
+            .position(|id| r.is(TraceId::from(1u128), SpanId::from(id)))
+    };
+    let _truncated = start(9100);
+    assert!(truncate_all("test") >= 1);
+    let ended = start(9101);
+    assert!(ended.end_record(usize::MAX, |_| ()).unwrap().is_none());
+    let order: Vec<usize> = records::take_done()
+        .into_iter()
+        .flat_map(|b| b.into_records())
+        .filter_map(|r| ours(&r))
+        .collect();
+    assert_eq!(order, [0, 1], "the truncated record first");
+}
