@@ -81,16 +81,13 @@ pub(crate) fn attach_if_live(cx: &Context) -> Option<ContextGuard> {
 /// the thread.
 #[inline(always)]
 pub(crate) fn detach(attached: Option<ContextGuard>) {
-    if let Some(attached) = attached {
-        match otel_context_gone() {
-            true => std::mem::forget(attached),
-            false => drop(attached),
-        }
-    }
+    // SAFETY: the `ManuallyDrop` is not used again
+    unsafe { detach_in_place(&mut std::mem::ManuallyDrop::new(attached)) }
 }
 
 /// [`detach`] of the `ContextGuard` in `attached`, dropped where it lies
-/// (not moved out to be dropped: a copy to the stack first).
+/// (a guard's own field: not moved out to be dropped, a copy to the stack
+/// first), or forgotten.
 ///
 /// # Safety
 ///

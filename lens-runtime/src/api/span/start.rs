@@ -46,7 +46,8 @@ fn start_recorded_live(
 ) {
     // the closure captures the name by reference (each capture by value
     // is a copy), and the attributes as a reference that owns them: they
-    // are copied once, into the record
+    // are copied once, into the record (the name as a `Moved` too: +4
+    // instructions a span, callgrind)
     let mut name = ManuallyDrop::new(name);
     SpanGuard::recorded_live_into(out, |out| {
         Context::map_current(|parent| {
