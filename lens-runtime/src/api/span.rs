@@ -13,22 +13,12 @@ pub(crate) use handle::{span_of, SpanHandle};
 #[cfg(feature = "sdk-core")]
 pub(crate) use panic::install_panic_hook;
 use panic::{forget_panic_message, panic_message, PANIC_RECORDED};
+pub use status::SpanStatus;
 #[cfg(feature = "sdk-core")]
 pub(crate) use tracer::forget_tracer_after_fork;
 pub(crate) use tracer::SCOPE_NAME;
 #[cfg(feature = "sdk-core")]
 pub use tracer::{clear_tracer_provider, set_tracer_provider};
-
-/// The status of a span, as set by `SpanGuard::set_status`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SpanStatus {
-    /// The default: no status was set.
-    Unset,
-    /// The operation completed successfully.
-    Ok,
-    /// The operation failed, with a description.
-    Error(Cow<'static, str>),
-}
 
 /// A started span that is not attached to the current context: it can move
 /// between threads (e.g. inside a future) and ends when dropped. Attach it for
@@ -371,7 +361,7 @@ impl SpanGuard {
         // SAFETY: `this` is never dropped; each field is taken or dropped
         // exactly once here.
         unsafe {
-            live::detach(ManuallyDrop::take(&mut this.attached));
+            live::detach_in_place(&mut this.attached);
             ManuallyDrop::take(&mut this.span)
         }
     }
@@ -400,4 +390,5 @@ pub(crate) mod panic;
 #[cfg(feature = "sdk-core")]
 pub(crate) mod record;
 pub(crate) mod start;
+mod status;
 pub(crate) mod tracer;
