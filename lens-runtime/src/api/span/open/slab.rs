@@ -75,11 +75,12 @@ impl<T> Drop for Slab<T> {
 impl<T> Slab<T> {
     /// Stores `span` under `id`; returns its slot.
     pub(super) fn insert(&mut self, id: u64, span: T) -> usize {
-        let slot = self.reserve();
-        if let Some(place) = self.vacant(slot) {
-            place.write(span);
-            // SAFETY: the span was written into the slot just above
-            unsafe { self.occupy(slot, id) };
+        let (slot, mut vacant) = self.reserve_vacant();
+        // SAFETY: the slab is unchanged since the reserve, and the span is
+        // written before `occupy`
+        unsafe {
+            vacant.place().write(span);
+            vacant.occupy(id);
         }
         slot
     }
@@ -108,7 +109,6 @@ impl<T> Slab<T> {
     /// A free slot for the next span, as [`reserve`](Self::reserve), and
     /// the slot itself: its span and then its id are written through it
     /// without looking the slot up again (while the slab is unchanged).
-    #[cfg(feature = "sdk-core")]
     #[inline(always)]
     pub(super) fn reserve_vacant(&mut self) -> (usize, Vacant<T>) {
         let slot = self.reserve();
@@ -117,33 +117,10 @@ impl<T> Slab<T> {
         (slot, Vacant(std::ptr::NonNull::from(entry)))
     }
 
-    /// Where the span of `slot`, a free slot [`reserve`](Self::reserve)
-    /// returned, is written before [`occupy`](Self::occupy); `None` if
-    /// the slot is not free.
-    #[inline(always)]
-    pub(super) fn vacant(&mut self, slot: usize) -> Option<&mut MaybeUninit<T>> {
-        self.slots
-            .get_mut(slot)
-            .filter(|s| s.id == 0)
-            .map(|s| &mut s.span)
-    }
-
-    /// Marks the free `slot` as holding the span with `id` (never 0).
-    ///
-    /// # Safety
-    ///
-    /// The span was written into the slot (through
-    /// [`vacant`](Self::vacant)) after it was reserved.
-    #[inline(always)]
-    pub(super) unsafe fn occupy(&mut self, slot: usize, id: u64) {
-        debug_assert!(id != 0, "span ids start at 1");
-        debug_assert!(
-            self.slots.get(slot).is_some_and(|s| s.id == 0),
-            "slot {slot} is not free"
-        );
-        if let Some(entry) = self.slots.get_mut(slot).filter(|s| s.id == 0) {
-            entry.id = id;
-        }
+    /// Whether `slot` is a free slot.
+    #[cfg(test)]
+    fn is_vacant(&self, slot: usize) -> bool {
+        self.slots.get(slot).is_some_and(|s| s.id == 0)
     }
 
     /// The span with `id` in `slot`, if it is still there.
@@ -290,10 +267,8 @@ impl<T> Slab<T> {
 }
 
 /// A free slot of a slab, reserved by [`Slab::reserve_vacant`].
-#[cfg(feature = "sdk-core")]
 pub(super) struct Vacant<T>(std::ptr::NonNull<Slot<T>>);
 
-#[cfg(feature = "sdk-core")]
 impl<T> Vacant<T> {
     /// Where its span is written.
     ///
@@ -434,54 +409,27 @@ mod tests {
         let count = || Arc::strong_count(&span) - 1;
         let mut slab = Slab::default();
         let below = slab.insert(1, span.clone());
-        let slot = slab.reserve();
-        slab.vacant(slot)
-            .expect("a reserved slot is vacant")
-            .write(span.clone());
-        // SAFETY: the span was written into the slot just above
-        unsafe { slab.occupy(slot, 2) };
-        assert!(slab.vacant(slot).is_none(), "occupied");
-        assert!(slab.vacant(below).is_none(), "occupied");
-        assert!(slab.get_mut(slot, 2).is_some());
-        assert_eq!((slab.live(), count()), (2, 2));
-        assert!(slab.remove(slot, 2).is_some());
-        assert_eq!(count(), 1, "removed once");
-        drop(slab);
-        assert_eq!(count(), 0);
-    }
-
-    /// A span written through a reserved `Vacant` slot and marked by its
-    /// `occupy` is live and owned once, in the slot reserved (a freed one
-    /// first).
-    #[cfg(feature = "sdk-core")]
-    #[test]
-    fn a_span_written_through_a_vacant_slot_is_live_once_occupied() {
-        let span = Arc::new(());
-        let count = || Arc::strong_count(&span) - 1;
-        let mut slab = Slab::default();
-        let a = slab.insert(1, span.clone());
-        let _b = slab.insert(2, span.clone());
-        assert!(slab.remove(a, 1).is_some());
         let (slot, mut vacant) = slab.reserve_vacant();
-        assert_eq!(slot, a, "the freed slot");
+        assert!(slab.is_vacant(slot), "a reserved slot is vacant");
         // SAFETY: the slab is unchanged since the reserve; the span is
         // written before `occupy`
         unsafe {
             vacant.place().write(span.clone());
-            vacant.occupy(3);
+            vacant.occupy(2);
         }
-        assert!(slab.get_mut(a, 3).is_some());
+        assert!(!slab.is_vacant(slot), "occupied");
+        assert!(!slab.is_vacant(below), "occupied");
+        assert!(slab.get_mut(slot, 2).is_some());
         assert_eq!((slab.live(), count()), (2, 2));
-        let (top, mut vacant) = slab.reserve_vacant();
-        assert_eq!(top, 2, "a new slot on top");
-        // SAFETY: as above
-        unsafe {
-            vacant.place().write(span.clone());
-            vacant.occupy(4);
-        }
-        assert!(slab.remove(top, 4).is_some());
+        assert!(slab.remove(slot, 2).is_some());
+        assert_eq!(count(), 1, "removed once");
+        // a freed slot is reserved first, then a new one on top
+        assert!(slab.remove(below, 1).is_some());
+        let top = slab.insert(3, span.clone());
+        let (again, _) = slab.reserve_vacant();
+        assert_eq!((below, again), (top, below + 1));
         drop(slab);
-        assert_eq!(count(), 0, "each dropped once");
+        assert_eq!(count(), 0);
     }
 
     /// A finished span stays in its slot until the finished slots are
