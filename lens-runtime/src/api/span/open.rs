@@ -153,39 +153,47 @@ impl OpenList {
     }
 }
 
-/// This thread's list, taken when the thread first registers a span and
-/// handed back to the free pool when the thread exits (spans still open
-/// in it stay registered until they end).
-struct Mine(Cell<Option<&'static OpenList>>);
-
-impl Mine {
-    #[inline(always)]
-    fn list(&self) -> &'static OpenList {
-        match self.0.get() {
-            Some(list) if list.is_current() => list,
-            _ => self.new_list(),
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn new_list(&self) -> &'static OpenList {
-        let list = take_list();
-        self.0.set(Some(list));
-        list
-    }
+thread_local! {
+    /// This thread's list, taken when the thread first registers a span
+    /// and handed back to the free pool when the thread exits (spans still
+    /// open in it stay registered until they end). A thread local with no
+    /// destructor, so that reading it checks no state of its own (3
+    /// instructions a span); [`HandBack`] hands the list back.
+    static MINE: Cell<Option<&'static OpenList>> = const { Cell::new(None) };
+    static HAND_BACK: HandBack = const { HandBack };
 }
 
-impl Drop for Mine {
+/// Hands this thread's list back when the thread exits: touched (and its
+/// destructor registered) when the thread takes a list.
+struct HandBack;
+
+impl Drop for HandBack {
     fn drop(&mut self) {
-        if let Some(list) = self.0.get().filter(|l| l.is_current()) {
+        if let Some(list) = MINE.take().filter(|l| l.is_current()) {
             registry().free.push(list);
         }
     }
 }
 
-thread_local! {
-    static MINE: Mine = const { Mine(Cell::new(None)) };
+/// This thread's list (`None` while the thread is exiting).
+#[inline(always)]
+fn mine() -> Option<&'static OpenList> {
+    match MINE.get() {
+        Some(list) if list.is_current() => Some(list),
+        _ => new_list(),
+    }
+}
+
+/// Takes a list for this thread: its first span, or its first after a
+/// fork (the list it had is the parent's). `None` once the thread is
+/// exiting and its list was handed back.
+#[cold]
+#[inline(never)]
+fn new_list() -> Option<&'static OpenList> {
+    HAND_BACK.try_with(|_| ()).ok()?;
+    let list = take_list();
+    MINE.set(Some(list));
+    Some(list)
 }
 
 /// An open span's place in the registry (the span may move to another
@@ -231,12 +239,6 @@ fn register_with(put: impl FnOnce(&mut Spans, u64) -> usize) -> Option<Registrat
     let id = spans.next_id();
     let slot = put(&mut spans, id);
     Some(Registration { list, slot, id })
-}
-
-/// This thread's list (`None` while the thread is exiting).
-#[inline]
-fn mine() -> Option<&'static OpenList> {
-    MINE.try_with(Mine::list).ok()
 }
 
 #[cfg_attr(not(feature = "sdk-core"), allow(dead_code))] // only setup turns it on

@@ -205,7 +205,10 @@ impl Recorder {
         let psc = parent.span_context();
         // the fork-safe generator (a direct call, inlined: not through a
         // function pointer)
-        let (span_id, new_trace) = super::ids::draw(!psc.is_valid());
+        // read once: the parent's ids are behind a pointer the stores
+        // below may alias, so a second `is_valid` would load them again
+        let root = !psc.is_valid();
+        let (span_id, new_trace) = super::ids::draw(root);
         let (trace_id, flags) = match new_trace {
             None => (psc.trace_id(), psc.trace_flags()),
             Some(t) => (t, TraceFlags::default()),
@@ -217,13 +220,27 @@ impl Recorder {
         // decided without a `SamplingResult` on the default path: its
         // tracestate, moved through it, was read back before its stores
         // reached the cache (a stall, `perf annotate`)
-        let (sampled, trace_state) = if self.default_sampling {
+        let sc = |sampled, trace_state| {
+            SpanContext::new(
+                trace_id,
+                span_id,
+                flags.with_sampled(sampled),
+                false,
+                trace_state,
+            )
+        };
+        let sc = if self.default_sampling {
             // the SDK's `ParentBased(AlwaysOn)`: an active parent's flag,
-            // else sampled; the parent's tracestate
+            // else sampled; the parent's tracestate (most often none: made
+            // as a constant where it goes, not cloned, nor moved there
+            // through the stack)
             if parent_cx.has_active_span() && !psc.is_sampled() {
                 return dropped(out, psc.trace_state().clone());
             }
-            (true, parent_state(psc))
+            match *psc.trace_state() == TraceState::NONE {
+                true => sc(true, TraceState::NONE),
+                false => sc(true, psc.trace_state().clone()),
+            }
         } else {
             let r = self.sampler.should_sample(
                 Some(parent_cx),
@@ -244,21 +261,15 @@ impl Recorder {
                 false => attributes.0.extend(r.attributes),
                 true => forget_empty(r.attributes),
             }
-            (sampled, r.trace_state)
+            sc(sampled, r.trace_state)
         };
-        let sc = SpanContext::new(
-            trace_id,
-            span_id,
-            flags.with_sampled(sampled),
-            false,
-            trace_state,
-        );
         let limits = &self.common.limits;
         let max = limits.max_attributes_per_span as usize;
-        let dropped_attributes = attributes.len().saturating_sub(max) as u32;
-        if dropped_attributes > 0 {
-            attributes.0.truncate(max);
-        }
+        // compared, not subtracted and tested: over the limit is rare
+        let dropped_attributes = match attributes.len() > max {
+            true => over_limit(&mut attributes, max),
+            false => 0,
+        };
         // a `match`, not `map_or_else`: that is not always inlined
         let start = match extra.start_time() {
             None => clock::now(),
@@ -283,12 +294,12 @@ impl Recorder {
         };
         let (flags, parent_span_id, parent_is_remote) = (
             sc.trace_flags(),
-            if psc.is_valid() {
+            if !root {
                 psc.span_id()
             } else {
                 SpanId::INVALID
             },
-            psc.is_valid() && psc.is_remote(),
+            !root && psc.is_remote(),
         );
         let Some(mut new_slot) = NewSlot::take() else {
             // the thread is exiting: the span is not recorded
@@ -330,15 +341,13 @@ impl Recorder {
     }
 }
 
-/// The parent's tracestate for its child: most often none, made as a
-/// constant rather than cloned (the clone of a `None` copies the whole
-/// 24-byte value, through the stack).
-#[inline(always)]
-fn parent_state(psc: &SpanContext) -> TraceState {
-    match *psc.trace_state() == TraceState::NONE {
-        true => TraceState::NONE,
-        false => psc.trace_state().clone(),
-    }
+/// Drops the attributes past `max`; returns how many.
+#[cold]
+#[inline(never)]
+fn over_limit(attributes: &mut Attrs, max: usize) -> u32 {
+    let dropped = attributes.len().saturating_sub(max) as u32;
+    attributes.0.truncate(max);
+    dropped
 }
 
 /// Drops `v`, which is empty: without a call, if it holds no memory (a

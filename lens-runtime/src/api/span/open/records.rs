@@ -112,7 +112,7 @@ pub(crate) fn find(
         });
         found
     };
-    let mine = super::MINE.try_with(|m| m.0.get()).ok().flatten();
+    let mine = super::MINE.get();
     if let Some(found) = mine.and_then(in_list) {
         return Some(found);
     }

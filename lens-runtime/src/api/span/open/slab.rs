@@ -85,42 +85,32 @@ impl<T> Slab<T> {
         slot
     }
 
-    /// A free slot for the next span.
-    #[inline]
-    pub(super) fn reserve(&mut self) -> usize {
-        loop {
-            match self.free.pop() {
-                Some(slot) if self.slots.get(slot).is_some_and(|s| s.id == 0) => return slot,
-                Some(_) => continue,
-                None => {
-                    // built here, not a constant: a constant's
-                    // uninitialised bytes are written as zeros (11 stores
-                    // a span)
-                    self.slots.push(Slot {
-                        id: 0,
-                        span: MaybeUninit::uninit(),
-                    });
-                    return self.slots.len() - 1;
-                }
-            }
-        }
-    }
-
-    /// A free slot for the next span, as [`reserve`](Self::reserve), and
-    /// the slot itself: its span and then its id are written through it
-    /// without looking the slot up again (while the slab is unchanged).
+    /// A free slot for the next span, and the slot itself: its span and
+    /// then its id are written through it without looking the slot up
+    /// again (while the slab is unchanged). A slot past the last is made
+    /// in the spare capacity and counted in only when it is occupied: a
+    /// `Vacant` dropped unoccupied leaves the slab as it was.
     #[inline(always)]
     pub(super) fn reserve_vacant(&mut self) -> (usize, Vacant<T>) {
-        let slot = self.reserve();
-        // `reserve` returns a slot below `len`
-        let entry = &mut self.slots[slot];
-        (slot, Vacant(std::ptr::NonNull::from(entry)))
+        while let Some(slot) = self.free.pop() {
+            if let Some(entry) = self.slots.get_mut(slot).filter(|s| s.id == 0) {
+                let entry = std::ptr::NonNull::from(entry);
+                return (slot, Vacant { entry, grow: None });
+            }
+        }
+        let slot = self.slots.len();
+        self.slots.reserve(1);
+        // SAFETY: there is spare capacity for one slot at `len`, and a
+        // Vec's pointer is never null
+        let entry = unsafe { std::ptr::NonNull::new_unchecked(self.slots.as_mut_ptr().add(slot)) };
+        let grow = Some(std::ptr::NonNull::from(&mut self.slots));
+        (slot, Vacant { entry, grow })
     }
 
-    /// Whether `slot` is a free slot.
+    /// Whether `slot` is a free slot (one past the last is one too).
     #[cfg(test)]
     fn is_vacant(&self, slot: usize) -> bool {
-        self.slots.get(slot).is_some_and(|s| s.id == 0)
+        self.slots.get(slot).is_none_or(|s| s.id == 0)
     }
 
     /// The span with `id` in `slot`, if it is still there.
@@ -266,8 +256,13 @@ impl<T> Slab<T> {
     }
 }
 
-/// A free slot of a slab, reserved by [`Slab::reserve_vacant`].
-pub(super) struct Vacant<T>(std::ptr::NonNull<Slot<T>>);
+/// A free slot of a slab, reserved by [`Slab::reserve_vacant`]: `entry`,
+/// past the slab's last slot (in `grow`'s spare capacity) if `grow` is
+/// set.
+pub(super) struct Vacant<T> {
+    entry: std::ptr::NonNull<Slot<T>>,
+    grow: Option<std::ptr::NonNull<Vec<Slot<T>>>>,
+}
 
 impl<T> Vacant<T> {
     /// Where its span is written.
@@ -279,7 +274,7 @@ impl<T> Vacant<T> {
     #[inline(always)]
     pub(super) unsafe fn place(&mut self) -> &mut MaybeUninit<T> {
         // SAFETY: the slot is where it was reserved (the caller's promise)
-        unsafe { &mut (*self.0.as_ptr()).span }
+        unsafe { &mut (*self.entry.as_ptr()).span }
     }
 
     /// Marks the slot as holding the span with `id` (never 0).
@@ -291,9 +286,17 @@ impl<T> Vacant<T> {
     #[inline(always)]
     pub(super) unsafe fn occupy(self, id: u64) {
         debug_assert!(id != 0, "span ids start at 1");
-        // SAFETY: as for `place`; the slot was free (id 0) and now holds
-        // the span written into it
-        unsafe { (*self.0.as_ptr()).id = id };
+        // SAFETY: as for `place`; the slot was free (id 0) or past the
+        // last, and now holds the span written into it (a slot past the
+        // last is at the slots' length, in their capacity: counted in,
+        // it is initialised)
+        unsafe {
+            std::ptr::addr_of_mut!((*self.entry.as_ptr()).id).write(id);
+            if let Some(slots) = self.grow {
+                let slots = &mut *slots.as_ptr();
+                slots.set_len(slots.len() + 1);
+            }
+        }
     }
 }
 
@@ -428,6 +431,9 @@ mod tests {
         let top = slab.insert(3, span.clone());
         let (again, _) = slab.reserve_vacant();
         assert_eq!((below, again), (top, below + 1));
+        // dropped unoccupied, it leaves the slab as it was
+        let (same, _) = slab.reserve_vacant();
+        assert_eq!((same, slab.live()), (again, 1));
         drop(slab);
         assert_eq!(count(), 0);
     }

@@ -48,10 +48,8 @@ impl Drop for Fixture {
 
 /// This thread's list and how many slots it has.
 fn my_slots() -> (usize, usize) {
-    MINE.with(|m| {
-        let g = m.list().lock();
-        (g.cx.live(), g.cx.len())
-    })
+    let g = mine().expect("this thread's list").lock();
+    (g.cx.live(), g.cx.len())
 }
 
 #[test]

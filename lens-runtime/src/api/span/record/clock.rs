@@ -57,13 +57,19 @@ fn scaled(raw: u64, ns_per_2_32: u64) -> u64 {
 /// a whole [`REANCHOR`] between two loads; the time is then off by the
 /// drift of one period, never wrong by more).
 static ANCHORS: [Anchor; 2] = [Anchor::new(), Anchor::new()];
-/// The anchor in use (bit 0), with [`RDTSC`] set if `quanta`'s raw clock
-/// is the time-stamp counter itself (seen between two `rdtsc` readings):
-/// spans then read it with `rdtsc` inline, not through `quanta`'s call;
-/// or [`NONE`]: read `SystemTime`. One load tells a span all of it.
+/// The anchor in use, as its byte offset in [`ANCHORS`] (0 or
+/// [`SECOND`]), with [`ANCHORED`] set once there is one, and [`RDTSC`]
+/// too if `quanta`'s raw clock is the time-stamp counter itself (seen
+/// between two `rdtsc` readings): spans then read it with `rdtsc` inline,
+/// not through `quanta`'s call. [`NONE`] (0): read `SystemTime`. One load
+/// and one test tell a span that it reads the counter, and the anchor's
+/// offset is the word masked (no shift).
 static IN_USE: AtomicUsize = AtomicUsize::new(NONE);
-const NONE: usize = usize::MAX;
+const NONE: usize = 0;
+const ANCHORED: usize = 1;
 const RDTSC: usize = 2;
+const SECOND: usize = std::mem::size_of::<Anchor>();
+const _: () = assert!(SECOND.is_power_of_two() && SECOND > RDTSC | ANCHORED);
 static CLOCK: OnceLock<Option<quanta::Clock>> = OnceLock::new();
 
 /// Calibrates the counter if that has not been done, and takes a new
@@ -91,19 +97,19 @@ pub(crate) fn anchor() {
     let after = clock.raw();
     let raw = before + after.saturating_sub(before) / 2;
     let in_use = IN_USE.load(Ordering::Relaxed);
+    // the other anchor (the first, before there is one)
     let next = match in_use {
         NONE => 0,
-        i => (i & 1) ^ 1,
+        i => (i & SECOND) ^ SECOND,
     };
-    ANCHORS[next]
-        .ns_per_2_32
-        .store(ns_per_2_32, Ordering::Relaxed);
-    ANCHORS[next].offset.store(
+    let a = &ANCHORS[next / SECOND];
+    a.ns_per_2_32.store(ns_per_2_32, Ordering::Relaxed);
+    a.offset.store(
         unix.wrapping_sub(scaled(raw, ns_per_2_32)),
         Ordering::Relaxed,
     );
     let flag = if is_rdtsc { RDTSC } else { 0 };
-    IN_USE.store(next | flag, Ordering::Release);
+    IN_USE.store(next | ANCHORED | flag, Ordering::Release);
 }
 
 /// Whether the CPU has an invariant time-stamp counter (the one `quanta`
@@ -144,20 +150,39 @@ fn rdtsc() -> Option<u64> {
 #[inline(always)]
 pub(crate) fn now() -> Stamp {
     let in_use = IN_USE.load(Ordering::Acquire);
-    if in_use != NONE {
-        let raw = match (in_use & RDTSC != 0).then(rdtsc).flatten() {
+    let raw = match in_use & RDTSC != 0 {
+        true => match rdtsc() {
             Some(raw) => raw,
-            None => match CLOCK.get() {
-                Some(Some(clock)) => clock.raw(),
-                _ => return from_system(SystemTime::now()),
-            },
-        };
-        let a = &ANCHORS[in_use & 1];
-        // on the anchor's line, before the anchor too (a reading a little
-        // behind it, on a core whose counter lags, is a little earlier;
-        // within a nanosecond of `unix + (raw - anchor) * rate`)
-        let ns = scaled(raw, a.ns_per_2_32.load(Ordering::Relaxed));
-        return ns.wrapping_add(a.offset.load(Ordering::Relaxed));
+            None => return not_rdtsc(in_use),
+        },
+        false => return not_rdtsc(in_use),
+    };
+    on_line(raw, in_use)
+}
+
+/// `raw` on the line of the anchor `in_use` names: on the anchor's line,
+/// before the anchor too (a reading a little behind it, on a core whose
+/// counter lags, is a little earlier; within a nanosecond of
+/// `unix + (raw - anchor) * rate`).
+#[inline(always)]
+fn on_line(raw: u64, in_use: usize) -> Stamp {
+    // SAFETY: `in_use & SECOND` is 0 or the size of one `Anchor`: the
+    // offset of one of the two anchors
+    let a = unsafe { &*ANCHORS.as_ptr().byte_add(in_use & SECOND) };
+    let ns = scaled(raw, a.ns_per_2_32.load(Ordering::Relaxed));
+    ns.wrapping_add(a.offset.load(Ordering::Relaxed))
+}
+
+/// Now without `rdtsc` inline: through `quanta` (a counter that is not
+/// the time-stamp counter itself), or `SystemTime` (no anchor yet, or no
+/// invariant counter).
+#[cold]
+#[inline(never)]
+fn not_rdtsc(in_use: usize) -> Stamp {
+    if in_use & ANCHORED != 0 {
+        if let Some(Some(clock)) = CLOCK.get() {
+            return on_line(clock.raw(), in_use);
+        }
     }
     from_system(SystemTime::now())
 }
