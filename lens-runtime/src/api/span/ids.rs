@@ -4,21 +4,23 @@
 //! SDK's tracer through [`ForkSafeIdGenerator`](crate::ForkSafeIdGenerator).
 //!
 //! Each thread keeps a small fast RNG seeded from the operating system (never
-//! from anything the user seeds). A `pthread_atfork` child handler bumps a
-//! generation counter, so the first id drawn in a forked child reseeds from
-//! the OS instead of repeating the parent's sequence.
+//! from anything the user seeds). A `pthread_atfork` child handler marks
+//! the forking thread's state unseeded (it is the only thread a child
+//! has), so the first id drawn in a forked child reseeds from the OS
+//! instead of repeating the parent's sequence.
 
 use opentelemetry::trace::{SpanId, TraceId};
 use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Once;
 
-static FORK_GENERATION: AtomicU64 = AtomicU64::new(0);
-
+/// In the child of a `fork()`, on the thread that forked (the child's only
+/// thread): its state is to be seeded again. Async-signal-safe, as a fork
+/// handler must be: one store to a thread local that has no destructor
+/// (plain thread-local memory).
 extern "C" fn after_fork_in_child() {
-    FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
+    FAST.with(|f| f.seeded.set(false));
 }
 
 /// Registers the fork handler that makes a forked child reseed (once per
@@ -33,11 +35,23 @@ pub(crate) fn install_fork_handler() {
     });
 }
 
+/// A thread's wyrand state, and whether it was seeded (in this process).
+struct Fast {
+    seeded: Cell<bool>,
+    state: Cell<u64>,
+}
+
 thread_local! {
-    /// `(fork generation, wyrand state)`: seeded from the OS on a thread's
-    /// first id and again after a `fork()`. Both the SDK's tracer (through
-    /// `IdGenerator`) and lens's span recorder draw from it.
-    static FAST: Cell<(u64, u64)> = const { Cell::new((u64::MAX, 0)) };
+    /// Seeded from the OS on a thread's first id and again after a
+    /// `fork()`. Both the SDK's tracer (through `IdGenerator`) and lens's
+    /// span recorder draw from it. No destructor: readable at any time,
+    /// from the fork handler too, and one test a draw.
+    static FAST: Fast = const {
+        Fast {
+            seeded: Cell::new(false),
+            state: Cell::new(0),
+        }
+    };
 }
 
 /// wyrand: one 64-bit output, the state advanced.
@@ -55,22 +69,22 @@ fn fast_seed() -> u64 {
     SmallRng::from_os_rng().next_u64()
 }
 
-/// Runs `f` on this thread's state, reseeded first if a fork happened
-/// since it was last used (a thread that is exiting gets a seed of its
-/// own).
+/// Runs `f` on this thread's state, seeded first if it was not (the
+/// thread's first id, or its first in a forked child).
 #[inline(always)]
 fn with_state<R>(f: impl Fn(&mut u64) -> R) -> R {
-    FAST.try_with(|cell| {
-        let generation = FORK_GENERATION.load(Ordering::Relaxed);
-        let (g, mut state) = cell.get();
-        if g != generation {
-            state = fast_seed();
-        }
+    FAST.with(|fast| {
+        let mut state = match fast.seeded.get() {
+            true => fast.state.get(),
+            false => {
+                fast.seeded.set(true);
+                fast_seed()
+            }
+        };
         let r = f(&mut state);
-        cell.set((generation, state));
+        fast.state.set(state);
         r
     })
-    .unwrap_or_else(|_| f(&mut fast_seed()))
 }
 
 /// A span id, and a trace id too when `root` (lens's span recorder):
