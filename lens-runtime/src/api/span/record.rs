@@ -242,11 +242,13 @@ impl Recorder {
                 false => sc(true, psc.trace_state().clone()),
             }
         } else {
+            // a copy made here: a reference to `kind` itself has it stored
+            // on the stack on every path (1 instruction a span)
             let r = self.sampler.should_sample(
                 Some(parent_cx),
                 trace_id,
                 &name,
-                &kind,
+                &kind.clone(),
                 &attributes,
                 extra.links(),
             );

@@ -92,19 +92,27 @@ impl<T> Slab<T> {
     /// `Vacant` dropped unoccupied leaves the slab as it was.
     #[inline(always)]
     pub(super) fn reserve_vacant(&mut self) -> (usize, Vacant<T>) {
+        let len = self.slots.len();
         while let Some(slot) = self.free.pop() {
             if let Some(entry) = self.slots.get_mut(slot).filter(|s| s.id == 0) {
                 let entry = std::ptr::NonNull::from(entry);
-                return (slot, Vacant { entry, grow: None });
+                let slots = std::ptr::NonNull::from(&mut self.slots);
+                return (slot, Vacant { entry, slots, len });
             }
         }
-        let slot = self.slots.len();
         self.slots.reserve(1);
         // SAFETY: there is spare capacity for one slot at `len`, and a
         // Vec's pointer is never null
-        let entry = unsafe { std::ptr::NonNull::new_unchecked(self.slots.as_mut_ptr().add(slot)) };
-        let grow = Some(std::ptr::NonNull::from(&mut self.slots));
-        (slot, Vacant { entry, grow })
+        let entry = unsafe { std::ptr::NonNull::new_unchecked(self.slots.as_mut_ptr().add(len)) };
+        let slots = std::ptr::NonNull::from(&mut self.slots);
+        (
+            len,
+            Vacant {
+                entry,
+                slots,
+                len: len + 1,
+            },
+        )
     }
 
     /// Whether `slot` is a free slot (one past the last is one too).
@@ -257,11 +265,13 @@ impl<T> Slab<T> {
 }
 
 /// A free slot of a slab, reserved by [`Slab::reserve_vacant`]: `entry`,
-/// past the slab's last slot (in `grow`'s spare capacity) if `grow` is
-/// set.
+/// one of `slots` or the one past the last (in their spare capacity), and
+/// their length once it is occupied (one more in that case: a length
+/// stored either way, not a branch).
 pub(super) struct Vacant<T> {
     entry: std::ptr::NonNull<Slot<T>>,
-    grow: Option<std::ptr::NonNull<Vec<Slot<T>>>>,
+    slots: std::ptr::NonNull<Vec<Slot<T>>>,
+    len: usize,
 }
 
 impl<T> Vacant<T> {
@@ -292,10 +302,7 @@ impl<T> Vacant<T> {
         // it is initialised)
         unsafe {
             std::ptr::addr_of_mut!((*self.entry.as_ptr()).id).write(id);
-            if let Some(slots) = self.grow {
-                let slots = &mut *slots.as_ptr();
-                slots.set_len(slots.len() + 1);
-            }
+            (*self.slots.as_ptr()).set_len(self.len);
         }
     }
 }

@@ -52,19 +52,28 @@ fn scaled(raw: u64, ns_per_2_32: u64) -> u64 {
     ((u128::from(raw) * u128::from(ns_per_2_32)) >> 32) as u64
 }
 
-/// Two anchors: the one in use ([`IN_USE`]) and the one the next anchor is
-/// written to, so a reader never sees half an anchor (unless it stalls for
-/// a whole [`REANCHOR`] between two loads; the time is then off by the
-/// drift of one period, never wrong by more).
-static ANCHORS: [Anchor; 2] = [Anchor::new(), Anchor::new()];
-/// The anchor in use, as its byte offset in [`ANCHORS`] (0 or
-/// [`SECOND`]), with [`ANCHORED`] set once there is one, and [`RDTSC`]
-/// too if `quanta`'s raw clock is the time-stamp counter itself (seen
-/// between two `rdtsc` readings): spans then read it with `rdtsc` inline,
-/// not through `quanta`'s call. [`NONE`] (0): read `SystemTime`. One load
-/// and one test tell a span that it reads the counter, and the anchor's
-/// offset is the word masked (no shift).
-static IN_USE: AtomicUsize = AtomicUsize::new(NONE);
+/// The clock's state, in one static (one address to load a reading, not
+/// one per part).
+struct Line {
+    /// The anchor in use, as its byte offset in `anchors` (0 or
+    /// [`SECOND`]), with [`ANCHORED`] set once there is one, and [`RDTSC`]
+    /// too if `quanta`'s raw clock is the time-stamp counter itself (seen
+    /// between two `rdtsc` readings): spans then read it with `rdtsc`
+    /// inline, not through `quanta`'s call. [`NONE`] (0): read
+    /// `SystemTime`. One load and one test tell a span that it reads the
+    /// counter, and the anchor's offset is the word masked (no shift).
+    in_use: AtomicUsize,
+    /// Two anchors: the one in use and the one the next anchor is written
+    /// to, so a reader never sees half an anchor (unless it stalls for a
+    /// whole [`REANCHOR`] between two loads; the time is then off by the
+    /// drift of one period, never wrong by more).
+    anchors: [Anchor; 2],
+}
+
+static LINE: Line = Line {
+    in_use: AtomicUsize::new(NONE),
+    anchors: [Anchor::new(), Anchor::new()],
+};
 const NONE: usize = 0;
 const ANCHORED: usize = 1;
 const RDTSC: usize = 2;
@@ -96,20 +105,20 @@ pub(crate) fn anchor() {
     let unix = from_system(SystemTime::now());
     let after = clock.raw();
     let raw = before + after.saturating_sub(before) / 2;
-    let in_use = IN_USE.load(Ordering::Relaxed);
+    let in_use = LINE.in_use.load(Ordering::Relaxed);
     // the other anchor (the first, before there is one)
     let next = match in_use {
         NONE => 0,
         i => (i & SECOND) ^ SECOND,
     };
-    let a = &ANCHORS[next / SECOND];
+    let a = &LINE.anchors[next / SECOND];
     a.ns_per_2_32.store(ns_per_2_32, Ordering::Relaxed);
     a.offset.store(
         unix.wrapping_sub(scaled(raw, ns_per_2_32)),
         Ordering::Relaxed,
     );
     let flag = if is_rdtsc { RDTSC } else { 0 };
-    IN_USE.store(next | ANCHORED | flag, Ordering::Release);
+    LINE.in_use.store(next | ANCHORED | flag, Ordering::Release);
 }
 
 /// Whether the CPU has an invariant time-stamp counter (the one `quanta`
@@ -149,7 +158,7 @@ fn rdtsc() -> Option<u64> {
 /// line), without `quanta`'s call and the checks of its clock type.
 #[inline(always)]
 pub(crate) fn now() -> Stamp {
-    let in_use = IN_USE.load(Ordering::Acquire);
+    let in_use = LINE.in_use.load(Ordering::Acquire);
     let raw = match in_use & RDTSC != 0 {
         true => match rdtsc() {
             Some(raw) => raw,
@@ -168,7 +177,7 @@ pub(crate) fn now() -> Stamp {
 fn on_line(raw: u64, in_use: usize) -> Stamp {
     // SAFETY: `in_use & SECOND` is 0 or the size of one `Anchor`: the
     // offset of one of the two anchors
-    let a = unsafe { &*ANCHORS.as_ptr().byte_add(in_use & SECOND) };
+    let a = unsafe { &*LINE.anchors.as_ptr().byte_add(in_use & SECOND) };
     let ns = scaled(raw, a.ns_per_2_32.load(Ordering::Relaxed));
     ns.wrapping_add(a.offset.load(Ordering::Relaxed))
 }
