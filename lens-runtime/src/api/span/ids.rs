@@ -18,9 +18,17 @@ use std::sync::Once;
 /// In the child of a `fork()`, on the thread that forked (the child's only
 /// thread): its state is to be seeded again. Async-signal-safe, as a fork
 /// handler must be: one store to a thread local that has no destructor
-/// (plain thread-local memory).
+/// (plain thread-local memory, made before the fork by
+/// [`before_fork`], so that reaching it allocates nothing even where
+/// lens is in a library loaded with `dlopen`).
 extern "C" fn after_fork_in_child() {
     FAST.with(|f| f.seeded.set(false));
+}
+
+/// In the parent, on the thread about to fork: makes its thread local
+/// exist (a no-op once it does), for [`after_fork_in_child`].
+extern "C" fn before_fork() {
+    FAST.with(|_| ());
 }
 
 /// Registers the fork handler that makes a forked child reseed (once per
@@ -28,9 +36,10 @@ extern "C" fn after_fork_in_child() {
 pub(crate) fn install_fork_handler() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        // SAFETY: registers an async-signal-safe handler (one atomic add).
+        // SAFETY: registers handlers that only touch a thread local with
+        // no destructor (the child's: one store, async-signal-safe).
         unsafe {
-            libc::pthread_atfork(None, None, Some(after_fork_in_child));
+            libc::pthread_atfork(Some(before_fork), None, Some(after_fork_in_child));
         }
     });
 }
@@ -76,9 +85,12 @@ fn with_state<R>(f: impl Fn(&mut u64) -> R) -> R {
     FAST.with(|fast| {
         let mut state = match fast.seeded.get() {
             true => fast.state.get(),
+            // marked seeded once it is (a seed that panics leaves it
+            // unseeded, to be seeded by the next draw)
             false => {
+                let seed = fast_seed();
                 fast.seeded.set(true);
-                fast_seed()
+                seed
             }
         };
         let r = f(&mut state);

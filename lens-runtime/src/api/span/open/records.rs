@@ -16,7 +16,8 @@ pub(crate) struct NewSlot {
     reg: Registration,
     /// The slot in the list: where it was reserved while the guard is held
     /// and the slab unchanged, which is until `commit` (nothing else
-    /// reaches the slab of a `NewSlot`).
+    /// reaches the slab of a `NewSlot`; the slab never moves: its list is
+    /// leaked).
     vacant: Vacant<Record>,
 }
 

@@ -88,8 +88,10 @@ impl<T> Slab<T> {
     /// A free slot for the next span, and the slot itself: its span and
     /// then its id are written through it without looking the slot up
     /// again (while the slab is unchanged). A slot past the last is made
-    /// in the spare capacity and counted in only when it is occupied: a
-    /// `Vacant` dropped unoccupied leaves the slab as it was.
+    /// in the spare capacity and counted in only when it is occupied: such
+    /// a `Vacant` dropped unoccupied leaves the slab as it was (a free slot
+    /// reserved and not occupied is taken off the free list, and stays
+    /// free).
     #[inline(always)]
     pub(super) fn reserve_vacant(&mut self) -> (usize, Vacant<T>) {
         let len = self.slots.len();
@@ -279,8 +281,9 @@ impl<T> Vacant<T> {
     ///
     /// # Safety
     ///
-    /// The slab is unchanged since the slot was reserved, and nothing else
-    /// reaches the slot meanwhile.
+    /// The slab is unchanged since the slot was reserved and has not moved
+    /// (`Vacant` points at its slots' `Vec` itself, to count the slot in),
+    /// and nothing else reaches the slot meanwhile.
     #[inline(always)]
     pub(super) unsafe fn place(&mut self) -> &mut MaybeUninit<T> {
         // SAFETY: the slot is where it was reserved (the caller's promise)
