@@ -220,7 +220,8 @@ impl Recorder {
         // decided without a `SamplingResult` on the default path: its
         // tracestate, moved through it, was read back before its stores
         // reached the cache (a stall, `perf annotate`)
-        let sc = |sampled, trace_state| {
+        // the span context, made in the arm that knows its tracestate
+        let made = |sampled, trace_state| {
             SpanContext::new(
                 trace_id,
                 span_id,
@@ -238,8 +239,8 @@ impl Recorder {
                 return dropped(out, psc.trace_state().clone());
             }
             match *psc.trace_state() == TraceState::NONE {
-                true => sc(true, TraceState::NONE),
-                false => sc(true, psc.trace_state().clone()),
+                true => made(true, TraceState::NONE),
+                false => made(true, psc.trace_state().clone()),
             }
         } else {
             // a copy made here: a reference to `kind` itself has it stored
@@ -263,7 +264,7 @@ impl Recorder {
                 false => attributes.0.extend(r.attributes),
                 true => forget_empty(r.attributes),
             }
-            sc(sampled, r.trace_state)
+            made(sampled, r.trace_state)
         };
         let limits = &self.common.limits;
         let max = limits.max_attributes_per_span as usize;
