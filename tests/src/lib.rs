@@ -718,6 +718,10 @@ pub fn run_with_timeout(cmd: &mut Command, timeout: Duration) -> Finished {
 pub struct FileSpan {
     /// The span name.
     pub name: String,
+    /// The span id, as the file writes it (hex).
+    pub span_id: String,
+    /// The parent's span id (hex; empty for a root).
+    pub parent_span_id: String,
     /// Attributes: key to the OTLP JSON `value` object.
     pub attributes: serde_json::Map<String, serde_json::Value>,
     /// Event names.
@@ -730,6 +734,18 @@ impl FileSpan {
     /// The `stringValue` of attribute `key`.
     pub fn str_attr(&self, key: &str) -> Option<&str> {
         self.attributes.get(key)?.get("stringValue")?.as_str()
+    }
+
+    /// The `intValue` of attribute `key` (OTLP JSON writes it as a string
+    /// or a number).
+    pub fn int_attr(&self, key: &str) -> Option<i64> {
+        let v = self.attributes.get(key)?.get("intValue")?;
+        v.as_i64().or_else(|| v.as_str()?.parse().ok())
+    }
+
+    /// The `boolValue` of attribute `key`.
+    pub fn bool_attr(&self, key: &str) -> Option<bool> {
+        self.attributes.get(key)?.get("boolValue")?.as_bool()
     }
 }
 
@@ -760,6 +776,8 @@ pub fn file_spans(path: &std::path::Path) -> Vec<FileSpan> {
                     }
                     spans.push(FileSpan {
                         name: s["name"].as_str().unwrap_or_default().to_owned(),
+                        span_id: s["spanId"].as_str().unwrap_or_default().to_owned(),
+                        parent_span_id: s["parentSpanId"].as_str().unwrap_or_default().to_owned(),
                         attributes,
                         events: s["events"]
                             .as_array()

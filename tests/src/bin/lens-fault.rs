@@ -781,6 +781,68 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
             let _ = h.shutdown(Duration::from_secs(5));
             Ok(())
         }
+        // SIGTERM taken by the application's own handler while two threads
+        // record: lens's flush exports what has ended and returns, and the
+        // process keeps recording; `arg` is the file lens writes, watched for
+        // the flush's export (the batch delay is long: nothing else writes
+        // it before shutdown)
+        "keeps-running" => {
+            let out = std::path::PathBuf::from(arg.ok_or("keeps-running needs the span file")?);
+            // before lens, which chains to it (one installed after would
+            // replace lens's handler in the kernel)
+            install_app_sigaction(libc::SIGTERM);
+            let h = setup()?;
+            static STOP: AtomicBool = AtomicBool::new(false);
+            let workers: Vec<_> = (0..2i64)
+                .map(|t| {
+                    std::thread::spawn(move || {
+                        let _parent = span_cm!("run.parent", "run.thread" = t);
+                        let mut i = 0i64;
+                        while !STOP.load(Ordering::SeqCst) {
+                            let after = APP_GOT_SIGNAL.load(Ordering::SeqCst);
+                            drop(managed_span!(
+                                "step",
+                                "run.span",
+                                "run.thread" = t,
+                                "run.seq" = i,
+                                "run.after_signal" = after
+                            ));
+                            i += 1;
+                            std::thread::sleep(Duration::from_micros(100));
+                        }
+                        i
+                    })
+                })
+                .collect();
+            std::thread::sleep(Duration::from_millis(300));
+            say("ready");
+            let start = Instant::now();
+            while !APP_GOT_SIGNAL.load(Ordering::SeqCst) {
+                if start.elapsed() > Duration::from_secs(60) {
+                    return Err("the application's handler never ran".into());
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let flushed = Instant::now();
+            while std::fs::metadata(&out).map_or(0, |m| m.len()) == 0 {
+                if flushed.elapsed() > Duration::from_secs(10) {
+                    return Err("the signal flush exported nothing".into());
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            say("flushed");
+            // recording goes on after the flush
+            std::thread::sleep(Duration::from_millis(300));
+            STOP.store(true, Ordering::SeqCst);
+            let mut total = 0;
+            for w in workers {
+                total += w.join().map_err(|_| "a worker panicked")?;
+            }
+            h.shutdown(Duration::from_secs(10))
+                .map_err(|e| format!("shutdown: {e}"))?;
+            say(&format!("recorded {total}"));
+            Ok(())
+        }
         // the console exporter writing to a closed pipe in a program that
         // restored SIGPIPE's default
         "sigpipe" => {

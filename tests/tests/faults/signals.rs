@@ -282,3 +282,72 @@ fn a_sigterm_during_shutdown_is_not_swallowed_by_a_normal_exit() {
         .unwrap_or_default()
         .contains("slow.span"));
 }
+
+#[test]
+fn recording_goes_on_in_order_after_a_signal_flush_the_application_survives() {
+    let dir = temp_dir("keeps-running");
+    let file = dir.join("spans.jsonl");
+    let f = run_with_timeout_and(
+        fault("keeps-running", Some(file.to_str().unwrap()), &dir)
+            // nothing but the signal's flush exports before shutdown
+            .env("OTEL_BSP_SCHEDULE_DELAY", "600000")
+            .env("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "100000")
+            .env("OTEL_BSP_MAX_QUEUE_SIZE", "1000000"),
+        TIMEOUT,
+        |child, wait| {
+            assert!(wait("ready"), "the probe never got ready");
+            kill(child, libc::SIGTERM);
+        },
+    );
+    check(
+        f.status.success() && f.stdout.contains("flushed"),
+        "the application's handler took SIGTERM: lens must flush and the process go on to a normal end",
+        &f,
+    );
+    let recorded: usize = f
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("recorded ")?.parse().ok())
+        .expect("the probe reports how many spans it recorded");
+    let spans = file_spans(&file);
+    let parents: Vec<_> = spans.iter().filter(|s| s.name == "run.parent").collect();
+    assert_eq!(parents.len(), 2, "one parent per thread");
+    let mut exported = 0;
+    for t in 0..2 {
+        let parent = parents
+            .iter()
+            .find(|p| p.int_attr("run.thread") == Some(t))
+            .unwrap_or_else(|| panic!("no parent of thread {t}"));
+        // open across the signal: ended by the thread, not truncated
+        assert!(
+            !parent.attributes.contains_key("nemo.span.truncated"),
+            "{parent:?}"
+        );
+        let mine: Vec<_> = spans
+            .iter()
+            .filter(|s| s.name == "run.span" && s.int_attr("run.thread") == Some(t))
+            .collect();
+        // every span of the thread, exactly once, in the order it ended
+        let seqs: Vec<i64> = mine.iter().filter_map(|s| s.int_attr("run.seq")).collect();
+        let expected: Vec<i64> = (0..seqs.len() as i64).collect();
+        assert!(
+            seqs == expected,
+            "thread {t}: spans lost, repeated or out of order across the signal flush: {seqs:?}"
+        );
+        for s in &mine {
+            assert_eq!(s.parent_span_id, parent.span_id, "thread {t}: {s:?}");
+            assert!(!s.attributes.contains_key("nemo.span.truncated"), "{s:?}");
+        }
+        let after = mine
+            .iter()
+            .filter(|s| s.bool_attr("run.after_signal") == Some(true))
+            .count();
+        assert!(
+            after > 0 && after < mine.len(),
+            "thread {t}: {after} of {} spans after the signal: the test must record on both sides",
+            mine.len()
+        );
+        exported += mine.len();
+    }
+    assert_eq!(exported, recorded, "every recorded span exported once");
+}
