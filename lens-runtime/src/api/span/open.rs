@@ -124,8 +124,8 @@ impl Spans {
     fn take_all(&mut self) -> Vec<(u64, Entry)> {
         #[cfg(feature = "sdk-core")]
         if self.rec.finished() > 0 {
-            let ended = self.rec.take_finished().into_vec();
-            self.done.extend(ended);
+            let done = std::mem::take(&mut self.done);
+            self.done = self.rec.take_finished().into_vec_in(done);
         }
         let mut spans: Vec<(u64, Entry)> = self
             .cx

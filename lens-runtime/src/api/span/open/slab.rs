@@ -318,9 +318,10 @@ pub(super) struct Finished<T>(Vec<Slot<T>>, usize);
 
 #[cfg(feature = "sdk-core")]
 impl<T> Finished<T> {
-    /// The finished spans, in the order they ended.
-    pub(super) fn into_vec(mut self) -> Vec<T> {
-        let mut out = Vec::with_capacity(self.1);
+    /// `out` with the finished spans pushed onto its end, in the order
+    /// they ended.
+    pub(super) fn into_vec_in(mut self, mut out: Vec<T>) -> Vec<T> {
+        out.reserve_exact(self.1);
         // most often they ended in the order of their slots (spans one
         // after another, not nested): read out in one pass
         let mut in_order = 0;
@@ -365,6 +366,12 @@ impl<T> Finished<T> {
     /// Whether it holds no finished span.
     pub(super) fn is_empty(&self) -> bool {
         self.1 == 0
+    }
+
+    /// [`into_vec_in`](Self::into_vec_in) a new vector.
+    #[cfg(test)]
+    pub(super) fn into_vec(self) -> Vec<T> {
+        self.into_vec_in(Vec::new())
     }
 }
 

@@ -75,6 +75,11 @@ impl<'a> Builder<'a> {
                     go_on = emit(std::mem::take(&mut spans));
                 }
             }
+            // every record moved out or dropped: the vector is kept for
+            // the records of a next batch, if it has room for half a one
+            // to two
+            let batch_size = super::collect::THRESHOLD;
+            crate::api::span::open::records::give_back(batch, batch_size / 2..=batch_size * 2);
         }
         if !spans.is_empty() {
             emit(spans);
