@@ -793,6 +793,11 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
             install_app_sigaction(libc::SIGTERM);
             let h = setup()?;
             static STOP: AtomicBool = AtomicBool::new(false);
+            // spans each thread has ended so far
+            static ENDED: [std::sync::atomic::AtomicI64; 2] = [
+                std::sync::atomic::AtomicI64::new(0),
+                std::sync::atomic::AtomicI64::new(0),
+            ];
             let workers: Vec<_> = (0..2i64)
                 .map(|t| {
                     std::thread::spawn(move || {
@@ -808,14 +813,24 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
                                 "run.after_signal" = after
                             ));
                             i += 1;
-                            std::thread::sleep(Duration::from_micros(100));
+                            ENDED[t as usize].store(i, Ordering::SeqCst);
+                            // thread 0 paced; thread 1 in bursts of more
+                            // than a batch, so that it hands batches over
+                            // while the flush takes them
+                            match (t, i % 600) {
+                                (0, _) => std::thread::sleep(Duration::from_micros(100)),
+                                (_, 0) => std::thread::sleep(Duration::from_millis(30)),
+                                _ => {}
+                            }
                         }
                         i
                     })
                 })
                 .collect();
             std::thread::sleep(Duration::from_millis(300));
-            say("ready");
+            // every span counted here ended before the signal was sent
+            let ended = [0, 1].map(|t| ENDED[t].load(Ordering::SeqCst));
+            say(&format!("ready: ended {} {}", ended[0], ended[1]));
             let start = Instant::now();
             while !APP_GOT_SIGNAL.load(Ordering::SeqCst) {
                 if start.elapsed() > Duration::from_secs(60) {
@@ -823,13 +838,23 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
                 }
                 std::thread::sleep(Duration::from_millis(5));
             }
+            // the flush's export, once the file stops growing (nothing else
+            // writes it before shutdown), kept aside for the test
             let flushed = Instant::now();
-            while std::fs::metadata(&out).map_or(0, |m| m.len()) == 0 {
-                if flushed.elapsed() > Duration::from_secs(10) {
+            let mut last = (0, Instant::now());
+            loop {
+                let len = std::fs::metadata(&out).map_or(0, |m| m.len());
+                if len != last.0 {
+                    last = (len, Instant::now());
+                } else if len > 0 && last.1.elapsed() > Duration::from_millis(300) {
+                    break;
+                }
+                if flushed.elapsed() > Duration::from_secs(20) {
                     return Err("the signal flush exported nothing".into());
                 }
                 std::thread::sleep(Duration::from_millis(5));
             }
+            std::fs::copy(&out, out.with_file_name("at-flush.jsonl"))?;
             say("flushed");
             // recording goes on after the flush
             std::thread::sleep(Duration::from_millis(300));

@@ -304,16 +304,46 @@ fn recording_goes_on_in_order_after_a_signal_flush_the_application_survives() {
         "the application's handler took SIGTERM: lens must flush and the process go on to a normal end",
         &f,
     );
-    let recorded: usize = f
-        .stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("recorded ")?.parse().ok())
-        .expect("the probe reports how many spans it recorded");
+    let number_after = |prefix: &str| -> Vec<i64> {
+        let line = f.stdout.lines().find_map(|l| l.strip_prefix(prefix));
+        let line = line.unwrap_or_else(|| panic!("no {prefix:?} line: {}", f.stdout));
+        line.split_whitespace()
+            .map(|n| n.parse().unwrap())
+            .collect()
+    };
+    let ended_before_signal = number_after("ready: ended ");
+    let recorded = number_after("recorded ")[0] as usize;
+    // the spans of thread `t` in `spans`, as their sequence numbers, in
+    // the order they were exported
+    let seqs = |spans: &[tests::FileSpan], t: i64| -> Vec<i64> {
+        spans
+            .iter()
+            .filter(|s| s.name == "run.span" && s.int_attr("run.thread") == Some(t))
+            .map(|s| {
+                s.int_attr("run.seq")
+                    .unwrap_or_else(|| panic!("no run.seq: {s:?}"))
+            })
+            .collect()
+    };
+    let at_flush = file_spans(&dir.join("at-flush.jsonl"));
     let spans = file_spans(&file);
+    for t in 0..2 {
+        // the flush exported every span the thread had ended before the
+        // signal, and only in order
+        let flushed = seqs(&at_flush, t);
+        assert!(
+            flushed.len() as i64 >= ended_before_signal[t as usize]
+                && flushed.iter().copied().eq(0..flushed.len() as i64),
+            "thread {t}: the signal flush must export every span ended before the signal \
+             ({}), in order: {flushed:?}",
+            ended_before_signal[t as usize]
+        );
+    }
     let parents: Vec<_> = spans.iter().filter(|s| s.name == "run.parent").collect();
     assert_eq!(parents.len(), 2, "one parent per thread");
     let mut exported = 0;
     for t in 0..2 {
+        let flushed = seqs(&at_flush, t);
         let parent = parents
             .iter()
             .find(|p| p.int_attr("run.thread") == Some(t))
@@ -323,17 +353,16 @@ fn recording_goes_on_in_order_after_a_signal_flush_the_application_survives() {
             !parent.attributes.contains_key("nemo.span.truncated"),
             "{parent:?}"
         );
+        // every span of the thread, exactly once, in the order it ended
+        let all = seqs(&spans, t);
+        assert!(
+            all.iter().copied().eq(0..all.len() as i64),
+            "thread {t}: spans lost, repeated or out of order across the signal flush: {all:?}"
+        );
         let mine: Vec<_> = spans
             .iter()
             .filter(|s| s.name == "run.span" && s.int_attr("run.thread") == Some(t))
             .collect();
-        // every span of the thread, exactly once, in the order it ended
-        let seqs: Vec<i64> = mine.iter().filter_map(|s| s.int_attr("run.seq")).collect();
-        let expected: Vec<i64> = (0..seqs.len() as i64).collect();
-        assert!(
-            seqs == expected,
-            "thread {t}: spans lost, repeated or out of order across the signal flush: {seqs:?}"
-        );
         for s in &mine {
             assert_eq!(s.parent_span_id, parent.span_id, "thread {t}: {s:?}");
             assert!(!s.attributes.contains_key("nemo.span.truncated"), "{s:?}");
@@ -343,9 +372,10 @@ fn recording_goes_on_in_order_after_a_signal_flush_the_application_survives() {
             .filter(|s| s.bool_attr("run.after_signal") == Some(true))
             .count();
         assert!(
-            after > 0 && after < mine.len(),
-            "thread {t}: {after} of {} spans after the signal: the test must record on both sides",
-            mine.len()
+            after > 0 && after < mine.len() && all.len() > flushed.len(),
+            "thread {t}: {after} of {} spans after the signal, {} flushed: the test must record on both sides",
+            mine.len(),
+            flushed.len()
         );
         exported += mine.len();
     }

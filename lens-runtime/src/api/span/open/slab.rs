@@ -170,7 +170,7 @@ impl<T> Slab<T> {
             Some((i, span)) if i == id => finish(span),
             _ => return false,
         }
-        // its place in the order spans ended, for `Finished::into_vec`
+        // its place in the order spans ended, for `Finished::into_vec_in`
         entry.id = DONE | self.finished as u64;
         self.finished += 1;
         true
@@ -312,7 +312,8 @@ impl<T> Vacant<T> {
 
 /// The slots of a slab's finished spans, taken by
 /// [`Slab::take_finished`], and how many there are: its finished spans
-/// are handed out by [`into_vec`](Finished::into_vec), or dropped with it.
+/// are handed out by [`into_vec_in`](Finished::into_vec_in), or dropped
+/// with it.
 #[cfg(feature = "sdk-core")]
 pub(super) struct Finished<T>(Vec<Slot<T>>, usize);
 
