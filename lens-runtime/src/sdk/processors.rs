@@ -132,7 +132,7 @@ pub(crate) struct RecorderSink {
 }
 
 impl crate::api::span::record::SpanSink for RecorderSink {
-    fn submit(&self, batches: Vec<Vec<crate::api::span::record::Record>>) {
+    fn submit(&self, batches: Vec<crate::api::span::record::Batch>) {
         use crate::api::span::record::{build, may_mix_pipelines};
         // another pipeline's records go to it now, before this queue
         // (and unsampled ones nowhere); with one pipeline ever, every

@@ -323,7 +323,7 @@ fn forget_lists(reg: &mut Registry) {
 
 #[cfg(feature = "sdk-core")]
 pub(crate) mod records;
-mod slab;
+pub(crate) mod slab;
 use slab::Slab;
 #[cfg(test)]
 mod tests;

@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use crate::api::attr::Attrs;
 pub(crate) use collect::SpanSink;
 use data::{limit_events, limit_links, More};
-pub(crate) use data::{Common, Record};
+pub(crate) use data::{Batch, Common, Record};
 
 /// What spans on lens's path are made with: set by setup when
 /// `NEMO_LENS_SPAN_PATH=lens`.

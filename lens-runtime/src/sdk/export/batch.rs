@@ -18,7 +18,7 @@
 //! and redacts as it builds them, while each span is in its cache.
 
 use super::SpanCounters;
-use crate::api::span::record::Record;
+use crate::api::span::record::Batch;
 pub(crate) use crate::config::otel::BatchSettings;
 use crate::diag;
 use crate::sdk::redact::Redactor;
@@ -115,16 +115,15 @@ impl BatchProcessor {
     /// dropped). Never blocks. The exporter thread builds and redacts them
     /// before export (and takes back the count of those it finds are not
     /// this pipeline's: unsampled, or another pipeline's).
-    pub(crate) fn on_end_records(&self, batches: Vec<Vec<Record>>) {
+    pub(crate) fn on_end_records(&self, batches: Vec<Batch>) {
         let counters = &self.shared.counters;
-        let sampled = |b: &[Record]| b.iter().filter(|r| r.is_sampled()).count() as u64;
-        let lost = |b: &[Record]| {
-            let n = sampled(b);
+        let lost = |b: &Batch| {
+            let n = b.sampled();
             counters.ended.fetch_add(n, Ordering::Relaxed);
             counters.dropped.fetch_add(n, Ordering::Relaxed);
         };
         if crate::sdk::fork::in_child() {
-            batches.iter().for_each(|b| lost(b));
+            batches.iter().for_each(&lost);
             return;
         }
         let settings = &self.shared.settings;
@@ -150,7 +149,7 @@ impl BatchProcessor {
         let wake = before < settings.max_export_batch_size
             && st.queue.len() >= settings.max_export_batch_size;
         drop(st);
-        late.iter().for_each(|b| lost(b));
+        late.iter().for_each(lost);
         drop(late);
         if wake {
             self.shared.work.notify_one();
@@ -270,6 +269,7 @@ mod tests {
         provider.shutdown().unwrap();
     }
 
+    use crate::api::span::record::Record;
     use crate::sdk::export::queue::tests::finished;
 
     /// Lens's records, built on the exporter thread, and the SDK path's
@@ -322,9 +322,9 @@ mod tests {
             r
         };
         p.on_end(secret(0));
-        p.on_end_records(vec![vec![secret_record(1)]]);
+        p.on_end_records(vec![Batch::from(vec![secret_record(1)])]);
         p.on_end(secret(2));
-        p.on_end_records(vec![vec![secret_record(3)]]);
+        p.on_end_records(vec![Batch::from(vec![secret_record(3)])]);
         p.flush_within(Duration::from_secs(5)).unwrap();
         let spans = exporter.get_finished_spans().unwrap();
         assert_eq!(spans.len(), 4);

@@ -315,16 +315,31 @@ impl<T> Vacant<T> {
 /// are handed out by [`into_vec_in`](Finished::into_vec_in), or dropped
 /// with it.
 #[cfg(feature = "sdk-core")]
-pub(super) struct Finished<T>(Vec<Slot<T>>, usize);
+pub(crate) struct Finished<T>(Vec<Slot<T>>, usize);
 
 #[cfg(feature = "sdk-core")]
 impl<T> Finished<T> {
     /// `out` with the finished spans pushed onto its end, in the order
     /// they ended.
-    pub(super) fn into_vec_in(mut self, mut out: Vec<T>) -> Vec<T> {
+    pub(crate) fn into_vec_in(self, mut out: Vec<T>) -> Vec<T> {
         out.reserve_exact(self.1);
+        // SAFETY: each span is read out (moved into `out`) once
+        unsafe { self.consume(|span| out.push(std::ptr::read(span))) };
+        out
+    }
+
+    /// Hands each finished span to `take`, in the order they ended, where
+    /// it lies (not copied out first).
+    ///
+    /// # Safety
+    ///
+    /// `take` moves the span it is handed out (`ptr::read`) or drops it in
+    /// place, and does not use it after: the slots forget it before the
+    /// call (if `take` panics, the span it was handed is leaked, never
+    /// dropped twice; the ones not handed yet are dropped with `self`).
+    pub(crate) unsafe fn consume(mut self, mut take: impl FnMut(&mut T)) {
         // most often they ended in the order of their slots (spans one
-        // after another, not nested): read out in one pass
+        // after another, not nested): handed out in one pass
         let mut in_order = 0;
         for s in self.0.iter_mut() {
             if s.id & DONE == 0 {
@@ -335,13 +350,13 @@ impl<T> Finished<T> {
             }
             in_order += 1;
             s.id = 0;
-            // SAFETY: a finished slot holds an initialised span, read out
-            // once (its id is cleared, so the drop and the pass below skip
-            // it)
-            out.push(unsafe { s.span.assume_init_read() });
+            // SAFETY: a finished slot holds an initialised span, handed
+            // out once (its id is cleared, so the drop and the pass below
+            // skip it)
+            take(unsafe { s.span.assume_init_mut() });
         }
         if in_order == self.1 {
-            return out;
+            return;
         }
         // else by their place in that order, which a finished slot's id
         // holds (below the count, each once), from the first out of it on
@@ -358,14 +373,27 @@ impl<T> Finished<T> {
             if let Some(s) = self.0.get_mut(i).filter(|s| s.id & DONE != 0) {
                 s.id = 0;
                 // SAFETY: as above
-                out.push(unsafe { s.span.assume_init_read() });
+                take(unsafe { s.span.assume_init_mut() });
             }
         }
-        out
+    }
+
+    /// How many finished spans it holds.
+    pub(crate) fn len(&self) -> usize {
+        self.1
+    }
+
+    /// Each finished span, in no particular order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
+        self.0
+            .iter()
+            .filter(|s| s.id & DONE != 0)
+            // SAFETY: a finished slot holds an initialised span
+            .map(|s| unsafe { s.span.assume_init_ref() })
     }
 
     /// Whether it holds no finished span.
-    pub(super) fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.1 == 0
     }
 

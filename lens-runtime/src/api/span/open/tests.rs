@@ -244,3 +244,57 @@ fn a_batch_hands_out_records_in_the_order_they_ended_across_a_truncation() {
         .collect();
     assert_eq!(order, [0, 1], "the truncated record first");
 }
+
+/// A batch whose records ended in their slots, in another order than the
+/// slots': counted, tested and handed out where they lie in the order
+/// they ended, also after a split.
+#[cfg(feature = "sdk-core")]
+#[test]
+fn a_batch_of_slots_hands_out_its_records_in_the_order_they_ended() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    use opentelemetry::trace::{SpanId, TraceId};
+    let start = |i: u64, sampled: bool| {
+        let mut slot = records::NewSlot::take().expect("a list for this thread");
+        slot.place().write(Record::for_test(i, sampled));
+        // SAFETY: the record was written through `place` just above
+        unsafe { slot.commit() }
+    };
+    // `for_test(i)`: trace id 1, span id i + 1
+    let ids: Vec<u64> = (9200..9205).collect();
+    let ours = |r: &Record| {
+        ids.iter()
+            .position(|&i| r.is(TraceId::from(1u128), SpanId::from(i + 1)))
+    };
+    let regs: Vec<Registration> = ids.iter().map(|&i| start(i, i != 9203)).collect();
+    for k in [2, 0, 4, 1, 3] {
+        assert!(regs[k].end_record(usize::MAX, |_| ()).unwrap().is_none());
+    }
+    let batch = records::take_done()
+        .into_iter()
+        .find(|b| b.sampled() > 0 && !b.all(|r| ours(r).is_none()))
+        .expect("this thread's batch");
+    assert_eq!(batch.len(), 5, "{}", batch.len());
+    assert_eq!(batch.sampled(), 4, "9203 is not sampled");
+    assert!(batch.all(|r| ours(r).is_some()));
+    let mut order = Vec::new();
+    // SAFETY: each record is moved out once
+    unsafe { batch.consume(|r| order.extend(ours(&std::ptr::read(r)))) };
+    assert_eq!(order, [2, 0, 4, 1, 3], "the order they ended in");
+    // split: the first records stay
+    let regs: Vec<Registration> = ids.iter().map(|&i| start(i, true)).collect();
+    for k in [3, 1, 0, 2, 4] {
+        assert!(regs[k].end_record(usize::MAX, |_| ()).unwrap().is_none());
+    }
+    let mut batch = records::take_done()
+        .into_iter()
+        .find(|b| !b.all(|r| ours(r).is_none()))
+        .expect("this thread's batch");
+    let rest = batch.split_off(2);
+    let positions = |b: crate::api::span::record::Batch| -> Vec<usize> {
+        b.into_records().iter().filter_map(&ours).collect()
+    };
+    assert_eq!(
+        (positions(batch), positions(rest)),
+        (vec![3, 1], vec![0, 2, 4])
+    );
+}

@@ -10,6 +10,7 @@
 //! (one page fault every ~75 spans, ~50 ns a span off the calling thread,
 //! measured in `total_cpu`), and every span crossed one more CPU cache.
 
+use super::data::Batch;
 use super::data::{Record, SpanSink};
 use opentelemetry_sdk::trace::SpanData;
 
@@ -42,44 +43,33 @@ impl<'a> Builder<'a> {
     /// Returns how many unsampled records were dropped before then.
     pub(crate) fn build(
         &self,
-        batches: Vec<Vec<Record>>,
+        batches: Vec<Batch>,
         emit: &mut dyn FnMut(Vec<SpanData>) -> bool,
     ) -> u64 {
-        let mut left: usize = batches.iter().map(Vec::len).sum();
+        let mut left: usize = batches.iter().map(Batch::len).sum();
         let mut spans: Vec<SpanData> = Vec::new();
         let mut go_on = true;
         let mut unsampled = 0;
-        for mut batch in batches {
-            let n = batch.len();
-            let base = batch.as_mut_ptr();
-            // SAFETY: the batch forgets its records first (a panic below
-            // leaks the rest rather than dropping one twice); each of the
-            // `n` is then moved out or dropped exactly once, where it lies.
-            unsafe { batch.set_len(0) };
-            for i in 0..n {
+        for batch in batches {
+            let take = |rec: &mut Record| {
                 left -= 1;
-                // SAFETY: `i < n`, a live record not yet moved out
-                let rec = unsafe { &mut *base.add(i) };
                 if !go_on || !rec.is_sampled() {
                     unsampled += u64::from(go_on);
-                    // SAFETY: dropped once, never used again
+                    // SAFETY: dropped once, never used again (`consume`)
                     unsafe { std::ptr::drop_in_place(rec) };
-                    continue;
+                    return;
                 }
                 if spans.capacity() == 0 {
                     spans.reserve_exact((left + 1).min(self.max));
                 }
-                // SAFETY: moved out once, never used again
+                // SAFETY: moved out once, never used again (`consume`)
                 unsafe { push_built(&mut spans, rec, self.redact) };
                 if spans.len() >= self.max {
                     go_on = emit(std::mem::take(&mut spans));
                 }
-            }
-            // every record moved out or dropped: the vector is kept for
-            // the records of a next batch, if it has room for half a one
-            // to two
-            let batch_size = super::collect::THRESHOLD;
-            crate::api::span::open::records::give_back(batch, batch_size / 2..=batch_size * 2);
+            };
+            // SAFETY: `take` moves each record out or drops it, once
+            unsafe { batch.consume(take) };
         }
         if !spans.is_empty() {
             emit(spans);
@@ -95,7 +85,7 @@ impl<'a> Builder<'a> {
 /// is gone, and unsampled ones, are dropped. Returns the rest, the records
 /// of the sink at `me`, in order; when every record is its own (the usual
 /// case) the batches are returned as they came, only read.
-pub(crate) fn sort_out(mut batches: Vec<Vec<Record>>, me: usize) -> Vec<Vec<Record>> {
+pub(crate) fn sort_out(mut batches: Vec<Batch>, me: usize) -> Vec<Batch> {
     let mine = |r: &Record| {
         r.is_sampled()
             && r.common
@@ -104,13 +94,13 @@ pub(crate) fn sort_out(mut batches: Vec<Vec<Record>>, me: usize) -> Vec<Vec<Reco
                 .is_none_or(|o| o.as_ptr().cast::<()>() as usize == me)
     };
     for batch in &mut batches {
-        if batch.iter().all(mine) {
+        if batch.all(mine) {
             continue;
         }
         // records of other sinks, grouped by sink, in order
         let mut others: Vec<(std::sync::Arc<dyn SpanSink>, Vec<Record>)> = Vec::new();
         let mut keep = Vec::with_capacity(batch.len());
-        for r in batch.drain(..) {
+        for r in std::mem::take(batch).into_records() {
             if mine(&r) {
                 keep.push(r);
                 continue;
@@ -129,9 +119,9 @@ pub(crate) fn sort_out(mut batches: Vec<Vec<Record>>, me: usize) -> Vec<Vec<Reco
                 None => others.push((own, vec![r])),
             }
         }
-        *batch = keep;
+        *batch = Batch::from(keep);
         for (own, records) in others {
-            own.submit(vec![records]);
+            own.submit(vec![Batch::from(records)]);
         }
     }
     batches.retain(|b| !b.is_empty());

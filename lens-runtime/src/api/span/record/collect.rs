@@ -26,7 +26,7 @@ use collector::{wake_collector, COLLECTOR_PID, DROPPED_IN_CHILD, IN_CHILD};
 pub(crate) use collector::{SpanSink, THRESHOLD};
 use collector::{INTERVAL_MS, MAX_WAITING, SHARED, SINK};
 
-use crate::api::span::open::records::Batch;
+use crate::api::span::record::data::Batch;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! What the batch processor shares with its exporter thread, and the
 //! thread.
 
-use crate::api::span::record::build;
+use crate::api::span::record::{build, Batch};
 use crate::config::otel::BatchSettings;
 use crate::diag;
 use crate::sdk::export::queue::{export_batches, Queue};
@@ -118,7 +118,7 @@ pub(super) fn run<E: SpanExporter>(mut exporter: E, shared: &Shared) {
         let records = st.queue.take_records();
         // what this round takes out of the queue is in flight until
         // exported (a shutdown that gives up counts it as lost)
-        let taken = spare.len() + records.iter().map(Vec::len).sum::<usize>();
+        let taken = spare.len() + records.iter().map(Batch::len).sum::<usize>();
         st.in_flight = taken;
         let ticket = st.flush_requested;
         let shutting_down = st.shutdown;

@@ -2,9 +2,9 @@
 //! batches reach the sink, and the collector thread.
 
 use crate::api::span::fresh::ForkFresh;
-use crate::api::span::open::records::{self, Batch};
+use crate::api::span::open::records;
 use crate::api::span::record::clock;
-use crate::api::span::record::data::Record;
+use crate::api::span::record::data::Batch;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
@@ -82,14 +82,10 @@ pub(super) fn submit(batches: Vec<Batch>) {
 
 // never inlined: scripts/callgrind.sh leaves what it does (natively, on
 // the collector thread) out of the calling thread's count by its name.
-// The records are read out of the slots they ended in here.
+// The records stay in the slots they ended in: the sink builds them there.
 #[inline(never)]
-pub(super) fn submit_to(s: &dyn SpanSink, batches: Vec<Batch>) {
-    let batches: Vec<Vec<Record>> = batches
-        .into_iter()
-        .filter(|b| !b.is_empty())
-        .map(Batch::into_records)
-        .collect();
+pub(super) fn submit_to(s: &dyn SpanSink, mut batches: Vec<Batch>) {
+    batches.retain(|b| !b.is_empty());
     if !batches.is_empty() {
         s.submit(batches);
     }

@@ -1,4 +1,5 @@
 use super::super::build::{address, sort_out, Builder};
+use super::super::data::Batch;
 use super::super::data::Record;
 use super::collector::{submit_to, SpanSink};
 use opentelemetry_sdk::trace::SpanData;
@@ -20,7 +21,7 @@ struct Kept {
 }
 
 impl SpanSink for Kept {
-    fn submit(&self, batches: Vec<Vec<Record>>) {
+    fn submit(&self, batches: Vec<Batch>) {
         let builder = Builder::new(self.max, &|_| {});
         builder.build(batches, &mut |spans| {
             let ids = spans
@@ -43,7 +44,7 @@ fn kept() -> Kept {
     }
 }
 
-fn batch(from: u64, n: u64) -> Vec<Record> {
+fn batch(from: u64, n: u64) -> Batch {
     (from..from + n).map(|i| rec(i, true)).collect()
 }
 
@@ -54,7 +55,7 @@ fn batch(from: u64, n: u64) -> Vec<Record> {
 #[test]
 fn records_are_built_into_full_export_batches_made_to_size() {
     let sink = kept();
-    let mixed = vec![rec(2148, false), rec(2149, true)];
+    let mixed = Batch::from(vec![rec(2148, false), rec(2149, true)]);
     let batches = (0..4).map(|k| batch(k * 512, 512));
     sink.submit(batches.chain([batch(2048, 100), mixed]).collect());
     sink.submit(vec![batch(3000, 3)]);
@@ -91,18 +92,15 @@ fn the_collector_hands_batches_over_as_they_came() {
     #[derive(Default)]
     struct Lens(Mutex<Vec<Vec<usize>>>);
     impl SpanSink for Lens {
-        fn submit(&self, batches: Vec<Vec<Record>>) {
+        fn submit(&self, batches: Vec<Batch>) {
             self.0
                 .lock()
                 .unwrap()
-                .push(batches.iter().map(Vec::len).collect());
+                .push(batches.iter().map(Batch::len).collect());
         }
     }
     let sink = Lens::default();
-    submit_to(
-        &sink,
-        vec![batch(0, 3).into(), Vec::new().into(), batch(3, 2).into()],
-    );
+    submit_to(&sink, vec![batch(0, 3), Vec::new().into(), batch(3, 2)]);
     submit_to(&sink, vec![Vec::new().into()]);
     submit_to(&sink, Vec::new());
     assert_eq!(*sink.0.lock().unwrap(), [vec![3, 2]]);
@@ -118,7 +116,7 @@ struct Marking {
 }
 
 impl SpanSink for Marking {
-    fn submit(&self, batches: Vec<Vec<Record>>) {
+    fn submit(&self, batches: Vec<Batch>) {
         use std::sync::atomic::Ordering::Relaxed;
         // as lens's sink does: another pipeline's records go back first
         let batches = sort_out(batches, address(self));
@@ -219,7 +217,7 @@ fn a_record_reaches_only_its_own_pipeline_s_sink() {
 struct KeepSpans(Mutex<Vec<SpanData>>);
 
 impl SpanSink for KeepSpans {
-    fn submit(&self, batches: Vec<Vec<Record>>) {
+    fn submit(&self, batches: Vec<Batch>) {
         let redact = |span: &mut SpanData| {
             span.attributes
                 .push(opentelemetry::KeyValue::new("redacted", true));
@@ -286,7 +284,7 @@ fn records_move_into_spans_whole_and_unsampled_ones_are_dropped_once() {
         full(9, true, of_gone),
         full(10, true, &COMMON),
     ];
-    sink.submit(vec![records, others]);
+    sink.submit(vec![records.into(), others.into()]);
     let got = std::mem::take(&mut *sink.0.lock().unwrap());
     let id = |s: &SpanData| u64::from_be_bytes(s.span_context.span_id().to_bytes()) - 1;
     let ids: Vec<u64> = got.iter().map(id).collect();
@@ -360,7 +358,11 @@ fn records_are_sorted_out_before_they_are_queued() {
         with(8, true, of_other),
     ];
     let only_others = vec![with(9, true, of_other)];
-    let kept = sort_out(vec![all_mine, mixed, only_others], address(&*me));
+    let kept = sort_out(
+        vec![all_mine.into(), mixed.into(), only_others.into()],
+        address(&*me),
+    );
+    let kept: Vec<Vec<Record>> = kept.into_iter().map(Batch::into_records).collect();
     let id = |r: &Record| u64::from_be_bytes(r.span_id.to_bytes()) - 1;
     let ids: Vec<Vec<u64>> = kept.iter().map(|b| b.iter().map(id).collect()).collect();
     assert_eq!(ids, [vec![0, 1, 2], vec![4, 7]]);
