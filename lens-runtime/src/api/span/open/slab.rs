@@ -170,7 +170,7 @@ impl<T> Slab<T> {
             Some((i, span)) if i == id => finish(span),
             _ => return false,
         }
-        // its place in the order spans ended, for `Finished::into_vec_in`
+        // its place in the order spans ended, for `Finished::consume`
         entry.id = DONE | self.finished as u64;
         self.finished += 1;
         true
@@ -312,8 +312,7 @@ impl<T> Vacant<T> {
 
 /// The slots of a slab's finished spans, taken by
 /// [`Slab::take_finished`], and how many there are: its finished spans
-/// are handed out by [`into_vec_in`](Finished::into_vec_in), or dropped
-/// with it.
+/// are handed out by [`consume`](Finished::consume), or dropped with it.
 #[cfg(feature = "sdk-core")]
 pub(crate) struct Finished<T>(Vec<Slot<T>>, usize);
 
@@ -381,6 +380,11 @@ impl<T> Finished<T> {
     /// How many finished spans it holds.
     pub(crate) fn len(&self) -> usize {
         self.1
+    }
+
+    /// How many slots it has room for (finished, free and spare).
+    pub(crate) fn room(&self) -> usize {
+        self.0.capacity()
     }
 
     /// Each finished span, in no particular order.

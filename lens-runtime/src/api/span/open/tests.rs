@@ -298,3 +298,46 @@ fn a_batch_of_slots_hands_out_its_records_in_the_order_they_ended() {
         (vec![3, 1], vec![0, 2, 4])
     );
 }
+
+/// A batch taken from a list that keeps many spans open, with few ended,
+/// is read out into a vector of its own (the open spans' emptied slots
+/// are not queued with it); a batch of slots mostly finished stays as it
+/// is.
+#[cfg(feature = "sdk-core")]
+#[test]
+fn a_batch_whose_slots_are_mostly_not_its_records_is_compacted() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let start = |i: u64| {
+        let mut slot = records::NewSlot::take().expect("a list for this thread");
+        slot.place().write(Record::for_test(i, true));
+        // SAFETY: the record was written through `place` just above
+        unsafe { slot.commit() }
+    };
+    let open: Vec<Registration> = (9300..9400).map(start).collect();
+    let ended = start(9400);
+    assert!(ended.end_record(usize::MAX, |_| ()).unwrap().is_none());
+    let mine = |b: &crate::api::span::record::Batch| {
+        use opentelemetry::trace::{SpanId, TraceId};
+        !b.all(|r| !r.is(TraceId::from(1u128), SpanId::from(9401)))
+    };
+    let batch = records::take_done()
+        .into_iter()
+        .find(mine)
+        .expect("this thread's batch");
+    let compacted = batch.compact();
+    assert_eq!(compacted.len(), 1);
+    assert!(compacted.is_compact(), "1 record in 101 slots: read out");
+    drop(compacted);
+    // now all ended: the batch is its slots, kept as they are
+    for r in &open {
+        assert!(r.end_record(usize::MAX, |_| ()).unwrap().is_none());
+    }
+    let batch = records::take_done()
+        .into_iter()
+        .find(|b| b.len() == 100)
+        .expect("the 100");
+    assert!(
+        !batch.compact().is_compact(),
+        "100 records in their slots: kept there"
+    );
+}

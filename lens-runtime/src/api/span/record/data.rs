@@ -28,7 +28,8 @@ pub(crate) trait SpanSink: Send + Sync + 'static {
 
 /// Finished records of one list, handed over together: those that ended
 /// where they were recorded, in the slots they were taken with (the
-/// sink builds them there, on its exporter's thread), and the
+/// sink builds them there, on its exporter's thread, unless they take
+/// much more room than the records: [`compact`](Batch::compact)), and the
 /// list's `done` records (ended by truncation, and those that had ended
 /// in the slab before it: all older than the slots' finished ones, which
 /// ended after truncation emptied the slab).
@@ -65,8 +66,9 @@ impl Batch {
     /// # Safety
     ///
     /// `take` moves the record it is handed out (`ptr::read`) or drops it
-    /// in place, and does not use it after (if `take` panics, that record
-    /// is leaked, never dropped twice; those not handed yet are dropped).
+    /// in place, and does not use it after. If `take` panics, that record
+    /// is leaked, never dropped twice, and so are the truncated records not
+    /// handed out yet; the slots' records not handed out yet are dropped.
     pub(crate) unsafe fn consume(self, mut take: impl FnMut(&mut Record)) {
         let Batch { slots, mut records } = self;
         let n = records.len();
@@ -84,6 +86,26 @@ impl Batch {
             // SAFETY: as promised by the caller
             unsafe { slots.consume(take) };
         }
+    }
+
+    /// The batch as it is, unless its slots take much more room than its
+    /// records (a thread that keeps many spans open hands over the slots
+    /// of those too, emptied, with each batch; a slab grown by doubling
+    /// has spare room): then its records are read out into a vector of
+    /// their own, so that a queued record never holds more than about two
+    /// slots (the export queue's bound counts records).
+    pub(crate) fn compact(self) -> Batch {
+        let n = self.len();
+        match &self.slots {
+            Some(s) if s.room() > 2 * n + 8 => Batch::from(self.into_records()),
+            _ => self,
+        }
+    }
+
+    /// Whether its records are in a vector of their own (no slots).
+    #[cfg(test)]
+    pub(crate) fn is_compact(&self) -> bool {
+        self.slots.is_none()
     }
 
     /// How many records it holds.

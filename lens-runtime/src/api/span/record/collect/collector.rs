@@ -82,10 +82,15 @@ pub(super) fn submit(batches: Vec<Batch>) {
 
 // never inlined: scripts/callgrind.sh leaves what it does (natively, on
 // the collector thread) out of the calling thread's count by its name.
-// The records stay in the slots they ended in: the sink builds them there.
+// The records stay in the slots they ended in (the sink builds them
+// there), unless the slots take much more room than the records.
 #[inline(never)]
-pub(super) fn submit_to(s: &dyn SpanSink, mut batches: Vec<Batch>) {
-    batches.retain(|b| !b.is_empty());
+pub(super) fn submit_to(s: &dyn SpanSink, batches: Vec<Batch>) {
+    let batches: Vec<Batch> = batches
+        .into_iter()
+        .filter(|b| !b.is_empty())
+        .map(Batch::compact)
+        .collect();
     if !batches.is_empty() {
         s.submit(batches);
     }
