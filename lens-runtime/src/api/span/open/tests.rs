@@ -214,6 +214,16 @@ fn a_record_written_through_a_new_slot_is_open_then_finished_once() {
     );
 }
 
+/// Starts the record `Record::for_test(i, sampled)` (trace id 1, span id
+/// i + 1) in this thread's list.
+#[cfg(feature = "sdk-core")]
+fn start_record(i: u64, sampled: bool) -> Registration {
+    let mut slot = records::NewSlot::take().expect("a list for this thread");
+    slot.place().write(Record::for_test(i, sampled));
+    // SAFETY: the record was written through `place` just above
+    unsafe { slot.commit() }
+}
+
 /// Records that a truncation ended come out of the list's batch ahead of
 /// those that ended after it (in their slots): the order spans ended in.
 #[cfg(feature = "sdk-core")]
@@ -221,12 +231,7 @@ fn a_record_written_through_a_new_slot_is_open_then_finished_once() {
 fn a_batch_hands_out_records_in_the_order_they_ended_across_a_truncation() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     use opentelemetry::trace::{SpanId, TraceId};
-    let start = |i: u64| {
-        let mut slot = records::NewSlot::take().expect("a list for this thread");
-        slot.place().write(Record::for_test(i, true));
-        // SAFETY: the record was written through `place` just above
-        unsafe { slot.commit() }
-    };
+    let start = |i: u64| start_record(i, true);
     // `for_test(i)`: trace id 1, span id i + 1
     let ours = |r: &Record| {
         [9101u64, 9102]
@@ -253,12 +258,7 @@ fn a_batch_hands_out_records_in_the_order_they_ended_across_a_truncation() {
 fn a_batch_of_slots_hands_out_its_records_in_the_order_they_ended() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     use opentelemetry::trace::{SpanId, TraceId};
-    let start = |i: u64, sampled: bool| {
-        let mut slot = records::NewSlot::take().expect("a list for this thread");
-        slot.place().write(Record::for_test(i, sampled));
-        // SAFETY: the record was written through `place` just above
-        unsafe { slot.commit() }
-    };
+    let start = start_record;
     // `for_test(i)`: trace id 1, span id i + 1
     let ids: Vec<u64> = (9200..9205).collect();
     let ours = |r: &Record| {
@@ -307,12 +307,7 @@ fn a_batch_of_slots_hands_out_its_records_in_the_order_they_ended() {
 #[test]
 fn a_batch_whose_slots_are_mostly_not_its_records_is_compacted() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let start = |i: u64| {
-        let mut slot = records::NewSlot::take().expect("a list for this thread");
-        slot.place().write(Record::for_test(i, true));
-        // SAFETY: the record was written through `place` just above
-        unsafe { slot.commit() }
-    };
+    let start = |i: u64| start_record(i, true);
     let open: Vec<Registration> = (9300..9400).map(start).collect();
     let ended = start(9400);
     assert!(ended.end_record(usize::MAX, |_| ()).unwrap().is_none());
