@@ -2,6 +2,10 @@
 
 use std::mem::MaybeUninit;
 
+use slot::Slot;
+#[cfg(feature = "sdk-core")]
+use slot::DONE;
+
 /// A slab of open spans: a span keeps its slot until it ends, so ending
 /// one is O(1) whatever the order spans end in. A freed slot is reused
 /// by the next span, and the top slot is popped, so spans that end
@@ -20,30 +24,6 @@ pub(super) struct Slab<T> {
     /// How many slots hold a finished span.
     #[cfg(feature = "sdk-core")]
     finished: usize,
-}
-
-/// Set in the id of a finished span (ids count from 1 and never reach it).
-#[cfg(feature = "sdk-core")]
-const DONE: u64 = 1 << 63;
-
-/// One slot of a [`Slab`]: `span` is initialised exactly when `id != 0`.
-struct Slot<T> {
-    id: u64,
-    span: MaybeUninit<T>,
-}
-
-impl<T> Slot<T> {
-    /// The open span in the slot, with its id (not a finished one).
-    #[cfg(feature = "sdk-core")]
-    fn live(&mut self) -> Option<(u64, &mut T)> {
-        // SAFETY: a slot with an id holds an initialised span
-        (self.is_open()).then(|| (self.id, unsafe { self.span.assume_init_mut() }))
-    }
-
-    #[cfg(feature = "sdk-core")]
-    fn is_open(&self) -> bool {
-        self.id != 0 && self.id & DONE == 0
-    }
 }
 
 impl<T: std::fmt::Debug> std::fmt::Debug for Slab<T> {
@@ -310,239 +290,12 @@ impl<T> Vacant<T> {
     }
 }
 
-/// The slots of a slab's finished spans, taken by
-/// [`Slab::take_finished`], and how many there are: its finished spans
-/// are handed out by [`consume`](Finished::consume), or dropped with it.
-#[cfg(feature = "sdk-core")]
-pub(crate) struct Finished<T>(Vec<Slot<T>>, usize);
+mod slot;
 
 #[cfg(feature = "sdk-core")]
-impl<T> Finished<T> {
-    /// `out` with the finished spans pushed onto its end, in the order
-    /// they ended.
-    pub(crate) fn into_vec_in(self, mut out: Vec<T>) -> Vec<T> {
-        out.reserve_exact(self.1);
-        // SAFETY: each span is read out (moved into `out`) once
-        unsafe { self.consume(|span| out.push(std::ptr::read(span))) };
-        out
-    }
-
-    /// Hands each finished span to `take`, in the order they ended, where
-    /// it lies (not copied out first).
-    ///
-    /// # Safety
-    ///
-    /// `take` moves the span it is handed out (`ptr::read`) or drops it in
-    /// place, and does not use it after: the slots forget it before the
-    /// call (if `take` panics, the span it was handed is leaked, never
-    /// dropped twice; the ones not handed yet are dropped with `self`).
-    pub(crate) unsafe fn consume(mut self, mut take: impl FnMut(&mut T)) {
-        // most often they ended in the order of their slots (spans one
-        // after another, not nested): handed out in one pass
-        let mut in_order = 0;
-        for s in self.0.iter_mut() {
-            if s.id & DONE == 0 {
-                continue;
-            }
-            if s.id & !DONE != in_order as u64 {
-                break;
-            }
-            in_order += 1;
-            s.id = 0;
-            // SAFETY: a finished slot holds an initialised span, handed
-            // out once (its id is cleared, so the drop and the pass below
-            // skip it)
-            take(unsafe { s.span.assume_init_mut() });
-        }
-        if in_order == self.1 {
-            return;
-        }
-        // else by their place in that order, which a finished slot's id
-        // holds (below the count, each once), from the first out of it on
-        let mut order = vec![usize::MAX; self.1 - in_order];
-        for (i, s) in self.0.iter().enumerate() {
-            if s.id & DONE != 0 {
-                let at = ((s.id & !DONE) as usize).wrapping_sub(in_order);
-                if let Some(o) = order.get_mut(at) {
-                    *o = i;
-                }
-            }
-        }
-        for i in order {
-            if let Some(s) = self.0.get_mut(i).filter(|s| s.id & DONE != 0) {
-                s.id = 0;
-                // SAFETY: as above
-                take(unsafe { s.span.assume_init_mut() });
-            }
-        }
-    }
-
-    /// How many finished spans it holds.
-    pub(crate) fn len(&self) -> usize {
-        self.1
-    }
-
-    /// How many slots it has room for (finished, free and spare).
-    pub(crate) fn room(&self) -> usize {
-        self.0.capacity()
-    }
-
-    /// Each finished span, in no particular order.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
-        self.0
-            .iter()
-            .filter(|s| s.id & DONE != 0)
-            // SAFETY: a finished slot holds an initialised span
-            .map(|s| unsafe { s.span.assume_init_ref() })
-    }
-
-    /// Whether it holds no finished span.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.1 == 0
-    }
-
-    /// [`into_vec_in`](Self::into_vec_in) a new vector.
-    #[cfg(test)]
-    pub(super) fn into_vec(self) -> Vec<T> {
-        self.into_vec_in(Vec::new())
-    }
-}
-
+mod finished;
 #[cfg(feature = "sdk-core")]
-impl<T> Drop for Finished<T> {
-    fn drop(&mut self) {
-        for s in self.0.iter_mut().filter(|s| s.id != 0) {
-            s.id = 0;
-            // SAFETY: a slot with an id holds an initialised span, dropped
-            // once (its id is cleared)
-            unsafe { s.span.assume_init_drop() };
-        }
-    }
-}
+pub(crate) use finished::Finished;
 
 #[cfg(test)]
-mod tests {
-    use super::Slab;
-    use std::sync::Arc;
-
-    /// Free slots hold nothing; the slab drops only the spans still in it,
-    /// once each, and `take_all` hands out exactly those.
-    #[test]
-    fn only_live_spans_are_dropped_or_taken() {
-        let span = Arc::new(());
-        let count = || Arc::strong_count(&span) - 1;
-        let mut slab = Slab::default();
-        let slots: Vec<usize> = (1..=4).map(|id| slab.insert(id, span.clone())).collect();
-        assert_eq!(count(), 4);
-        assert!(slab.remove(slots[1], 2).is_some());
-        assert!(slab.remove(slots[1], 2).is_none(), "removed once");
-        assert!(slab.remove(slots[2], 99).is_none(), "another span's id");
-        assert_eq!(count(), 3);
-        let reused = slab.insert(5, span.clone());
-        assert_eq!(reused, slots[1], "a freed slot is reused");
-        assert!(slab.remove(slots[2], 3).is_some()); // a hole below the top
-        let taken: Vec<u64> = slab.take_all().map(|(id, _)| id).collect();
-        assert_eq!(taken, [1, 5, 4], "the free slot is skipped");
-        assert_eq!(count(), 0, "taken spans were dropped");
-        let again: Vec<usize> = (6..10).map(|id| slab.insert(id, span.clone())).collect();
-        assert!(slab.remove(again[1], 7).is_some());
-        assert!(slab.remove(again[2], 8).is_some()); // two holes
-        assert_eq!((slab.live(), slab.len()), (2, 4));
-        drop(slab);
-        assert_eq!(count(), 0, "the slab dropped its two spans, and no hole");
-    }
-
-    /// A span written through `vacant` and marked by `occupy` (the
-    /// recorder's way of storing a record) is live and owned once; a slot
-    /// that is not free has no vacant place.
-    #[cfg(feature = "sdk-core")]
-    #[test]
-    fn a_span_written_in_its_vacant_slot_is_live_once_occupied() {
-        let span = Arc::new(());
-        let count = || Arc::strong_count(&span) - 1;
-        let mut slab = Slab::default();
-        let below = slab.insert(1, span.clone());
-        let (slot, mut vacant) = slab.reserve_vacant();
-        assert!(slab.is_vacant(slot), "a reserved slot is vacant");
-        // SAFETY: the slab is unchanged since the reserve; the span is
-        // written before `occupy`
-        unsafe {
-            vacant.place().write(span.clone());
-            vacant.occupy(2);
-        }
-        assert!(!slab.is_vacant(slot), "occupied");
-        assert!(!slab.is_vacant(below), "occupied");
-        assert!(slab.get_mut(slot, 2).is_some());
-        assert_eq!((slab.live(), count()), (2, 2));
-        assert!(slab.remove(slot, 2).is_some());
-        assert_eq!(count(), 1, "removed once");
-        // a freed slot is reserved first, then a new one on top
-        assert!(slab.remove(below, 1).is_some());
-        let top = slab.insert(3, span.clone());
-        let (again, _) = slab.reserve_vacant();
-        assert_eq!((below, again), (top, below + 1));
-        // dropped unoccupied, it leaves the slab as it was
-        let (same, _) = slab.reserve_vacant();
-        assert_eq!((same, slab.live()), (again, 1));
-        drop(slab);
-        assert_eq!(count(), 0);
-    }
-
-    /// A finished span stays in its slot until the finished slots are
-    /// taken, and is then owned by them only; an open span keeps its slot
-    /// number through the take; a finished span cannot be finished,
-    /// removed or reached again.
-    #[cfg(feature = "sdk-core")]
-    #[test]
-    fn a_finished_span_is_owned_by_the_taken_slots_only() {
-        let span = Arc::new(());
-        let count = || Arc::strong_count(&span) - 1;
-        let mut slab = Slab::default();
-        let a = slab.insert(1, span.clone());
-        let b = slab.insert(2, span.clone());
-        let c = slab.insert(3, span.clone());
-        let mut ran = 0;
-        assert!(slab.finish(a, 1, |_| ran += 1));
-        assert!(!slab.finish(a, 1, |_| ran += 1), "finished once");
-        assert!(slab.remove(a, 1).is_none());
-        assert!(slab.get_mut(a, 1).is_none(), "not open");
-        assert!(!slab.finish(b, 9, |_| ran += 1), "another span's id");
-        assert!(slab.finish(c, 3, |_| ran += 1));
-        assert_eq!((ran, slab.finished(), count()), (2, 2, 3));
-        let taken = slab.take_finished();
-        assert_eq!(slab.finished(), 0);
-        assert!(slab.get_mut(b, 2).is_some(), "open: same slot");
-        assert_eq!((slab.live(), slab.len()), (1, 2), "a free slot below it");
-        assert_eq!(slab.insert(4, span.clone()), a, "the free slot is reused");
-        assert_eq!(count(), 4);
-        assert_eq!(taken.into_vec().len(), 2, "the finished ones only");
-        assert_eq!(count(), 2, "handed out, then dropped");
-        assert!(slab.finish(b, 2, |_| ()));
-        drop(slab.take_finished()); // dropped without being handed out
-        assert_eq!(count(), 1);
-        assert!(slab.finish(a, 4, |_| ()));
-        drop(slab);
-        assert_eq!(count(), 0, "the slab dropped its finished span");
-    }
-
-    /// Finished spans are handed out in the order they ended, not in the
-    /// order of their slots.
-    #[cfg(feature = "sdk-core")]
-    #[test]
-    fn finished_spans_come_out_in_the_order_they_ended() {
-        let mut slab = Slab::default();
-        let slots: Vec<usize> = (1..=4).map(|id| slab.insert(id, id * 10)).collect();
-        for i in [2, 0, 3] {
-            assert!(slab.finish(slots[i], i as u64 + 1, |_| ()));
-        }
-        assert_eq!(slab.take_finished().into_vec(), [30, 10, 40]);
-        assert!(slab.finish(slots[1], 2, |_| ()));
-        assert_eq!(slab.take_finished().into_vec(), [20]);
-        // in slot order for a while, then not
-        let slots: Vec<usize> = (5..=7).map(|id| slab.insert(id, id * 10)).collect();
-        for (i, id) in [(0, 5), (2, 7), (1, 6)] {
-            assert!(slab.finish(slots[i], id, |_| ()));
-        }
-        assert_eq!(slab.take_finished().into_vec(), [50, 70, 60]);
-    }
-}
+mod tests;
