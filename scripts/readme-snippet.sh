@@ -57,3 +57,48 @@ if [ "$steps" -ne 3 ]; then
   exit 1
 fi
 echo "ok: ${files[0]##*/} holds the snippet's 3 train.step spans"
+
+# The same program against a collector that is down and one that hangs:
+# lost telemetry must never be the reason the job fails. Exit 0, within the
+# shutdown's 10 s (plus start-up), and one warning line naming the cause.
+bin="${CARGO_TARGET_DIR:-$dir/target}/debug/readme-check"
+[ -x "$bin" ] || bin="$dir/target/debug/readme-check"
+hung_py='
+import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(64)
+print(s.getsockname()[1], flush=True)
+conns = []
+while True:
+    c, _ = s.accept(); conns.append(c)  # accepted, never answered
+'
+dead_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+hung_out="$dir/hung.port"
+python3 -c "$hung_py" >"$hung_out" &
+hung_pid=$!
+trap 'kill $hung_pid 2>/dev/null; rm -rf "$dir"' EXIT
+for _ in $(seq 50); do [ -s "$hung_out" ] && break; sleep 0.1; done
+hung_port=$(head -1 "$hung_out")
+
+against() { # NAME PORT PROTOCOL CAUSE
+  local name=$1 port=$2 protocol=$3 cause=$4 err="$dir/$1.${3//\//-}.err" start end rc=0
+  start=$(date +%s)
+  (cd "$dir" && timeout 30 env -u NEMO_LENS_FILE_PATH -u NEMO_LENS_RUN_ID \
+    NEMO_LENS_ENABLED=1 NEMO_LENS_EXPORTER=otlp NEMO_LENS_SPAN_GROUPS=per_step \
+    OTEL_EXPORTER_OTLP_PROTOCOL="$protocol" OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$port" \
+    "$bin" 2>"$err") || rc=$?
+  end=$(date +%s)
+  local warnings
+  warnings=$(grep -c '^lens: warning' "$err" || true)
+  if [ "$rc" -ne 0 ] || [ "$warnings" -ne 1 ] || ! grep -q "^lens: warning: telemetry was lost.*$cause" "$err" \
+    || [ $((end - start)) -gt 13 ]; then
+    echo "the README snippet against a $name collector ($protocol): exit $rc after $((end - start)) s," \
+      "$warnings warning lines (expected exit 0 within 13 s and one warning naming \"$cause\"):" >&2
+    cat "$err" >&2
+    exit 1
+  fi
+  echo "ok: a $name collector ($protocol): exit 0 in $((end - start)) s, one line: $(grep '^lens: warning' "$err")"
+}
+for protocol in grpc http/protobuf; do
+  against dead "$dead_port" "$protocol" "unreachable"
+  against hung "$hung_port" "$protocol" "did not answer within"
+done

@@ -105,7 +105,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         evaluate(4);
     }
 
-    telemetry.shutdown(Duration::from_secs(10))?;
+    telemetry.shutdown(Duration::from_secs(10));
     examples::report(&telemetry, &config);
     Ok(())
 }

@@ -165,7 +165,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         Ok::<_, Box<dyn Error>>(())
     })?;
     drop(rt);
-    telemetry.shutdown(Duration::from_secs(10))?;
+    telemetry.shutdown(Duration::from_secs(10));
     examples::report(&telemetry, &config);
     Ok(())
 }

@@ -122,7 +122,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         }
     }
 
-    telemetry.shutdown(Duration::from_secs(10))?;
+    telemetry.shutdown(Duration::from_secs(10));
     examples::report(&telemetry, &config);
     Ok(())
 }

@@ -75,7 +75,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         println!("eval score: {:.3}", evaluate(&model));
     }
 
-    telemetry.shutdown(Duration::from_secs(10))?;
+    telemetry.shutdown(Duration::from_secs(10));
     examples::report(&telemetry, &config);
     Ok(())
 }

@@ -78,7 +78,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         }
         println!("streamed {streamed} tokens");
     });
-    telemetry.shutdown(Duration::from_secs(10))?;
+    telemetry.shutdown(Duration::from_secs(10));
     examples::report(&telemetry, &config);
     Ok(())
 }

@@ -190,7 +190,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         .build()?
         .block_on(serve(addr, client));
 
-    telemetry.shutdown(Duration::from_secs(5))?;
+    telemetry.shutdown(Duration::from_secs(5));
     if let Some(path) = telemetry.file_path() {
         eprintln!("w3c_service: spans written to {}", path.display());
     }

@@ -90,7 +90,10 @@ pub(crate) fn install(mut cfg: LensConfig, tag: &str) -> Result<(TelemetryHandle
 /// Shuts telemetry down, exporting what is left within [`SHUTDOWN_TIMEOUT`];
 /// the error says what was lost (the library has written it on stderr).
 pub(crate) fn shutdown(handle: &TelemetryHandle) -> Result<(), String> {
-    handle.shutdown(SHUTDOWN_TIMEOUT).map_err(|e| e.to_string())
+    handle
+        .shutdown(SHUTDOWN_TIMEOUT)
+        .into_result()
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -95,8 +95,8 @@ pub use sdk::sampler::RankAwareSampler;
 pub use setup::setup_logging_bridge;
 #[cfg(feature = "sdk-core")]
 pub use setup::{
-    setup_telemetry, setup_telemetry_from_env, SetupError, ShutdownError, TelemetryBuilder,
-    TelemetryHandle,
+    setup_telemetry, setup_telemetry_from_env, LossCause, SetupError, ShutdownReport, SignalReport,
+    TelemetryBuilder, TelemetryHandle,
 };
 
 #[cfg(all(test, feature = "sdk-core"))]

@@ -45,7 +45,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         let _eval = span_cm!("eval.pass", samples = 64);
     }
-    telemetry.shutdown(Duration::from_secs(10))?;
+    telemetry.shutdown(Duration::from_secs(10));
     println!("run {}: done", telemetry.run_id());
     Ok(())
 }

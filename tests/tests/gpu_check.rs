@@ -86,7 +86,10 @@ fn gpu_visible_devices() {
         },
     );
     std::thread::sleep(Duration::from_millis(interval_ms * 2 + interval_ms / 2));
-    telemetry.shutdown(Duration::from_secs(10)).unwrap();
+    telemetry
+        .shutdown(Duration::from_secs(10))
+        .into_result()
+        .unwrap();
     let text = std::fs::read_to_string(&path).unwrap_or_default();
     let _ = std::fs::remove_file(&path);
     let (count, ids) = count_and_ids(&text);

@@ -208,7 +208,10 @@ fn collector_child() {
         call_all(&client(&lens::groups::JOB), &urls(addr, closed)).await
     });
     assert_eq!(statuses, [200, 500, 404, 0]);
-    telemetry.shutdown(Duration::from_secs(10)).unwrap();
+    telemetry
+        .shutdown(Duration::from_secs(10))
+        .into_result()
+        .unwrap();
 }
 
 #[test]

@@ -132,7 +132,10 @@ fn instruments_child() {
     for _ in 0..3 {
         train.record(&TRAINING);
     }
-    telemetry.shutdown(Duration::from_secs(10)).unwrap();
+    telemetry
+        .shutdown(Duration::from_secs(10))
+        .into_result()
+        .unwrap();
 }
 
 fn run_child(env: &[(&str, String)]) {
@@ -635,7 +638,10 @@ fn gpu_metrics_on_a_real_gpu() {
     std::thread::sleep(Duration::from_secs_f64(
         interval_ms as f64 / 1000.0 * intervals,
     ));
-    telemetry.shutdown(Duration::from_secs(10)).unwrap();
+    telemetry
+        .shutdown(Duration::from_secs(10))
+        .into_result()
+        .unwrap();
 
     let text = std::fs::read_to_string(&path).unwrap();
     let (gpu_count, points) = read_export(&text, &["hw.", sc::METRIC_NV_DL_ITERATIONS]);

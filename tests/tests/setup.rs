@@ -114,7 +114,7 @@ fn disabled_and_non_exporting_ranks_start_nothing() {
         started = new_threads(&t0, &threads());
     }
     assert!(!started.is_empty(), "the thread probe saw nothing");
-    h3.shutdown(Duration::from_secs(1)).ok();
+    h3.shutdown(Duration::from_secs(1));
 }
 
 #[test]
@@ -133,7 +133,7 @@ fn second_enabled_setup_is_an_error_unless_reinit() {
     drop(h);
     // after shutdown a fresh setup works again
     let h = lens::setup_telemetry(enabled("default"), 0, 1).unwrap();
-    h.shutdown(Duration::from_secs(1)).ok();
+    h.shutdown(Duration::from_secs(1));
 }
 
 #[test]
@@ -155,7 +155,7 @@ fn bad_config_fails_before_anything_is_installed_on_every_rank() {
     }
     // nothing is left installed
     let h = lens::setup_telemetry(enabled("default"), 0, 1).unwrap();
-    h.shutdown(Duration::from_secs(1)).ok();
+    h.shutdown(Duration::from_secs(1));
 }
 
 #[test]
@@ -166,8 +166,8 @@ fn shutdown_truncates_open_spans_innermost_first_and_is_idempotent() {
     let step = managed_span!("step", "step");
     let done = span_cm!("done");
     drop(done);
-    h.shutdown(Duration::from_secs(5)).unwrap();
-    h.shutdown(Duration::from_secs(5)).unwrap(); // idempotent
+    h.shutdown(Duration::from_secs(5)).into_result().unwrap();
+    h.shutdown(Duration::from_secs(5)).into_result().unwrap(); // idempotent
     drop(step);
     drop(job);
     let spans = exporter.finished();
@@ -233,7 +233,7 @@ fn shutdown_truncates_spans_of_other_and_exited_threads() {
             .join()
             .unwrap();
     }
-    h.shutdown(Duration::from_secs(5)).unwrap();
+    h.shutdown(Duration::from_secs(5)).into_result().unwrap();
     release_tx.send(()).unwrap();
     worker.join().unwrap();
     drop(moved); // already ended: no second export
@@ -295,7 +295,7 @@ fn resource_attributes_with_caller_precedence() {
         .install()
         .unwrap();
     drop(span_cm!("r"));
-    h.shutdown(Duration::from_secs(5)).unwrap();
+    h.shutdown(Duration::from_secs(5)).into_result().unwrap();
     assert_eq!(exporter.finished().len(), 1);
     let get = |k: &str| exporter.resource_attr(k);
     assert_eq!(get("nv.dl.rank").as_deref(), Some("3"));
@@ -327,7 +327,7 @@ fn file_exporter_writes_otlp_json_lines() {
         let _g = span_cm!("file.parent", prompt = "secret words");
         drop(span_cm!("file.child", n = 3));
     }
-    h.shutdown(Duration::from_secs(5)).unwrap();
+    h.shutdown(Duration::from_secs(5)).into_result().unwrap();
     let text = std::fs::read_to_string(dir.join("rank5.jsonl")).unwrap();
     let mut names = Vec::new();
     for line in text.lines() {
@@ -362,5 +362,70 @@ fn unknown_protocol_is_a_config_error() {
             && msg.contains("carrier-pigeon")
             && msg.contains("http/protobuf"),
         "{msg}"
+    );
+}
+
+/// Lost telemetry is a report naming the signal, the count and the cause,
+/// never an error (issue 38, item 1): a file that cannot be written (disk
+/// full) and a collector that refuses the connection.
+#[test]
+fn shutdown_reports_what_was_lost_and_why() {
+    let _g = serial();
+    let mut cfg = enabled("default");
+    cfg.exporter = ExporterKind::File;
+    cfg.file_path = Some("/dev/full".into());
+    cfg.metrics_enabled = false;
+    let h = lens::setup_telemetry(cfg, 0, 1).unwrap();
+    for i in 0..5 {
+        drop(span_cm!("disk.full", i = i));
+    }
+    let report = h.shutdown(Duration::from_secs(5));
+    assert_eq!(report.traces.lost, 5, "{report:?}");
+    assert_eq!(report.traces.exported, 0, "{report:?}");
+    assert!(
+        matches!(&report.traces.cause, Some(lens::LossCause::WriteFailed { detail, .. })
+            if detail.contains("No space left")),
+        "{report:?}"
+    );
+    assert!(
+        report.metrics.is_clean() && report.logs.is_clean(),
+        "{report:?}"
+    );
+    let line = report.to_string();
+    assert!(
+        line.starts_with("telemetry was lost") && line.contains("traces: 5 of 5 spans lost"),
+        "{line}"
+    );
+    assert!(report.clone().into_result().is_err());
+    // idempotent: a second shutdown has nothing more to say
+    assert!(h.shutdown(Duration::from_secs(1)).is_clean());
+
+    // a port nobody listens on
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    std::env::set_var(
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        format!("http://127.0.0.1:{port}"),
+    );
+    let mut cfg = enabled("default");
+    cfg.exporter = ExporterKind::Otlp;
+    cfg.metrics_enabled = false;
+    let h = lens::setup_telemetry(cfg, 0, 1);
+    std::env::remove_var("OTEL_EXPORTER_OTLP_ENDPOINT");
+    let h = h.unwrap();
+    drop(span_cm!("refused"));
+    let report = h.shutdown(Duration::from_secs(5));
+    assert_eq!(
+        (report.traces.lost, report.traces.timed_out),
+        (1, false),
+        "{report:?}"
+    );
+    assert!(
+        matches!(&report.traces.cause, Some(lens::LossCause::Unreachable { destination, .. })
+            if destination.contains(&port.to_string())),
+        "{report:?}"
     );
 }

@@ -76,7 +76,7 @@ fn spans_parents_attributes_events_status_and_raw_otel_children() {
             });
         }
     }
-    h.force_flush().unwrap();
+    h.force_flush().into_result().unwrap();
     let spans = exporter.finished();
     let by = |n: &str| spans.iter().find(|s| s.name == n).cloned().unwrap();
     let (outer, inner, raw) = (by("outer"), by("inner"), by("raw.child"));
@@ -96,7 +96,7 @@ fn spans_parents_attributes_events_status_and_raw_otel_children() {
     );
     assert!(outer.end_time >= inner.end_time && inner.start_time >= outer.start_time);
     assert_eq!(outer.instrumentation_scope.name(), lens::SCOPE_NAME);
-    h.shutdown(Duration::from_secs(5)).unwrap();
+    h.shutdown(Duration::from_secs(5)).into_result().unwrap();
 }
 
 #[test]
@@ -111,7 +111,7 @@ fn a_sleeping_thread_s_spans_are_exported_without_a_flush() {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert_eq!(exporter.finished().len(), 10, "spans stayed in the buffer");
-    h.shutdown(Duration::from_secs(5)).unwrap();
+    h.shutdown(Duration::from_secs(5)).into_result().unwrap();
 }
 
 /// The interval drain also runs while another thread keeps handing full
@@ -157,7 +157,7 @@ fn a_sleeping_thread_s_spans_are_exported_while_another_thread_is_busy() {
         got, 10,
         "spans stayed in the buffer while the collector was busy"
     );
-    h.shutdown(Duration::from_secs(5)).unwrap();
+    h.shutdown(Duration::from_secs(5)).into_result().unwrap();
 }
 
 #[test]
@@ -172,7 +172,7 @@ fn exited_threads_and_open_spans_reach_the_exporter_at_shutdown() {
     .join()
     .unwrap();
     let open = span_cm!("still.open");
-    h.shutdown(Duration::from_secs(5)).unwrap();
+    h.shutdown(Duration::from_secs(5)).into_result().unwrap();
     drop(open);
     let spans = exporter.finished();
     assert_eq!(spans.iter().filter(|s| s.name == "worker").count(), 1000);
@@ -197,12 +197,12 @@ fn a_raw_otel_span_made_by_the_provider_parents_a_lens_span() {
         drop(span_cm!("lens.child"));
     }
     cx.span().end();
-    h.force_flush().unwrap();
+    h.force_flush().into_result().unwrap();
     let spans = exporter.finished();
     let parent = spans.iter().find(|s| s.name == "raw.parent").unwrap();
     let child = spans.iter().find(|s| s.name == "lens.child").unwrap();
     assert_eq!(child.parent_span_id, parent.span_context.span_id());
-    h.shutdown(Duration::from_secs(5)).unwrap();
+    h.shutdown(Duration::from_secs(5)).into_result().unwrap();
 }
 
 #[lens::trace_fn(group = "step", ret)]
@@ -252,7 +252,7 @@ fn ids_only_context_parents_raw_spans_and_lens_api_reaches_the_record() {
             panic!("boom");
         });
     }
-    h.force_flush().unwrap();
+    h.force_flush().into_result().unwrap();
     let spans = exporter.finished();
     let by = |n: &str| spans.iter().find(|s| s.name == n).cloned().unwrap();
     let (outer, raw) = (by("outer"), by("raw.child"));
@@ -276,7 +276,7 @@ fn ids_only_context_parents_raw_spans_and_lens_api_reaches_the_record() {
         panicky.status
     );
     assert_eq!(panicky.events.events[0].name, "exception");
-    h.shutdown(Duration::from_secs(5)).unwrap();
+    h.shutdown(Duration::from_secs(5)).into_result().unwrap();
 }
 
 /// Eight threads ending `n` spans each, as fast as they can: the spans
@@ -301,13 +301,13 @@ fn many_busy_threads(n: i64) -> Vec<Vec<i64>> {
     for w in workers {
         w.join().unwrap();
     }
-    h.force_flush().unwrap();
+    h.force_flush().into_result().unwrap();
     let mut per_thread = vec![Vec::new(); 8];
     for s in exporter.finished().iter().filter(|s| s.name == "seq") {
         let t: usize = attr(s, "t").unwrap().parse().unwrap();
         per_thread[t].push(attr(s, "i").unwrap().parse().unwrap());
     }
-    h.shutdown(Duration::from_secs(5)).unwrap();
+    h.shutdown(Duration::from_secs(5)).into_result().unwrap();
     per_thread
 }
 
@@ -378,7 +378,7 @@ fn batches_handed_over_one_by_one_leave_in_full_export_calls() {
         std::thread::sleep(Duration::from_millis(10));
     }
     let got = calls.0.lock().unwrap().clone();
-    h.shutdown(Duration::from_secs(5)).unwrap();
+    h.shutdown(Duration::from_secs(5)).into_result().unwrap();
     assert_eq!(got, [2048], "spans per export call");
 }
 
@@ -396,7 +396,7 @@ fn install_on(path: &str) -> (lens::TelemetryHandle, Capture) {
 fn on_path(path: &str, run: impl FnOnce(&Capture)) -> Vec<lens::otel_sdk::trace::SpanData> {
     let (h, exporter) = install_on(path);
     run(&exporter);
-    h.shutdown(Duration::from_secs(5)).unwrap();
+    h.shutdown(Duration::from_secs(5)).into_result().unwrap();
     exporter.finished()
 }
 
@@ -462,8 +462,14 @@ fn a_span_ended_before_a_reinit_is_exported_by_its_own_pipeline() {
         drop(span_cm!("before.reinit"));
         let (second, b) = install("5000");
         std::env::set_var("NEMO_LENS_SPAN_PATH", "lens");
-        first.shutdown(Duration::from_secs(5)).unwrap();
-        second.shutdown(Duration::from_secs(5)).unwrap();
+        first
+            .shutdown(Duration::from_secs(5))
+            .into_result()
+            .unwrap();
+        second
+            .shutdown(Duration::from_secs(5))
+            .into_result()
+            .unwrap();
         let named = |c: &Capture| named(c, "before.reinit");
         (named(&a), named(&b))
     };
@@ -485,10 +491,16 @@ fn a_span_open_across_a_reinit_is_exported_by_its_own_pipeline_s_shutdown() {
         let (second, b) = install("5000");
         std::env::set_var("NEMO_LENS_SPAN_PATH", "lens");
         drop(g);
-        first.shutdown(Duration::from_secs(5)).unwrap();
+        first
+            .shutdown(Duration::from_secs(5))
+            .into_result()
+            .unwrap();
         let named = |c: &Capture| named(c, "across.reinit");
         let at_first_shutdown = named(&a);
-        second.shutdown(Duration::from_secs(5)).unwrap();
+        second
+            .shutdown(Duration::from_secs(5))
+            .into_result()
+            .unwrap();
         (at_first_shutdown, named(&a), named(&b))
     };
     assert_eq!(run("sdk"), (1, 1, 0), "the SDK's tracer");
@@ -517,11 +529,17 @@ fn spans_started_during_a_shutdown_never_reach_the_next_pipeline() {
             })
         };
         std::thread::sleep(Duration::from_millis(5));
-        first.shutdown(Duration::from_secs(5)).unwrap();
+        first
+            .shutdown(Duration::from_secs(5))
+            .into_result()
+            .unwrap();
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         drop(maker.join().unwrap()); // ended after the shutdown
         let (second, b) = install("5000");
-        second.shutdown(Duration::from_secs(5)).unwrap();
+        second
+            .shutdown(Duration::from_secs(5))
+            .into_result()
+            .unwrap();
         leaked += b
             .finished()
             .iter()
@@ -623,7 +641,7 @@ fn truncation_at_shutdown_exports_as_on_the_sdk_path() {
         .unwrap();
         let outer = span_cm!("open.outer");
         let inner = span_cm!("open.inner");
-        h.shutdown(Duration::from_secs(5)).unwrap();
+        h.shutdown(Duration::from_secs(5)).into_result().unwrap();
         inner.set_attribute("after", 1);
         drop(inner);
         drop(outer);
@@ -733,8 +751,14 @@ fn extra_redact_keys_apply_on_both_paths_and_across_a_reinit() {
         let (second, b) = install_keys(&["email", "other"]);
         secretive("second");
         std::env::set_var("NEMO_LENS_SPAN_PATH", "lens");
-        first.shutdown(Duration::from_secs(5)).unwrap();
-        second.shutdown(Duration::from_secs(5)).unwrap();
+        first
+            .shutdown(Duration::from_secs(5))
+            .into_result()
+            .unwrap();
+        second
+            .shutdown(Duration::from_secs(5))
+            .into_result()
+            .unwrap();
         assert!(a.finished().iter().any(|s| s.name == "first"), "{path}");
         let spans = b.finished();
         assert!(spans.iter().any(|s| s.name == "second"), "{path}");
@@ -784,7 +808,7 @@ fn a_name_conversion_that_starts_a_span_does_not_hang() {
         let _ = std::io::stderr().write_all(msg.as_bytes());
         std::process::exit(101);
     }
-    h.shutdown(Duration::from_secs(5)).unwrap();
+    h.shutdown(Duration::from_secs(5)).into_result().unwrap();
     let spans = exporter.finished();
     let outer = spans.iter().find(|s| s.name == "renamed").expect("renamed");
     let events: Vec<&str> = outer.events.events.iter().map(|e| &*e.name).collect();

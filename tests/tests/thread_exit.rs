@@ -69,7 +69,10 @@ fn spans_and_guards_in_thread_local_destructors_do_not_abort() {
     .join()
     .expect("a guard dropped in a late destructor");
 
-    handle.shutdown(std::time::Duration::from_secs(5)).unwrap();
+    handle
+        .shutdown(std::time::Duration::from_secs(5))
+        .into_result()
+        .unwrap();
     let names: Vec<String> = exporter
         .finished()
         .iter()

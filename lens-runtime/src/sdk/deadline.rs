@@ -7,12 +7,22 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub(crate) fn timed_out_or(name: &str, what: &str, timeout: Duration, e: OTelSdkError) -> String {
+/// What went wrong with one signal's flush or shutdown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Trouble {
+    /// It had not finished at the deadline.
+    TimedOut,
+    /// It answered with an error (the SDK's words).
+    Failed(String),
+}
+
+/// The troubles of one flush or shutdown, by signal name.
+pub(crate) type Troubles = Vec<(&'static str, Trouble)>;
+
+pub(crate) fn trouble_of(e: OTelSdkError) -> Trouble {
     match e {
-        OTelSdkError::Timeout(_) => format!(
-            "{name}: {what} did not finish within {timeout:?} (the exporter or collector is not answering)"
-        ),
-        e => format!("{name}: {e}"),
+        OTelSdkError::Timeout(_) => Trouble::TimedOut,
+        e => Trouble::Failed(e.to_string()),
     }
 }
 
@@ -27,7 +37,7 @@ pub(crate) struct Waiting {
     started: Vec<&'static str>,
     /// Still running from an earlier call.
     earlier: Vec<(&'static str, Arc<AtomicBool>)>,
-    errors: Vec<String>,
+    errors: Troubles,
     rx: std::sync::mpsc::Receiver<(&'static str, OTelSdkResult)>,
 }
 
@@ -58,7 +68,10 @@ pub(crate) fn spawn_all(tasks: Vec<Task>, what: &str) -> Waiting {
             Ok(_) => waiting.push(name),
             Err(e) => {
                 busy.store(false, Ordering::Release);
-                errors.push(format!("{name}: cannot start the {what} thread: {e}"));
+                errors.push((
+                    name,
+                    Trouble::Failed(format!("cannot start the {what} thread: {e}")),
+                ));
             }
         }
     }
@@ -72,12 +85,7 @@ pub(crate) fn spawn_all(tasks: Vec<Task>, what: &str) -> Waiting {
 
 /// Waits for the started tasks until `deadline`; a task still running then
 /// is reported by name and left to finish on its own.
-pub(crate) fn wait_all(
-    w: Waiting,
-    deadline: Instant,
-    timeout: Duration,
-    what: &str,
-) -> Vec<String> {
+pub(crate) fn wait_all(w: Waiting, deadline: Instant) -> Troubles {
     let Waiting {
         mut started,
         mut earlier,
@@ -92,7 +100,7 @@ pub(crate) fn wait_all(
                 match r {
                     // a flush racing a shutdown of the same pipeline
                     Ok(()) | Err(OTelSdkError::AlreadyShutdown) => {}
-                    Err(e) => errors.push(format!("{name}: {e}")),
+                    Err(e) => errors.push((name, trouble_of(e))),
                 }
             }
             Err(_) => break,
@@ -108,9 +116,7 @@ pub(crate) fn wait_all(
         .into_iter()
         .chain(earlier.into_iter().map(|(n, _)| n))
     {
-        errors.push(format!(
-            "{name}: {what} did not finish within {timeout:?} (the exporter or collector is not answering)"
-        ));
+        errors.push((name, Trouble::TimedOut));
     }
     errors
 }

@@ -14,4 +14,5 @@ pub(crate) mod logs;
 pub(crate) mod pipeline;
 pub(crate) mod processors;
 pub(crate) mod redact;
+pub(crate) mod report;
 pub(crate) mod sampler;

@@ -6,14 +6,15 @@ use crate::api::span::record::{Recorder, SpanSink};
 use crate::api::span::SCOPE_NAME;
 use crate::config::otel::{BatchSettings, OtelEnv};
 use crate::config::{ExporterKind, LensConfig};
-use crate::sdk::deadline::{spawn_all, timed_out_or, wait_all, Task};
+use crate::sdk::deadline::{spawn_all, trouble_of, wait_all, Task, Trouble, Troubles};
 use crate::sdk::export::{self, batch::BatchProcessor, console, file, log_count::LogCounters};
 use crate::sdk::export::{perfetto::PerfettoExporter, perfetto::PerfettoFiles};
-use crate::sdk::export::{ExportRuntime, SpanCounters};
+use crate::sdk::export::{CountMetricExports, ExportRuntime, MetricCounters, SpanCounters};
 use crate::sdk::ids::ForkSafeIdGenerator;
 pub(crate) use crate::sdk::processors::batch_processor;
 use crate::sdk::processors::{log_processor, own_recorder, own_span_path, CountEnded};
 use crate::sdk::redact::Redactor;
+use crate::sdk::report::{LossCause, ShutdownReport, SignalReport};
 use crate::sdk::sampler::{names_default_sampler, sampler_from_lookup, RankAwareSampler};
 use opentelemetry_sdk::logs::SdkLoggerProvider;
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
@@ -85,6 +86,12 @@ pub(crate) struct Pipeline {
     span_sink: Option<Arc<dyn SpanSink>>,
     /// Log records emitted and exported (the SDK's log queue drops silently).
     log_counters: Arc<LogCounters>,
+    /// Metric exports begun and succeeded.
+    metric_counters: Arc<MetricCounters>,
+    /// Where traces, metrics and logs go, in words.
+    destinations: [String; 3],
+    /// The OTLP exporters' own timeout of one export.
+    export_timeout: Duration,
     /// Set while a flush or shutdown thread of metrics / logs runs: a new
     /// call does not start another (a hung collector must not pile up
     /// threads).
@@ -146,15 +153,30 @@ impl Pipeline {
         };
         let exporter_err = BuildError::Exporter;
         let counters = Arc::new(SpanCounters::default());
-        let destination = match (&perfetto, &backend) {
-            _ if inp.span_processor.is_some() => "the custom span exporter".to_owned(),
-            (Some(files), _) => files.path().display().to_string(),
-            (None, Backend::File(_)) => file_path
-                .as_ref()
-                .map_or_else(String::new, |p| p.display().to_string()),
-            (None, Backend::Console) => "stdout".to_owned(),
-            (None, Backend::Otlp(_)) => export::otlp_destination(otel.protocols[0]),
+        let mut destinations = match &backend {
+            Backend::File(_) => {
+                let p = file_path
+                    .as_ref()
+                    .map_or_else(String::new, |p| p.display().to_string());
+                [p.clone(), p.clone(), p]
+            }
+            Backend::Console => [
+                "stdout".to_owned(),
+                "stdout".to_owned(),
+                "stdout".to_owned(),
+            ],
+            Backend::Otlp(_) => export::otlp_destinations(otel.protocols),
         };
+        if let Some(files) = &perfetto {
+            destinations[0] = files.path().display().to_string();
+        }
+        if inp.span_processor.is_some() {
+            destinations[0] = "the custom span exporter".to_owned();
+        }
+        if inp.metric_reader.is_some() {
+            destinations[1] = "the custom metric reader".to_owned();
+        }
+        let destination = destinations[0].clone();
         let _ = counters.destination.set(destination.clone());
         let res = inp.resource;
         let redactor = inp.redactor;
@@ -233,22 +255,33 @@ impl Pipeline {
             None
         };
 
+        let metric_counters = Arc::new(MetricCounters::default());
         let meter_provider = if cfg.metrics_enabled {
             let b = SdkMeterProvider::builder().with_resource(res.clone());
             let interval = otel.metric_interval;
-            fn reader<E: PushMetricExporter>(e: E, interval: Duration) -> PeriodicReader<E> {
-                PeriodicReader::builder(e).with_interval(interval).build()
+            let mc = &metric_counters;
+            fn reader<E: PushMetricExporter>(
+                e: E,
+                interval: Duration,
+                c: &Arc<MetricCounters>,
+            ) -> PeriodicReader<CountMetricExports<E>> {
+                PeriodicReader::builder(CountMetricExports::new(e, c))
+                    .with_interval(interval)
+                    .build()
             }
             let b = match inp.metric_reader {
                 Some(f) => f(b, interval),
                 None => match &backend {
-                    Backend::File(sink) => {
-                        b.with_reader(reader(file::JsonLines::new(sink.clone(), false), interval))
-                    }
-                    Backend::Console => b.with_reader(reader(console::console(), interval)),
+                    Backend::File(sink) => b.with_reader(reader(
+                        file::JsonLines::new(sink.clone(), false),
+                        interval,
+                        mc,
+                    )),
+                    Backend::Console => b.with_reader(reader(console::console(), interval, mc)),
                     Backend::Otlp(h) => b.with_reader(reader(
                         export::otlp_metrics(otel.protocols[1], h).map_err(exporter_err)?,
                         interval,
+                        mc,
                     )),
                 },
             };
@@ -299,6 +332,9 @@ impl Pipeline {
             recorder,
             spans,
             log_counters,
+            metric_counters,
+            destinations,
+            export_timeout: otel.export_timeout,
             busy: Default::default(),
             _runtime: runtime,
         })
@@ -338,37 +374,36 @@ impl Pipeline {
         tasks
     }
 
-    /// Flushes every signal, within `timeout` in all.
-    pub(crate) fn flush(&self, timeout: Duration) -> Vec<String> {
+    /// Flushes every signal, within `timeout` in all; reports what this
+    /// flush lost.
+    pub(crate) fn flush(&self, timeout: Duration) -> ShutdownReport {
         let deadline = Instant::now() + timeout;
-        let emitted = self.log_counters.emitted();
+        let before = self.tally();
         let waiting = spawn_all(self.sdk_tasks(false, timeout), "flush");
-        let mut errors = Vec::new();
+        let mut troubles = Troubles::new();
         if self.span_sink.is_some() {
             crate::api::span::record::drain();
         }
         if let Some(p) = &self.spans {
             if let Err(e) = p.flush_within(timeout) {
-                errors.push(timed_out_or("traces", "flush", timeout, e));
+                troubles.push(("traces", trouble_of(e)));
             }
         }
-        errors.extend(wait_all(waiting, deadline, timeout, "flush"));
-        if errors.is_empty() {
-            match self.log_counters.newly_lost(emitted) {
-                0 => {}
-                n => errors.push(format!(
-                    "logs: {n} records were lost (the log queue was full or the exporter failed; raise OTEL_BLRP_MAX_QUEUE_SIZE or check the collector)"
-                )),
-            }
-        }
-        errors
+        troubles.extend(wait_all(waiting, deadline));
+        let logs_lost = self.log_counters.newly_lost(before.logs_emitted);
+        self.report(&before, &troubles, timeout, logs_lost)
     }
 
-    /// Shuts every signal down, within `timeout` in all.
-    pub(crate) fn shutdown(&self, timeout: Duration) -> Vec<String> {
+    /// Shuts every signal down, within `timeout` in all; reports what the
+    /// pipeline lost over its whole life.
+    pub(crate) fn shutdown(&self, timeout: Duration) -> ShutdownReport {
         let deadline = Instant::now() + timeout;
+        // the report names a failure met now; no warning of its own
+        self.counters
+            .reported
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         let waiting = spawn_all(self.sdk_tasks(true, timeout), "shutdown");
-        let mut errors = Vec::new();
+        let mut troubles = Troubles::new();
         // lens's own processor meets the deadline by itself: no thread.
         // Then the provider is marked shut down (the processor, finished or
         // given up on, answers at once).
@@ -378,21 +413,166 @@ impl Pipeline {
         }
         if let Some(p) = &self.spans {
             if let Err(e) = p.shutdown_with_timeout(timeout) {
-                errors.push(timed_out_or("traces", "shutdown", timeout, e));
+                troubles.push(("traces", trouble_of(e)));
             }
         }
         if let Some(tp) = &self.tracer_provider {
             let _ = tp.shutdown_with_timeout(Duration::ZERO);
         }
-        errors.extend(wait_all(waiting, deadline, timeout, "shutdown"));
-        errors
+        troubles.extend(wait_all(waiting, deadline));
+        let c = &self.log_counters;
+        let logs_lost = c.emitted().saturating_sub(c.exported());
+        self.report(&Tally::default(), &troubles, timeout, logs_lost)
     }
 
-    /// Log records that were never exported: `(lost, emitted)`, meaningful
-    /// once the pipeline is shut down (before, some may be queued).
-    pub(crate) fn lost_logs(&self) -> (u64, u64) {
-        let c = &self.log_counters;
-        let emitted = c.emitted();
-        (emitted.saturating_sub(c.exported()), emitted)
+    /// The counters now.
+    fn tally(&self) -> Tally {
+        use std::sync::atomic::Ordering::Relaxed;
+        let c = &self.counters;
+        let m = &self.metric_counters;
+        Tally {
+            spans_ended: c.ended.load(Relaxed),
+            spans_exported: c.exported.load(Relaxed),
+            spans_dropped: c.dropped.load(Relaxed),
+            spans_failed: c.failed.load(Relaxed),
+            unwritten: self.sink.as_ref().map_or(0, |s| s.dropped_records())
+                + self.perfetto.as_ref().map_or(0, |p| p.dropped_records()),
+            metrics_started: m.started.load(Relaxed),
+            metrics_exported: m.exported.load(Relaxed),
+            logs_emitted: self.log_counters.emitted(),
+            logs_exported: self.log_counters.exported(),
+        }
     }
+
+    /// What happened since `before`, per signal, with the cause of a loss.
+    fn report(
+        &self,
+        before: &Tally,
+        troubles: &Troubles,
+        timeout: Duration,
+        logs_lost: u64,
+    ) -> ShutdownReport {
+        let now = self.tally();
+        let trouble = |name: &str| troubles.iter().find(|(n, _)| *n == name).map(|(_, t)| t);
+        let of = |signal: usize, detail: &str, disk: bool| {
+            LossCause::of_error(
+                &self.destinations[signal],
+                detail,
+                disk,
+                self.export_timeout,
+            )
+        };
+        let timed_out = |signal: usize| LossCause::TimedOut {
+            destination: self.destinations[signal].clone(),
+            after: timeout,
+        };
+        let failed = |signal: usize, detail: &str| LossCause::Exporter {
+            destination: self.destinations[signal].clone(),
+            detail: detail.to_owned(),
+        };
+        let unwritten = now.unwritten - before.unwritten;
+        let disk_error = || {
+            self.sink
+                .as_ref()
+                .and_then(|s| s.first_error())
+                .or(self.counters.first_error.get().map(String::as_str))
+                .unwrap_or("a write failed")
+                .to_owned()
+        };
+        let signal = |i: usize,
+                      name: &str,
+                      exported: u64,
+                      lost: u64,
+                      first_error: Option<&String>,
+                      queue_full: Option<LossCause>| {
+            let t = trouble(name);
+            let timed = t == Some(&Trouble::TimedOut);
+            let cause = if unwritten > 0 && (lost > 0 || t.is_some()) && self.sink.is_some() {
+                Some(of(i, &disk_error(), true))
+            } else if lost == 0 && t.is_none() {
+                None
+            } else if let Some(e) = first_error {
+                Some(of(i, e, false))
+            } else if timed {
+                Some(timed_out(i))
+            } else if let Some(q) = queue_full.filter(|_| lost > 0) {
+                Some(q)
+            } else if let Some(Trouble::Failed(e)) = t {
+                Some(failed(i, e))
+            } else {
+                Some(failed(i, "lost without an error from the exporter"))
+            };
+            SignalReport {
+                exported,
+                lost,
+                timed_out: timed,
+                cause,
+            }
+        };
+        let ended = now.spans_ended - before.spans_ended;
+        // a batch whose export ends after a shutdown gave up on it is
+        // counted twice (lost when given up, then by its outcome)
+        let spans_lost =
+            (now.spans_dropped + now.spans_failed - before.spans_dropped - before.spans_failed)
+                .min(ended);
+        let spans_failed_now = now.spans_failed > before.spans_failed;
+        let traces = if self.perfetto.is_some() && unwritten > 0 && spans_lost > 0 {
+            SignalReport {
+                exported: now.spans_exported - before.spans_exported,
+                lost: spans_lost,
+                timed_out: trouble("traces") == Some(&Trouble::TimedOut),
+                cause: Some(of(0, &disk_error(), true)),
+            }
+        } else {
+            signal(
+                0,
+                "traces",
+                now.spans_exported - before.spans_exported,
+                spans_lost,
+                self.counters.first_error.get().filter(|_| spans_failed_now),
+                Some(LossCause::QueueFull {
+                    variable: "OTEL_BSP_MAX_QUEUE_SIZE",
+                }),
+            )
+        };
+        let metrics_exported = now.metrics_exported - before.metrics_exported;
+        let metrics = signal(
+            1,
+            "metrics",
+            metrics_exported,
+            (now.metrics_started - before.metrics_started).saturating_sub(metrics_exported),
+            self.metric_counters.first_error.get(),
+            None,
+        );
+        let logs = signal(
+            2,
+            "logs",
+            now.logs_exported - before.logs_exported,
+            logs_lost,
+            self.log_counters.first_error.get(),
+            Some(LossCause::QueueFull {
+                variable: "OTEL_BLRP_MAX_QUEUE_SIZE",
+            }),
+        );
+        ShutdownReport {
+            traces,
+            metrics,
+            logs,
+        }
+    }
+}
+
+/// The export counters of a pipeline at one moment.
+#[derive(Debug, Default, Clone, Copy)]
+struct Tally {
+    spans_ended: u64,
+    spans_exported: u64,
+    spans_dropped: u64,
+    spans_failed: u64,
+    /// Records of any signal that could not be written to a file.
+    unwritten: u64,
+    metrics_started: u64,
+    metrics_exported: u64,
+    logs_emitted: u64,
+    logs_exported: u64,
 }

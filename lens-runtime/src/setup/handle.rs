@@ -7,6 +7,7 @@ use crate::api::span::{self, open};
 use crate::config::otel::DEFAULT_FLUSH_TIMEOUT;
 use crate::sdk::export::SpanCounters;
 use crate::sdk::pipeline::Pipeline;
+use crate::sdk::report::{LossCause, ShutdownReport, SignalReport};
 use opentelemetry_sdk::logs::SdkLoggerProvider;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -30,21 +31,6 @@ static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
 pub(super) fn next_generation() -> u64 {
     NEXT_GENERATION.fetch_add(1, Ordering::Relaxed)
 }
-
-/// Why a shutdown was not clean.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ShutdownError {
-    /// One message per failed step.
-    pub errors: Vec<String>,
-}
-
-impl fmt::Display for ShutdownError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "telemetry shutdown: {}", self.errors.join("; "))
-    }
-}
-
-impl std::error::Error for ShutdownError {}
 
 /// Makes `generation` the owner of the process-wide state; returns the
 /// generation it replaces (re-init), if any.
@@ -242,54 +228,61 @@ impl TelemetryHandle {
     ///
     /// ```
     /// let h = lens::setup_telemetry(Default::default(), 0, 1).unwrap();
-    /// h.force_flush().unwrap();
+    /// assert!(h.force_flush().is_clean());
     /// ```
-    pub fn force_flush(&self) -> Result<(), ShutdownError> {
+    pub fn force_flush(&self) -> ShutdownReport {
         self.force_flush_within(DEFAULT_FLUSH_TIMEOUT)
     }
 
     /// Exports everything recorded so far, waiting at most `timeout`; the
-    /// error names each signal that did not finish in time.
+    /// report tells what this flush lost and why, per signal (a signal
+    /// still exporting at the deadline is marked `timed_out`). Prints
+    /// nothing: the caller has the report.
     ///
     /// ```
     /// let h = lens::setup_telemetry(Default::default(), 0, 1).unwrap();
-    /// h.force_flush_within(std::time::Duration::from_secs(2)).unwrap();
+    /// let report = h.force_flush_within(std::time::Duration::from_secs(2));
+    /// assert!(report.is_clean(), "{report}");
     /// ```
-    pub fn force_flush_within(&self, timeout: Duration) -> Result<(), ShutdownError> {
+    pub fn force_flush_within(&self, timeout: Duration) -> ShutdownReport {
         if crate::sdk::fork::in_child() {
-            return Ok(());
+            return ShutdownReport::default();
         }
-        let errors = self
-            .pipeline()
+        self.pipeline()
             .map(|p| p.flush(timeout))
-            .unwrap_or_default();
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(ShutdownError { errors })
-        }
+            .unwrap_or_default()
     }
 
     /// Ends spans that are still open (innermost first, marked
     /// `nemo.span.truncated`), flushes and shuts down traces, metrics and
-    /// logs, and reports spans that could not be exported. Returns within
-    /// `timeout` (plus a few milliseconds): a signal whose exporter has not
-    /// finished by then is named in the error and left to finish in the
-    /// background. Idempotent. In a forked child it returns at once.
+    /// logs, and reports what was exported and what was lost, per signal.
+    /// Returns within `timeout` (plus a few milliseconds): a signal whose
+    /// exporter has not finished by then is marked `timed_out` and left to
+    /// finish in the background. Idempotent (a second call reports
+    /// nothing). In a forked child it returns at once.
+    ///
+    /// Lost telemetry never fails the job: when something was lost, one
+    /// line on stderr names the signal, the count and the cause (refused,
+    /// timed out, queue full, disk full), and the report says the same.
+    /// The pattern to copy ends `main` with a plain call:
     ///
     /// ```
-    /// let h = lens::setup_telemetry(Default::default(), 0, 1).unwrap();
-    /// h.shutdown(std::time::Duration::from_secs(1)).unwrap();
-    /// h.shutdown(std::time::Duration::from_secs(1)).unwrap(); // idempotent
+    /// fn main() -> Result<(), Box<dyn std::error::Error>> {
+    ///     let telemetry = lens::setup_telemetry_from_env()?; // misuse is an error
+    ///     // ... the job ...
+    ///     telemetry.shutdown(std::time::Duration::from_secs(10)); // a loss is a warning
+    ///     Ok(())
+    /// }
+    /// # main().unwrap();
     /// ```
-    pub fn shutdown(&self, timeout: Duration) -> Result<(), ShutdownError> {
+    pub fn shutdown(&self, timeout: Duration) -> ShutdownReport {
         let taken = self
             .pipeline
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take();
         if !self.holds_install.swap(false, Ordering::AcqRel) {
-            return Ok(());
+            return ShutdownReport::default();
         }
         LIVE_HANDLES.fetch_sub(1, Ordering::AcqRel);
         if std::process::id() != self.owner_pid {
@@ -304,14 +297,18 @@ impl TelemetryHandle {
                 Ordering::Acquire,
             );
             let dropped = crate::sdk::fork::dropped_in_child();
-            if dropped == 0 {
-                return Ok(());
+            let report = ShutdownReport {
+                traces: SignalReport {
+                    lost: dropped,
+                    cause: (dropped > 0).then_some(LossCause::ForkedChild),
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            if dropped > 0 {
+                crate::diag::warn(format_args!("shutdown: {report}"));
             }
-            let e = format!(
-                "{dropped} spans recorded in this forked child were dropped (lens is inert in a child forked while a pipeline is live; set lens up again in the child to record there)"
-            );
-            crate::diag::warn(format_args!("shutdown: {e}"));
-            return Err(ShutdownError { errors: vec![e] });
+            return report;
         }
         let live = LIVE_GENERATION
             .compare_exchange(self.generation, 0, Ordering::AcqRel, Ordering::Acquire)
@@ -326,59 +323,29 @@ impl TelemetryHandle {
             if live {
                 signal::clear_live(self.generation);
             }
-            return Ok(());
+            return ShutdownReport::default();
         };
-        let mut errors = pipeline.shutdown(timeout);
+        let report = pipeline.shutdown(timeout);
         if live {
             signal::clear_live(self.generation);
-        }
-        let c = &pipeline.counters;
-        let ended = c.ended.load(Ordering::Relaxed);
-        // a batch whose export ends after a shutdown gave up on it is
-        // counted twice (lost when given up, then by its outcome)
-        let lost =
-            (c.dropped.load(Ordering::Relaxed) + c.failed.load(Ordering::Relaxed)).min(ended);
-        let unwritten = pipeline.sink.as_ref().map_or(0, |s| s.dropped_records())
-            + pipeline
-                .perfetto
-                .as_ref()
-                .map_or(0, |p| p.dropped_records());
-        if unwritten > 0 {
-            errors.push(format!(
-                "{unwritten} records could not be written to the telemetry file (disk full or file-size limit?)"
-            ));
-        } else if lost > 0 {
-            errors.push(format!(
-                "{lost} of {ended} spans may not have been exported (queue full, exporter unreachable or too slow for the deadline; raise OTEL_BSP_MAX_QUEUE_SIZE or check the collector)"
-            ));
-        }
-        let (lost_logs, emitted_logs) = pipeline.lost_logs();
-        if lost_logs > 0 {
-            errors.push(format!(
-                "{lost_logs} of {emitted_logs} log records were not exported (the log queue was full or the exporter failed; raise OTEL_BLRP_MAX_QUEUE_SIZE or check the collector)"
-            ));
         }
         // the export threads hold the last references when a deadline
         // passed; otherwise this frees the providers now
         drop(pipeline);
-        for e in &errors {
-            crate::diag::warn(format_args!("shutdown: {e}"));
+        if !report.is_clean() {
+            crate::diag::warn(format_args!("warning: {report}"));
         }
         // a SIGTERM that arrived during this shutdown kills the process
         // once its flush is done: do not return (and let `main` exit 0)
         // before that
         signal::wait_for_pending_death();
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(ShutdownError { errors })
-        }
+        report
     }
 }
 
 impl Drop for TelemetryHandle {
     fn drop(&mut self) {
-        // errors were already reported on stderr by `shutdown`
-        let _ = self.shutdown(DROP_SHUTDOWN_TIMEOUT);
+        // a loss was already reported on stderr by `shutdown`
+        self.shutdown(DROP_SHUTDOWN_TIMEOUT);
     }
 }

@@ -127,7 +127,7 @@ impl TelemetryBuilder {
                         }
                         p.flush(timeout)
                     }
-                    None => Vec::new(),
+                    None => Default::default(),
                 }),
             );
         }

@@ -39,7 +39,7 @@ use crate::sdk::logs::{self, LogBridge, LogBridgeError, LogBridgeOptions};
 /// tracing::warn!(target: "trainer::ckpt", step = 10, "slow"); // bridged
 /// log::debug!(target: "trainer::loop", "too verbose");      // below the level
 /// log::info!(target: "tokio", "not ours");                  // not a bridged target
-/// telemetry.shutdown(std::time::Duration::from_secs(10))?;
+/// telemetry.shutdown(std::time::Duration::from_secs(10));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn setup_logging_bridge(

@@ -10,9 +10,10 @@ mod install;
 mod logs;
 mod signal;
 
+pub use crate::sdk::report::{LossCause, ShutdownReport, SignalReport};
 pub use builder::{setup_telemetry, TelemetryBuilder};
 pub use error::SetupError;
 pub use from_env::setup_telemetry_from_env;
-pub use handle::{ShutdownError, TelemetryHandle};
+pub use handle::TelemetryHandle;
 #[cfg(feature = "logs")]
 pub use logs::setup_logging_bridge;

@@ -91,7 +91,8 @@ static WAKE_FD: AtomicI32 = AtomicI32::new(-1);
 static HOOK_PID: AtomicU32 = AtomicU32::new(0);
 
 /// What to flush when a signal arrives: the live pipeline, set by setup.
-pub(crate) type FlushFn = Box<dyn Fn(bool, Duration) -> Vec<String> + Send + Sync>;
+pub(crate) type FlushFn =
+    Box<dyn Fn(bool, Duration) -> crate::sdk::report::ShutdownReport + Send + Sync>;
 
 struct Live {
     generation: u64,
@@ -360,9 +361,9 @@ fn on_signal(sig: libc::c_int, sole: bool) {
     let Some((flush, timeout, settle)) = target else {
         return;
     };
-    let errors = flush(sole, timeout);
-    for e in errors {
-        diag::warn(format_args!("flush on signal {sig}: {e}"));
+    let report = flush(sole, timeout);
+    if !report.is_clean() {
+        diag::warn(format_args!("flush on signal {sig}: {report}"));
     }
     if sole && !settle.is_zero() {
         std::thread::sleep(settle);

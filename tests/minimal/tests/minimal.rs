@@ -99,5 +99,7 @@ fn the_console_exporter_needs_nothing_more() {
         .allow_reinit(true)
         .install()
         .expect("console setup");
-    h.shutdown(Duration::from_secs(5)).expect("shutdown");
+    h.shutdown(Duration::from_secs(5))
+        .into_result()
+        .expect("shutdown");
 }

@@ -71,7 +71,7 @@ fn run(mode: &str) -> Vec<String> {
             assert!(caught.is_err(), "{mode}: the observer did not panic");
         }
     }
-    h.shutdown(Duration::from_secs(5)).unwrap();
+    h.shutdown(Duration::from_secs(5)).into_result().unwrap();
     let spans = exporter.0.lock().unwrap().clone();
     let mut out: Vec<String> = spans
         .iter()

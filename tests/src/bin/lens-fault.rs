@@ -198,7 +198,7 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
         "resetup" => {
             let first = setup()?;
             drop(span_cm!("first.span"));
-            first.shutdown(Duration::from_secs(5))?;
+            first.shutdown(Duration::from_secs(5)).into_result()?;
             drop(first);
             let second = setup()?;
             let _job = job_with_open_span(&second);
@@ -237,7 +237,7 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
                 .build();
             drop(span_cm!("fault.span"));
             let t = Instant::now();
-            h.force_flush()?;
+            h.force_flush().into_result()?;
             say(&format!("flushed in {:?}", t.elapsed()));
             if arg == Some("signal") {
                 say("ready");
@@ -254,7 +254,7 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
             }
             let _ = h.meter().u64_counter("fault.counter").build();
             let t = Instant::now();
-            let r = h.shutdown(Duration::from_secs(2));
+            let r = h.shutdown(Duration::from_secs(2)).into_result();
             say(&format!(
                 "shutdown took_ms={} ok={}",
                 t.elapsed().as_millis(),
@@ -281,7 +281,7 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
                 Ok(_) => return Err("a third setup succeeded while a handle is live".into()),
             }
             drop(open);
-            b.shutdown(Duration::from_secs(5))?;
+            b.shutdown(Duration::from_secs(5)).into_result()?;
             say("reinit ok");
             Ok(())
         }
@@ -294,7 +294,7 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
                 for _ in 0..5 {
                     drop(span_cm!("soak.span"));
                 }
-                h.shutdown(Duration::from_secs(5))?;
+                h.shutdown(Duration::from_secs(5)).into_result()?;
                 drop(h);
                 if i == 19 {
                     first = rss_kib();
@@ -319,7 +319,7 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
             if r.is_ok() {
                 return Err("no panic".into());
             }
-            h.shutdown(Duration::from_secs(5))?;
+            h.shutdown(Duration::from_secs(5)).into_result()?;
             say("survived");
             Ok(())
         }
@@ -334,7 +334,7 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
             if r.is_ok() {
                 return Err("no unwind".into());
             }
-            h.shutdown(Duration::from_secs(5))?;
+            h.shutdown(Duration::from_secs(5)).into_result()?;
             Ok(())
         }
         // fork while other threads hold open spans
@@ -355,7 +355,7 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
                 let t = Instant::now();
                 drop(span_cm!("child.span"));
                 drop(managed_span!("step", "child.step"));
-                let r = h.shutdown(Duration::from_secs(5));
+                let r = h.shutdown(Duration::from_secs(5)).into_result();
                 drop(h);
                 let took = t.elapsed();
                 // the child's spans were dropped, and its shutdown says so
@@ -375,7 +375,7 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
             let _ = done_tx.send(());
             let _ = worker.join();
             drop(job);
-            h.shutdown(Duration::from_secs(5))?;
+            h.shutdown(Duration::from_secs(5)).into_result()?;
             if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
                 return Err(format!("child failed: status {status}").into());
             }
@@ -390,7 +390,7 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
             std::thread::sleep(Duration::from_secs(2));
             let used = cpu_time() - before;
             say(&format!("idle_cpu_ms={}", used.as_millis()));
-            h.shutdown(Duration::from_secs(5))?;
+            h.shutdown(Duration::from_secs(5)).into_result()?;
             Ok(())
         }
         // dropped_spans counts losses, not queued spans
@@ -400,7 +400,7 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
                 drop(span_cm!("queued"));
             }
             let dropped = h.dropped_spans();
-            h.shutdown(Duration::from_secs(5))?;
+            h.shutdown(Duration::from_secs(5)).into_result()?;
             say(&format!("dropped={dropped}"));
             Ok(())
         }
@@ -447,14 +447,14 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
                     .build()
                     .add(1, &[]);
             }
-            h.shutdown(Duration::from_secs(5))?;
+            h.shutdown(Duration::from_secs(5)).into_result()?;
             Ok(())
         }
         // a forked child sets lens up again and gets a pipeline of its own
         "fork-resetup" => {
             // forked after the parent shut down: an ordinary process
             let h = setup()?;
-            h.shutdown(Duration::from_secs(5))?;
+            h.shutdown(Duration::from_secs(5)).into_result()?;
             drop(h);
             let child = |suffix: &str, parent: Option<TelemetryHandle>| -> ! {
                 let code = (|| -> Res {
@@ -467,7 +467,7 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
                     cfg.file_path = cfg.file_path.map(|p| format!("{p}.{suffix}"));
                     let h = TelemetryBuilder::new(cfg, 0, 1).install()?;
                     drop(span_cm!("child.own"));
-                    h.shutdown(Duration::from_secs(5))?;
+                    h.shutdown(Duration::from_secs(5)).into_result()?;
                     Ok(())
                 })()
                 .map_or(4, |()| 0);
@@ -498,7 +498,7 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
                 child("while-live", Some(h));
             }
             wait(pid)?;
-            h.shutdown(Duration::from_secs(5))?;
+            h.shutdown(Duration::from_secs(5)).into_result()?;
             say("fork-resetup ok");
             Ok(())
         }
@@ -550,7 +550,7 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
             for w in workers {
                 let _ = w.join();
             }
-            h.shutdown(Duration::from_secs(5))?;
+            h.shutdown(Duration::from_secs(5)).into_result()?;
             say(&format!("children={n} hung={hung}"));
             Ok(())
         }
@@ -646,7 +646,7 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
             drop(span_cm!("lost.span"));
             let _ = h.force_flush();
             drop(span_cm!("after.panic"));
-            let flushed = h.force_flush();
+            let flushed = h.force_flush().into_result();
             let _ = h.force_flush();
             let dropped = h.dropped_spans();
             say(&format!(
@@ -654,7 +654,7 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
                 flushed.is_ok(),
                 calls.load(Ordering::SeqCst)
             ));
-            h.shutdown(Duration::from_secs(5)).ok();
+            h.shutdown(Duration::from_secs(5));
             Ok(())
         }
         // a shutdown that gives up frees what it gave up on: nothing more
@@ -686,7 +686,7 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
             for _ in 0..10 {
                 drop(span_cm!("doomed"));
             }
-            let r = h.force_flush();
+            let r = h.force_flush().into_result();
             // marks, on stderr, where the flush returned
             eprintln!("flush-returned");
             say(&format!("flush_ok={}", r.is_ok()));
@@ -717,7 +717,7 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
             let h = lens::setup_telemetry_from_env()?;
             drop(span_cm!("from_env.job"));
             say(&format!("run_id={}", h.run_id()));
-            h.shutdown(Duration::from_secs(10))?;
+            h.shutdown(Duration::from_secs(10)).into_result()?;
             Ok(())
         }
         "rank" => {
@@ -752,8 +752,8 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
                     lens::logs::tracing::info!(target: "storm", i, "a record");
                 }
             });
-            let flushed = h.force_flush();
-            let shut = h.shutdown(Duration::from_secs(5));
+            let flushed = h.force_flush().into_result();
+            let shut = h.shutdown(Duration::from_secs(5)).into_result();
             say(&format!(
                 "flush={} shutdown={}",
                 flushed.map_or_else(|e| e.to_string(), |()| "ok".into()),
@@ -864,6 +864,7 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
                 total += w.join().map_err(|_| "a worker panicked")?;
             }
             h.shutdown(Duration::from_secs(10))
+                .into_result()
                 .map_err(|e| format!("shutdown: {e}"))?;
             say(&format!("recorded {total}"));
             Ok(())

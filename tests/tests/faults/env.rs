@@ -399,19 +399,17 @@ fn run(probe: &Path, case: &Case, dir: &Path) -> Report {
     let raw = std::fs::read(&stderr_path).unwrap_or_default();
     let stderr = String::from_utf8_lossy(&raw).into_owned();
     let names_var = stderr.contains(case.var.as_str());
-    // the probe's last word is its error; only a failed shutdown export
+    // lost telemetry is a warning line of the shutdown, never an exit code
     let export_failed = stderr
         .lines()
-        .rev()
-        .find(|l| l.starts_with("lens-probe: "))
-        .is_some_and(|l| l.starts_with("lens-probe: telemetry shutdown: "));
+        .any(|l| l.starts_with("lens: warning: telemetry was lost"));
     let outcome = match status {
         None => Outcome::TimedOut,
         Some(s) if s.code() == Some(101) || stderr.contains("panicked") => Outcome::Panicked,
         Some(s) => match (s.code(), s.signal()) {
             (Some(0), _) if names_var => Outcome::Warned,
+            (Some(0), _) if export_failed => Outcome::ExportFailed,
             (Some(0), _) => Outcome::Ignored,
-            (Some(1), _) if export_failed => Outcome::ExportFailed,
             (Some(_), _) if names_var => Outcome::Rejected,
             (Some(c), _) => Outcome::Unnamed(c),
             (None, Some(sig)) => Outcome::Signal(sig),

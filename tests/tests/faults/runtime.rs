@@ -39,13 +39,12 @@ fn shutdown_meets_its_deadline_with_a_hung_collector() {
             &f,
         );
         check(
-            f.stdout.contains("did not finish within"),
-            &format!("{protocol}: the error must name what timed out"),
+            f.stdout.contains("did not answer within 2s"),
+            &format!("{protocol}: the report must name what timed out"),
             &f,
         );
         check(
-            f.stdout
-                .contains("100 of 100 spans may not have been exported"),
+            f.stdout.contains("traces: 100 of 100 spans lost"),
             &format!("{protocol}: every span still queued or in flight counts as lost"),
             &f,
         );
@@ -66,8 +65,9 @@ fn export_timeout_is_honoured() {
         TIMEOUT,
     );
     check(
-        f.stdout.contains("spans may not have been exported")
-            && !f.stdout.contains("traces: shutdown did not finish"),
+        f.stdout.contains("spans lost")
+            && f.stdout.contains("did not answer within 300ms")
+            && !f.stdout.contains("traces: still exporting"),
         "the export call must give up after OTEL_BSP_EXPORT_TIMEOUT",
         &f,
     );
@@ -429,8 +429,10 @@ fn log_records_lost_to_a_full_queue_are_reported() {
     );
     check(
         f.status.success()
-            && f.stdout.contains("flush=telemetry shutdown: logs:")
-            && f.stdout.contains("log records were not exported"),
+            && f.stdout.contains("flush=telemetry was lost")
+            && f.stdout.contains(
+                "log records lost (the export queue was full (raise OTEL_BLRP_MAX_QUEUE_SIZE))",
+            ),
         "lost log records must make the flush and the shutdown fail",
         &f,
     );

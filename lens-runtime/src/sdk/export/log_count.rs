@@ -18,6 +18,8 @@ pub(crate) struct LogCounters {
     exported: AtomicU64,
     /// Losses already reported by a flush.
     reported: AtomicU64,
+    /// The first failed export's error, for the shutdown report.
+    pub(crate) first_error: std::sync::OnceLock<String>,
 }
 
 impl LogCounters {
@@ -70,8 +72,13 @@ impl<E: LogExporter> LogExporter for CountExported<E> {
     async fn export(&self, batch: opentelemetry_sdk::logs::LogBatch<'_>) -> OTelSdkResult {
         let n = batch.iter().count() as u64;
         let r = self.inner.export(batch).await;
-        if r.is_ok() {
-            self.counters.exported.fetch_add(n, Ordering::Relaxed);
+        match &r {
+            Ok(()) => {
+                self.counters.exported.fetch_add(n, Ordering::Relaxed);
+            }
+            Err(e) => {
+                let _ = self.counters.first_error.set(e.to_string());
+            }
         }
         r
     }

@@ -29,7 +29,7 @@ pub(crate) mod sink;
 mod tls;
 
 use endpoint::transport_error;
-pub(crate) use otlp::{otlp_destination, otlp_logs, otlp_metrics, otlp_spans};
+pub(crate) use otlp::{otlp_destinations, otlp_logs, otlp_metrics, otlp_spans};
 pub(crate) use runtime::ExportRuntime;
 
 use opentelemetry_sdk::error::OTelSdkResult;
@@ -51,8 +51,11 @@ pub(crate) struct SpanCounters {
     pub(crate) failed: AtomicU64,
     /// Where spans go, for messages (set once the pipeline knows).
     pub(crate) destination: std::sync::OnceLock<String>,
-    /// Set once the first failed export was reported.
+    /// Set once the first failed export was reported (and at shutdown,
+    /// whose report names the failure instead).
     pub(crate) reported: std::sync::atomic::AtomicBool,
+    /// The first failed export's error, for the shutdown report.
+    pub(crate) first_error: std::sync::OnceLock<String>,
 }
 
 /// Wraps a span exporter to count what it exported and what failed.
@@ -78,15 +81,19 @@ impl<E: SpanExporter> SpanExporter for Counting<E> {
                 // the first failure is reported when it happens (a wrong
                 // endpoint should not stay silent until shutdown); later
                 // ones are counted and reported at shutdown
+                if self.counters.first_error.get().is_none() {
+                    let cause = transport_error().map_or(String::new(), |c| format!(" ({c})"));
+                    let _ = self.counters.first_error.set(format!("{e}{cause}"));
+                }
                 if !self.counters.reported.swap(true, Ordering::Relaxed) {
                     let to = self
                         .counters
                         .destination
                         .get()
                         .map_or("the exporter", |d| d);
-                    let cause = transport_error().map_or(String::new(), |c| format!(" ({c})"));
+                    let e = self.counters.first_error.get().map_or("", |e| e);
                     crate::diag::warn(format_args!(
-                        "exporting spans to {to} failed: {e}{cause} (further failures are counted and reported at shutdown)"
+                        "exporting spans to {to} failed: {e} (further failures are counted and reported at shutdown)"
                     ));
                 }
                 &self.counters.failed
@@ -103,5 +110,64 @@ impl<E: SpanExporter> SpanExporter for Counting<E> {
     }
     fn set_resource(&mut self, resource: &Resource) {
         self.inner.set_resource(resource);
+    }
+}
+
+/// Counts metric exports begun, and those that succeeded, and keeps the
+/// first failure's error: the SDK's periodic reader logs a failure only
+/// through its internal logs, and answers its shutdown with "Failed to
+/// shutdown", which names no cause.
+#[derive(Debug, Default)]
+pub(crate) struct MetricCounters {
+    pub(crate) started: AtomicU64,
+    pub(crate) exported: AtomicU64,
+    pub(crate) first_error: std::sync::OnceLock<String>,
+}
+
+/// Wraps a metric exporter to count its exports ([`MetricCounters`]).
+#[derive(Debug)]
+pub(crate) struct CountMetricExports<E> {
+    inner: E,
+    counters: Arc<MetricCounters>,
+}
+
+impl<E> CountMetricExports<E> {
+    pub(crate) fn new(inner: E, counters: &Arc<MetricCounters>) -> Self {
+        CountMetricExports {
+            inner,
+            counters: counters.clone(),
+        }
+    }
+}
+
+impl<E: opentelemetry_sdk::metrics::exporter::PushMetricExporter>
+    opentelemetry_sdk::metrics::exporter::PushMetricExporter for CountMetricExports<E>
+{
+    async fn export(
+        &self,
+        metrics: &opentelemetry_sdk::metrics::data::ResourceMetrics,
+    ) -> OTelSdkResult {
+        self.counters.started.fetch_add(1, Ordering::Relaxed);
+        let r = self.inner.export(metrics).await;
+        match &r {
+            Ok(()) => {
+                self.counters.exported.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) if self.counters.first_error.get().is_none() => {
+                let cause = transport_error().map_or(String::new(), |c| format!(" ({c})"));
+                let _ = self.counters.first_error.set(format!("{e}{cause}"));
+            }
+            Err(_) => {}
+        }
+        r
+    }
+    fn force_flush(&self) -> OTelSdkResult {
+        self.inner.force_flush()
+    }
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.inner.shutdown_with_timeout(timeout)
+    }
+    fn temporality(&self) -> opentelemetry_sdk::metrics::Temporality {
+        self.inner.temporality()
     }
 }

@@ -14,15 +14,23 @@ use super::runtime::OnRuntime;
 use crate::config::otel::OtlpProtocol;
 use tokio::runtime::Handle;
 
-/// Where the OTLP trace exporter sends spans, for messages: the traces
-/// endpoint variable, else the general one, else the protocol's default.
-pub(crate) fn otlp_destination(protocol: OtlpProtocol) -> String {
-    let name = match protocol {
+/// Where the OTLP exporters send traces, metrics and logs, for messages:
+/// each signal's endpoint variable, else the general one, else the
+/// protocol's default.
+pub(crate) fn otlp_destinations(protocols: [OtlpProtocol; 3]) -> [String; 3] {
+    let name = |protocol| match protocol {
         OtlpProtocol::Grpc => "grpc",
         OtlpProtocol::HttpProtobuf => "http/protobuf",
         OtlpProtocol::HttpJson => "http/json",
     };
-    format!("{} (OTLP {name})", TRACES.endpoint(protocol).0)
+    let one = |signal: Signal, protocol| {
+        format!("{} (OTLP {})", signal.endpoint(protocol).0, name(protocol))
+    };
+    [
+        one(TRACES, protocols[0]),
+        one(METRICS, protocols[1]),
+        one(LOGS, protocols[2]),
+    ]
 }
 
 /// The TLS settings for `signal` when its endpoint is `https://`; `None`

@@ -20,6 +20,8 @@ pub(crate) struct Sink {
     dropped: AtomicU64,
     /// Set once the one warning about a failed write has been printed.
     pub(crate) warned: AtomicBool,
+    /// The first failed write's error, for the shutdown report.
+    first_error: std::sync::OnceLock<String>,
 }
 
 #[derive(Debug)]
@@ -79,6 +81,7 @@ impl Sink {
             target,
             dropped: AtomicU64::new(0),
             warned: AtomicBool::new(false),
+            first_error: std::sync::OnceLock::new(),
         }
     }
 
@@ -110,6 +113,9 @@ impl Sink {
     /// Counts `records` as dropped, warns once, and makes the export error.
     pub(crate) fn drop_batch(&self, records: u64, cause: &dyn fmt::Display) -> OTelSdkError {
         self.dropped.fetch_add(records, Ordering::Relaxed);
+        if self.first_error.get().is_none() {
+            let _ = self.first_error.set(cause.to_string());
+        }
         let msg = format!("cannot write telemetry to {}: {cause}", self.destination());
         if !self.warned.swap(true, Ordering::Relaxed) {
             // Best effort, straight to fd 2: never a panic (as `eprintln!`
@@ -124,7 +130,12 @@ impl Sink {
         OTelSdkError::InternalFailure(msg)
     }
 
-    fn destination(&self) -> String {
+    /// The first failed write's error, if a write failed.
+    pub(crate) fn first_error(&self) -> Option<&str> {
+        self.first_error.get().map(String::as_str)
+    }
+
+    pub(crate) fn destination(&self) -> String {
         match &self.target {
             Target::File { path, .. } => path.display().to_string(),
             Target::Stdout => "stdout".to_owned(),
