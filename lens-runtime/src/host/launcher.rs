@@ -104,14 +104,18 @@ pub(crate) fn job_run_id(
         .or_else(|| get("TORCHELASTIC_RUN_ID").filter(|s| s != "none"))
         .or_else(|| get("OMPI_MCA_ess_base_jobid"))
         .or_else(|| get("PMIX_NAMESPACE"))?;
-    Some(
-        id.chars()
-            .map(|c| match c {
-                'a'..='z' | 'A'..='Z' | '0'..='9' | '.' | '_' | '-' => c,
-                _ => '-',
-            })
-            .collect(),
-    )
+    Some(file_safe(&id))
+}
+
+/// `id` with every character other than `A-Z a-z 0-9 . _ -` made `-`: safe
+/// as part of a file name (no separator, so no way out of its folder).
+pub(crate) fn file_safe(id: &str) -> String {
+    id.chars()
+        .map(|c| match c {
+            'a'..='z' | 'A'..='Z' | '0'..='9' | '.' | '_' | '-' => c,
+            _ => '-',
+        })
+        .collect()
 }
 
 /// The run id every rank of this job shares, by the rule setup uses:

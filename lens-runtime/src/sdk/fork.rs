@@ -57,7 +57,16 @@ pub(crate) fn dropped_in_child() -> u64 {
 pub(crate) fn install_handler() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        // SAFETY: `child` only does atomic stores and calls no allocator.
+        // SAFETY: `child` runs in the child, which has one thread, after
+        // the C library has made its allocator usable there (glibc resets
+        // malloc's locks before it calls the atfork child handlers). It
+        // does atomic stores, and may allocate and free: a fresh span
+        // registry when the old one's lock was held at the fork
+        // (`ForkFresh::replace` boxes it), and the old registry's list of
+        // lists cleared. It takes no lock that another thread of the
+        // parent may have held (a registry lock held at fork is left,
+        // never waited for). Not async-signal-safe in POSIX's strict sense;
+        // sound with glibc, the C library lens supports.
         let rc = unsafe { libc::pthread_atfork(None, None, Some(child)) };
         if rc != 0 {
             crate::diag::warn(format_args!(

@@ -166,3 +166,101 @@ fn console_export_does_not_wait_for_the_applications_stdout_lock() {
     let parsed: serde_json::Value = serde_json::from_str(line.unwrap_or_default()).unwrap();
     assert!(parsed["resourceSpans"].is_array());
 }
+
+/// A symbolic link at the file name is refused, naming the path and why;
+/// the file it points at is left alone (issue 39, item 4).
+#[test]
+fn a_symlink_at_the_file_name_is_refused() {
+    let dir = scratch("link-file");
+    let victim = dir.join("victim.txt");
+    std::fs::write(&victim, "precious\n").unwrap();
+    let path = dir.join("rank0.jsonl");
+    std::os::unix::fs::symlink(&victim, &path).unwrap();
+    let f = run(probe("spans", None, &path));
+    assert!(!f.status.success(), "setup must refuse: {f:#?}");
+    assert!(
+        f.stderr.contains("rank0.jsonl") && f.stderr.contains("symbolic link"),
+        "{f:#?}"
+    );
+    assert!(!f.stderr.contains("panicked"), "{f:#?}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A file that existed with a wider mode is made private before anything
+/// is written to it.
+#[test]
+fn a_pre_existing_open_file_is_made_private() {
+    let dir = scratch("mode-0666");
+    let path = dir.join("rank0.jsonl");
+    std::fs::write(&path, "").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+    assert_ok(&run(probe("spans", None, &path)), 0);
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "mode {mode:o}");
+    assert!(!spans(&json_lines(&path)).is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A configured run id names the file only through its file-safe form:
+/// `../../escaped` stays inside `lens-telemetry/`.
+#[test]
+fn a_configured_run_id_cannot_leave_the_telemetry_folder() {
+    let dir = scratch("run-id-escape");
+    let cwd = dir.join("a/b");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let mut cmd = lens_command(PROBE);
+    cmd.args(["spans", "sync"])
+        .current_dir(&cwd)
+        .env("NEMO_LENS_EXPORTER", "file")
+        .env_remove("NEMO_LENS_FILE_PATH")
+        .env("NEMO_LENS_RUN_ID", "../../escaped");
+    assert_ok(&run(cmd), 0);
+    let inside: Vec<_> = std::fs::read_dir(cwd.join("lens-telemetry"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(inside, ["..-..-escaped-rank0.otlp.jsonl"], "{inside:?}");
+    for (folder, only) in [(&dir, "a"), (&dir.join("a"), "b")] {
+        let names: Vec<_> = std::fs::read_dir(folder)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(names, [only], "{}: {names:?}", folder.display());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A final folder that is a symbolic link owned by another user (planted in
+/// a shared folder) is refused; the user's own link is followed. Needs root
+/// to make a link owned by someone else: CI runs as root, and a run as
+/// another user checks the second half only.
+#[test]
+fn a_foreign_symlinked_folder_is_refused_and_an_own_one_followed() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = scratch("link-dir");
+    let real = dir.join("real");
+    std::fs::create_dir_all(&real).unwrap();
+    let own = dir.join("own");
+    std::os::unix::fs::symlink(&real, &own).unwrap();
+    assert_ok(&run(probe("spans", None, &own.join("rank0.jsonl"))), 0);
+    assert!(real.join("rank0.jsonl").exists());
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        let planted = dir.join("planted");
+        std::os::unix::fs::symlink(&real, &planted).unwrap();
+        let c = std::ffi::CString::new(planted.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid C string; lchown changes the link, not its target.
+        assert_eq!(unsafe { libc::lchown(c.as_ptr(), 65534, 65534) }, 0);
+        let f = run(probe("spans", None, &planted.join("other.jsonl")));
+        assert!(!f.status.success(), "setup must refuse: {f:#?}");
+        assert!(
+            f.stderr.contains("symbolic link owned by another user"),
+            "{f:#?}"
+        );
+        assert!(!real.join("other.jsonl").exists());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

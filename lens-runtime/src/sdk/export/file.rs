@@ -42,11 +42,18 @@ use std::time::Duration;
 /// A JSON-lines exporter for all three signals. `per_record` splits each
 /// request into one line per span / metric / log record (the console form).
 /// Where the `file` exporter of `rank` writes: `NEMO_LENS_FILE_PATH` with
-/// `{rank}` replaced, else `lens-telemetry/<run_id>-rank<rank>.otlp.jsonl`.
+/// `{rank}` replaced, else `lens-telemetry/<run_id>-rank<rank>.otlp.jsonl`,
+/// the run id made safe for a file name as a launcher's is (a character
+/// other than `A-Z a-z 0-9 . _ -` becomes `-`, so `NEMO_LENS_RUN_ID=../x`
+/// stays inside `lens-telemetry/`). The `nemo.run.id` attribute keeps the
+/// run id as configured, as the Python library writes it.
 pub(crate) fn path_for(cfg: &crate::config::LensConfig, run_id: &str, rank: u32) -> PathBuf {
     match &cfg.file_path {
         Some(p) => PathBuf::from(p.replace("{rank}", &rank.to_string())),
-        None => Path::new("lens-telemetry").join(format!("{run_id}-rank{rank}.otlp.jsonl")),
+        None => {
+            let id = crate::host::launcher::file_safe(run_id);
+            Path::new("lens-telemetry").join(format!("{id}-rank{rank}.otlp.jsonl"))
+        }
     }
 }
 

@@ -35,9 +35,14 @@ enum Target {
 
 impl Sink {
     /// Opens `path` for appending (creating parent folders with the default
-    /// mode, and the file itself with mode 0600).
+    /// mode, and the file itself with mode 0600). Safe against a planted
+    /// link: a symlink at the file name is refused (`O_NOFOLLOW`), and so is
+    /// a final folder that is a symlink owned by another user. A regular
+    /// file that already exists with group or other permissions is made
+    /// 0600 when this user owns it, and warned about when it does not.
     pub(crate) fn file(path: &Path) -> io::Result<Arc<Sink>> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            refuse_foreign_link(dir)?;
             std::fs::create_dir_all(dir)?;
         }
         // O_NONBLOCK: opening a FIFO nobody reads would block setup for
@@ -46,15 +51,21 @@ impl Sink {
             .create(true)
             .append(true)
             .mode(0o600)
-            .custom_flags(libc::O_NONBLOCK)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
             .open(path)
             .map_err(|e| match e.raw_os_error() {
                 Some(libc::ENXIO) => io::Error::new(
                     e.kind(),
                     "a FIFO with no reader (lens does not wait for one)",
                 ),
+                Some(libc::ELOOP) => io::Error::new(
+                    e.kind(),
+                    "it is a symbolic link, and lens does not write through one (name the \
+                     real file, or use NEMO_LENS_EXPORTER=console for stdout)",
+                ),
                 _ => e,
             })?;
+        make_private(&file, path);
         // SAFETY: fcntl on a descriptor this function owns.
         unsafe {
             use std::os::fd::AsRawFd;
@@ -187,6 +198,51 @@ pub(crate) fn append_whole(
 /// or stderr would otherwise get the telemetry file as that descriptor, and
 /// whatever it (or lens's own diagnostics) writes to it would land in the
 /// file.
+/// Refuses a final folder that is a symbolic link owned by another user
+/// (planted in a shared folder to send telemetry elsewhere); the user's own
+/// link (to scratch storage, say) is followed.
+fn refuse_foreign_link(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::symlink_metadata(dir) {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        Ok(m) if m.file_type().is_symlink() && m.uid() != unsafe { libc::geteuid() } => {
+            Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "its folder {} is a symbolic link owned by another user (uid {}), and lens \
+                     does not write through one",
+                    dir.display(),
+                    m.uid()
+                ),
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Makes a regular file private (0600) when it is not: a file that existed
+/// before keeps its mode through `open`. One warning when this user cannot
+/// (another user's file).
+fn make_private(file: &File, path: &Path) {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let Ok(m) = file.metadata() else { return };
+    if !m.file_type().is_file() || m.mode() & 0o077 == 0 {
+        return;
+    }
+    if file
+        .set_permissions(std::fs::Permissions::from_mode(0o600))
+        .is_err()
+    {
+        crate::diag::warn(format_args!(
+            "warning: the telemetry file {} is readable by others (mode {:o}) and cannot be \
+             made private (owner uid {})",
+            path.display(),
+            m.mode() & 0o777,
+            m.uid()
+        ));
+    }
+}
+
 fn above_stdio(file: File) -> io::Result<File> {
     use std::os::fd::{AsRawFd, FromRawFd};
     if file.as_raw_fd() > 2 {
