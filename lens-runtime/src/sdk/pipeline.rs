@@ -382,7 +382,7 @@ impl Pipeline {
         let waiting = spawn_all(self.sdk_tasks(false, timeout), "flush");
         let mut troubles = Troubles::new();
         if self.span_sink.is_some() {
-            crate::api::span::record::drain();
+            crate::api::span::record::drain(deadline);
         }
         if let Some(p) = &self.spans {
             if let Err(e) = p.flush_within(timeout) {
@@ -408,7 +408,7 @@ impl Pipeline {
         // Then the provider is marked shut down (the processor, finished or
         // given up on, answers at once).
         if let Some(sink) = &self.span_sink {
-            crate::api::span::record::drain();
+            crate::api::span::record::drain(deadline);
             crate::api::span::record::release_sink(sink);
         }
         if let Some(p) = &self.spans {

@@ -121,9 +121,11 @@ pub(crate) fn dropped_in_child() -> u64 {
     collect::dropped_in_child()
 }
 
-/// Moves every thread's finished spans to the sink now (flush, shutdown).
-pub(crate) fn drain() {
-    collect::drain();
+/// Moves every thread's finished spans to the sink now (flush, shutdown),
+/// those of batches an ending thread is handing over too (waited for until
+/// `until` at most): every span that ended before the call.
+pub(crate) fn drain(until: std::time::Instant) {
+    collect::drain(Some(until));
 }
 
 /// Forgets `sink` once its pipeline is shut down (if it is still the one

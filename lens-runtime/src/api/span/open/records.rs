@@ -6,6 +6,49 @@ use super::spin::SpinGuard;
 use super::{registry, OpenList, Record, Registration, Spans};
 use crate::api::span::record::data::Batch;
 use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Full batches that ending threads have taken out of their lists and not
+/// yet handed over (queued for the collector, or given to the sink): such
+/// a batch is in neither place a drain looks, so the last drain of a
+/// shutdown waits for them ([`in_flight`]). Counted up under the list's
+/// lock, as the batch is taken: a drain that then locks the list sees it.
+static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+
+/// Batches taken out of their lists and not yet handed over: once it
+/// reads 0, every batch taken before the caller last locked a list (in
+/// [`take_done`]) has been handed over, and what the ending thread did to
+/// hand it over is visible.
+pub(crate) fn in_flight() -> usize {
+    IN_FLIGHT.load(Ordering::Acquire)
+}
+
+/// In a forked child (fork handler: an atomic store): threads that had
+/// batches in flight in the parent do not exist here.
+pub(super) fn reset_after_fork() {
+    IN_FLIGHT.store(0, Ordering::Relaxed);
+}
+
+/// A full batch's place in [`IN_FLIGHT`] from when its ending thread took
+/// it out of its list until the thread has handed it over (dropped after,
+/// or as the thread unwinds).
+#[must_use = "the batch is in flight until this is dropped, after its hand-over"]
+pub(crate) struct InFlight(());
+
+impl InFlight {
+    /// Counts one batch in flight: called under the list's lock.
+    fn count() -> InFlight {
+        IN_FLIGHT.fetch_add(1, Ordering::Relaxed);
+        InFlight(())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        // a drain that reads what this leaves sees the hand-over made
+        IN_FLIGHT.fetch_sub(1, Ordering::Release);
+    }
+}
 
 /// A free slot of this thread's list for a new open record, with the list
 /// locked: the record is written straight into it ([`NewSlot::place`]),
@@ -77,14 +120,15 @@ impl Registration {
 
     /// Ends the record (`finish` sets its end), if it is still open: it
     /// stays where it is, one of the list's finished records. Returns
-    /// them all once there are `threshold`; `Err(())` if the span was
-    /// made before a fork (never exported).
+    /// them all once there are `threshold`, counted in flight until the
+    /// [`InFlight`] is dropped (after the batch is handed over); `Err(())`
+    /// if the span was made before a fork (never exported).
     #[inline(always)]
     pub(crate) fn end_record(
         &self,
         threshold: usize,
         finish: impl FnOnce(&mut Record),
-    ) -> Result<Option<Batch>, ()> {
+    ) -> Result<Option<(Batch, InFlight)>, ()> {
         if !self.list.is_current() {
             return Err(());
         }
@@ -92,7 +136,7 @@ impl Registration {
         if !spans.rec.finish(self.slot, self.id, finish) {
             return Ok(None);
         }
-        Ok((spans.rec.finished() >= threshold).then(|| spans.take_batch()))
+        Ok((spans.rec.finished() >= threshold).then(|| spans.take_in_flight()))
     }
 }
 
@@ -140,6 +184,15 @@ pub(crate) fn take_done() -> Vec<Batch> {
 }
 
 impl Spans {
+    /// [`take_batch`](Self::take_batch), counted in flight (the list is
+    /// locked).
+    #[cold]
+    #[inline(never)]
+    fn take_in_flight(&mut self) -> (Batch, InFlight) {
+        let in_flight = InFlight::count();
+        (self.take_batch(), in_flight)
+    }
+
     /// Takes the list's finished records out (out of line: once a batch,
     /// and the end of a span needs fewer registers without it).
     #[cold]

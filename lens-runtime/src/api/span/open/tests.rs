@@ -200,6 +200,7 @@ fn a_record_written_through_a_new_slot_is_open_then_finished_once() {
         .end_record(1, |_| finished += 1)
         .expect("made in this process")
         .expect("handed back at a threshold of 1")
+        .0
         .into_records();
     assert_eq!(finished, 1, "finish ran once");
     assert_eq!(

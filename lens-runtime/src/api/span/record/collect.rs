@@ -45,7 +45,7 @@ pub(super) fn set_sink(sink: Arc<dyn SpanSink>, interval: Duration) {
     let sh = shared();
     let submitting = lock(&sh.submitting);
     if collector::sink().is_some() {
-        collector::drain_into(sh);
+        collector::drain_into(sh, None);
     }
     let ms = interval.as_millis().clamp(1, 1000) as u64;
     INTERVAL_MS.store(ms, Ordering::Relaxed);

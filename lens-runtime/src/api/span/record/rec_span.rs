@@ -78,7 +78,10 @@ impl opentelemetry::trace::Span for RecSpan {
 #[inline(always)]
 pub(crate) fn end(reg: &Registration, sampled: impl FnOnce() -> bool, at: Stamp) {
     match reg.end_record(collect::THRESHOLD, |r| r.end = at) {
-        Ok(Some(batch)) => collect::hand_over(batch),
+        Ok(Some((batch, in_flight))) => {
+            collect::hand_over(batch);
+            drop(in_flight);
+        }
         Ok(None) => {}
         Err(()) if sampled() => collect::count_dropped_in_child(),
         Err(()) => {}

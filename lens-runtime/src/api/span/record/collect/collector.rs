@@ -7,7 +7,7 @@ use crate::api::span::record::clock;
 use crate::api::span::record::data::Batch;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub(crate) use crate::api::span::record::data::SpanSink;
 
@@ -107,29 +107,68 @@ pub(super) fn try_lock<T>(m: &Mutex<T>) -> Option<MutexGuard<'_, T>> {
 
 /// Hands every thread's finished spans, and the batches waiting, to the
 /// sink; returns once they are all there, with the number of batches.
-pub(crate) fn drain() -> usize {
+/// With `until`, the batches ending threads had taken out of their lists
+/// and not yet handed over when it looked are waited for, until then at
+/// most (the last drains of a flush and a shutdown: every span that ended
+/// before it began reaches the sink).
+pub(crate) fn drain(until: Option<Instant>) -> usize {
     if IN_CHILD.load(Ordering::Relaxed) || sink().is_none() {
         return 0;
     }
     let sh = shared();
     let _submitting = lock(&sh.submitting);
-    drain_into(sh)
+    drain_into(sh, until)
 }
 
 /// [`drain`], for a caller that holds `submitting`.
-pub(super) fn drain_into(sh: &Shared) -> usize {
+pub(super) fn drain_into(sh: &Shared, until: Option<Instant>) -> usize {
     let waiting = submit_waiting(sh);
     // the batches handed over last and every list's finished records,
     // taken together: a batch handed over in between would reach the sink
     // after newer spans of its thread
-    let (last, done) = {
+    let (mut last, done) = {
         let mut waiting = lock(&sh.waiting);
         (std::mem::take(&mut *waiting), records::take_done())
     };
+    // a batch taken out of its list before `take_done` looked, and not yet
+    // queued then, is in neither: once its thread has handed it over it
+    // is queued (or was given to the sink by that thread). Those go ahead
+    // of the lists' records, which ended after them (a batch handed over
+    // while this waited goes with them: its order against its thread's
+    // records in `done` may be lost; it is not lost)
+    if let Some(until) = until {
+        if wait_in_flight(until) {
+            last.append(&mut lock(&sh.waiting));
+        }
+    }
     let n = waiting + last.len() + done.len();
     submit(last);
     submit(done);
     n
+}
+
+/// Waits until no ending thread holds a batch taken out of its list and
+/// not yet handed over, or until `until`; returns whether there was one.
+/// Such a thread holds no lock this waits on, and hands its batch over
+/// without waiting for `submitting` (it never blocks on a drain); the
+/// window is a few instructions, unless its thread is preempted.
+#[cold]
+fn wait_in_flight(until: Instant) -> bool {
+    let mut looks = 0u32;
+    while records::in_flight() > 0 {
+        looks += 1;
+        if Instant::now() >= until {
+            crate::diag::warn(format_args!(
+                "a thread still held a batch of finished spans at the deadline; they may not be exported"
+            ));
+            return true;
+        }
+        match looks < 64 {
+            true => std::thread::yield_now(),
+            false => std::thread::sleep(Duration::from_micros(50)),
+        }
+    }
+    looks > 0
 }
 
 /// Submits the batches handed over (the caller holds `submitting`);
@@ -176,7 +215,6 @@ const NAP_BATCHES: u32 = 4;
 /// naps for the time [`NAP_BATCHES`] batches take to come, as measured so
 /// far, and at most until the next drain.
 fn collector(pid: u32) {
-    use std::time::Instant;
     clock::anchor();
     let mut anchored = Instant::now();
     let mut drained = Instant::now();
@@ -207,7 +245,7 @@ fn collector(pid: u32) {
         let batches = match drained.elapsed() >= interval {
             true => {
                 drained = Instant::now();
-                drain()
+                drain(None)
             }
             false => {
                 let _submitting = lock(&sh.submitting);
