@@ -15,6 +15,10 @@ use slot::DONE;
 /// A span of lens's own path that ends stays in its slot, marked finished
 /// ([`finish`](Slab::finish)), until its slots are handed over whole
 /// ([`take_finished`](Slab::take_finished)): ending it copies nothing.
+/// Where the slab holds more other slots (open or free) than finished
+/// ones, the finished records are moved out instead, by the slots they
+/// ended in: a hand-over costs O(finished spans) either way, never
+/// O(open spans), however many spans the thread holds open.
 pub(super) struct Slab<T> {
     /// The span in each slot, with its id; a free slot has id 0 (ids
     /// start at 1) and no span; a finished span's id has [`DONE`] set.
@@ -24,6 +28,10 @@ pub(super) struct Slab<T> {
     /// How many slots hold a finished span.
     #[cfg(feature = "sdk-core")]
     finished: usize,
+    /// The slots of the finished spans, in the order they ended (as many
+    /// as `finished`).
+    #[cfg(feature = "sdk-core")]
+    ended: Vec<usize>,
 }
 
 impl<T: std::fmt::Debug> std::fmt::Debug for Slab<T> {
@@ -42,6 +50,8 @@ impl<T> Default for Slab<T> {
             free: Vec::new(),
             #[cfg(feature = "sdk-core")]
             finished: 0,
+            #[cfg(feature = "sdk-core")]
+            ended: Vec::new(),
         }
     }
 }
@@ -153,6 +163,7 @@ impl<T> Slab<T> {
         // its place in the order spans ended, for `Finished::consume`
         entry.id = DONE | self.finished as u64;
         self.finished += 1;
+        self.ended.push(slot);
         true
     }
 
@@ -163,11 +174,17 @@ impl<T> Slab<T> {
         self.finished
     }
 
-    /// Takes the slots with every finished span out, leaving each open
-    /// span in a slot of the same number (its registration still finds
-    /// it) and the rest free. O(slots), once per batch of finished spans.
+    /// Takes every finished span out, leaving each open span in its slot
+    /// (its registration still finds it) and the rest free. O(finished
+    /// spans), once per batch of them: the slots are taken whole where
+    /// at most as many others (open or free) lie among them, else the
+    /// finished spans are moved out of theirs.
     #[cfg(feature = "sdk-core")]
     pub(super) fn take_finished(&mut self) -> Finished<T> {
+        if self.slots.len() > 2 * self.finished {
+            return self.move_finished();
+        }
+        self.ended.clear();
         let mut old = std::mem::take(&mut self.slots);
         self.free.clear();
         let n = std::mem::take(&mut self.finished);
@@ -196,6 +213,40 @@ impl<T> Slab<T> {
         }
         self.slots = slots;
         Finished(old, n)
+    }
+
+    /// [`take_finished`](Self::take_finished) where other slots outnumber
+    /// the finished ones (many spans held open): each finished span is
+    /// moved out of its slot, in the order they ended, and its slot freed;
+    /// the other slots are not touched.
+    #[cfg(feature = "sdk-core")]
+    #[cold]
+    #[inline(never)]
+    fn move_finished(&mut self) -> Finished<T> {
+        self.finished = 0;
+        let mut out: Vec<Slot<T>> = Vec::with_capacity(self.ended.len());
+        for slot in self.ended.drain(..) {
+            let Some(s) = self.slots.get_mut(slot).filter(|s| s.id & DONE != 0) else {
+                continue; // never: `ended` holds finished slots only
+            };
+            s.id = 0;
+            // SAFETY: a finished slot holds an initialised span, read out
+            // once: its id is cleared, so the slab neither reads nor drops
+            // it again (the span is owned by the new slot only)
+            let span = unsafe { s.span.assume_init_read() };
+            out.push(Slot {
+                id: DONE | out.len() as u64,
+                span: MaybeUninit::new(span),
+            });
+            self.free.push(slot);
+        }
+        if self.free.len() == self.slots.len() {
+            // nothing open: start over (keeps the capacity)
+            self.slots.clear();
+            self.free.clear();
+        }
+        let n = out.len();
+        Finished(out, n)
     }
 
     /// Frees `slot` (its id is 0): popped if it is the top one.
@@ -237,6 +288,7 @@ impl<T> Slab<T> {
         #[cfg(feature = "sdk-core")]
         {
             self.finished = 0;
+            self.ended.clear();
         }
         std::mem::take(&mut self.slots).into_iter().filter_map(|s| {
             // SAFETY: a slot with an id holds an initialised span, read

@@ -102,6 +102,12 @@ impl Batch {
         }
     }
 
+    /// How many slots it has room for (0 with no slots).
+    #[cfg(test)]
+    pub(crate) fn slot_room(&self) -> usize {
+        self.slots.as_ref().map_or(0, Finished::room)
+    }
+
     /// Whether its records are in a vector of their own (no slots).
     #[cfg(test)]
     pub(crate) fn is_compact(&self) -> bool {

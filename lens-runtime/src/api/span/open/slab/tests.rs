@@ -123,3 +123,56 @@ fn finished_spans_come_out_in_the_order_they_ended() {
     }
     assert_eq!(slab.take_finished().into_vec(), [50, 70, 60]);
 }
+
+/// With more spans open than finished, the finished ones are moved out of
+/// their slots, in the order they ended, and the open ones are not
+/// touched: the slots stay where they were (not copied), each open span in
+/// its slot; the emptied slots are reused; every span is dropped once.
+#[cfg(feature = "sdk-core")]
+#[test]
+fn many_open_spans_stay_in_place_when_the_finished_ones_are_taken() {
+    let span = Arc::new(());
+    let count = || Arc::strong_count(&span) - 1;
+    let mut slab = Slab::default();
+    let open: Vec<usize> = (1..=1000)
+        .map(|id| slab.insert(id, (id, span.clone())))
+        .collect();
+    let short: Vec<usize> = (1001..=1004)
+        .map(|id| slab.insert(id, (id, span.clone())))
+        .collect();
+    for (k, id) in [(2, 1003), (0, 1001), (3, 1004)] {
+        assert!(slab.finish(short[k], id, |_| ()));
+    }
+    // and one of the open ones, below them
+    assert!(slab.finish(open[10], 11, |_| ()));
+    let at = slab.slots.as_ptr();
+    let taken = slab.take_finished();
+    assert_eq!(slab.slots.as_ptr(), at, "the slots were not copied");
+    assert_eq!(taken.room(), 4, "the finished spans only");
+    let ids: Vec<u64> = taken.into_vec().into_iter().map(|(id, _)| id).collect();
+    assert_eq!(ids, [1003, 1001, 1004, 11], "the order they ended");
+    assert_eq!(count(), 1000, "handed out, then dropped");
+    for (k, &slot) in open.iter().enumerate() {
+        let id = k as u64 + 1;
+        assert_eq!(slab.get_mut(slot, id).is_some(), id != 11, "{id}");
+    }
+    assert!(slab.get_mut(short[1], 1002).is_some());
+    assert_eq!((slab.live(), slab.finished()), (1000, 0));
+    let reused = slab.insert(2000, (2000, span.clone()));
+    assert!([open[10], short[0], short[2], short[3]].contains(&reused));
+    assert_eq!(slab.len(), 1004, "no slot added");
+    // everything ends, outermost first: each take is its batch only
+    for (k, &slot) in open.iter().enumerate() {
+        let id = k as u64 + 1;
+        if id != 11 {
+            assert!(slab.finish(slot, id, |_| ()));
+        }
+        if slab.finished() == 100 {
+            assert_eq!(slab.take_finished().room(), 100);
+        }
+    }
+    drop(slab.take_finished());
+    assert_eq!((slab.live(), count()), (2, 2));
+    drop(slab);
+    assert_eq!(count(), 0);
+}
