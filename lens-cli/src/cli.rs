@@ -102,12 +102,17 @@ pub(crate) struct SlurmEnvArgs {
 #[derive(Debug, clap::Args)]
 pub(crate) struct ReportArgs {
     /// Files or directories of `*.otlp.jsonl` (optionally `.gz`).
+    /// Directories are searched recursively without entering symlinked
+    /// directories; each file is read once, whatever its names; what
+    /// cannot be read is reported and skipped.
     #[arg(required = true)]
     pub(crate) paths: Vec<PathBuf>,
     /// Print one versioned JSON document instead of text.
     #[arg(long)]
     pub(crate) json: bool,
-    /// Also write a self-contained HTML timeline to this file.
+    /// Also write a self-contained HTML timeline to this file. Text from
+    /// the input (attribute keys and values, span names, status messages)
+    /// is cut to 256 bytes in the page, ending in `… (truncated, N bytes)`.
     #[arg(long, value_name = "OUT.html")]
     pub(crate) html: Option<PathBuf>,
     /// A rank is slow in a step when it exceeds the step median by this percent.
@@ -141,7 +146,8 @@ pub(crate) struct PerfettoArgs {
     /// Combine every rank's files in this directory into one timeline.
     #[arg(long, value_name = "DIR")]
     pub(crate) merge: Option<PathBuf>,
-    /// Output file.
+    /// Output file. It is never read as an input (told apart by device
+    /// and inode), even when it lies in the merged directory.
     #[arg(short, long, value_name = "OUT")]
     pub(crate) out: PathBuf,
     /// Output format.

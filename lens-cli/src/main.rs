@@ -16,6 +16,8 @@
 mod cli;
 mod emit_spans;
 mod exec;
+#[cfg(test)]
+mod fuzz;
 mod html;
 mod input;
 mod perfetto;
@@ -24,6 +26,7 @@ mod sketch;
 mod slurm_env;
 mod synth;
 mod telemetry;
+mod term;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -92,20 +95,20 @@ pub(crate) fn check_not_empty(diag: &input::Diagnostics) -> Result<(), Failure> 
 }
 
 fn run_report(a: &cli::ReportArgs) -> Result<(), Failure> {
-    let files = input::discover(&a.paths)?;
+    let found = input::discover(&a.paths)?;
     let settings = report::Settings {
         straggler_pct: a.straggler_pct,
         straggler_share: a.straggler_share,
     };
     let (report, timeline) = if a.html.is_some() {
         let mut sink = html::Collector::new(a.html_steps);
-        let diag = input::read_all(&files, &mut sink);
+        let diag = input::read_found(&found, &mut sink);
         check_not_empty(&diag)?;
         let (agg, tl) = sink.into_parts();
         (agg.finish(diag, settings), Some(tl))
     } else {
         let mut agg = report::Aggregator::default();
-        let diag = input::read_all(&files, &mut agg);
+        let diag = input::read_found(&found, &mut agg);
         check_not_empty(&diag)?;
         (agg.finish(diag, settings), None)
     };

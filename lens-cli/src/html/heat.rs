@@ -88,7 +88,9 @@ pub(crate) fn heat(o: &mut String, r: &Report, strag: &BTreeSet<i64>) {
                     h.first_iteration[c],
                     h.first_iteration
                         .get(end)
-                        .map_or(r.steps.rows.last().map_or(0, |x| x.iteration), |x| x - 1),
+                        .map_or(r.steps.rows.last().map_or(0, |x| x.iteration), |x| {
+                            x.saturating_sub(1)
+                        }),
                 );
                 let worst = cells[c..end].iter().copied().fold(0f32, f32::max);
                 let _ = write!(

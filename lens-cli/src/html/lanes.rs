@@ -202,7 +202,7 @@ fn section(
     let mut labels = String::new();
     for (rank, spans) in main {
         let t0 = origin(spans);
-        let t1 = t0 + width;
+        let t1 = t0.saturating_add(width);
         let mut all: Vec<&TSpan> = spans.clone();
         if add_other {
             if let Some(r) = tl.ranks.get(rank) {

@@ -14,12 +14,17 @@ use std::fmt::Write;
 
 use crate::input::otlp::{Metric, Span};
 use crate::input::{Origin, Sink};
-use crate::report::text::{fmt_ns, fmt_num};
+use crate::report::text::{fmt_ns, fmt_num, rank_ranges};
 use crate::report::{Aggregator, Report};
 pub(crate) use timeline::Timeline;
 
 /// Table rows shown per long table.
 const MAX_ROWS: usize = 40;
+/// Longest text from the input copied into the page, in bytes: attribute
+/// keys and values, span names and ids, status messages, run ids and
+/// metric labels. Longer ones are cut there and end in
+/// `… (truncated, N bytes)`, N their full length.
+pub(crate) const MAX_TEXT_BYTES: usize = 256;
 
 /// Feeds both the report aggregation and the timeline capture.
 #[derive(Debug)]
@@ -59,6 +64,24 @@ impl Sink for Collector {
     }
 }
 
+/// `s`, cut to [`MAX_TEXT_BYTES`] (on a character boundary) with
+/// `… (truncated, N bytes)` appended when longer.
+pub(crate) fn cut(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.len() <= MAX_TEXT_BYTES {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut end = MAX_TEXT_BYTES;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    std::borrow::Cow::Owned(format!("{}… (truncated, {} bytes)", &s[..end], s.len()))
+}
+
+/// [`esc`] of [`cut`]: text from the input.
+pub(crate) fn esc_cut(s: &str) -> String {
+    esc(&cut(s))
+}
+
 /// Escapes text for HTML content and attribute values.
 pub(crate) fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
@@ -88,15 +111,15 @@ pub(crate) fn render(r: &Report, tl: &Timeline) -> String {
     let _ = write!(
         o,
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>lens report: {}</title><style>{}</style></head><body><header><h1>lens report: {}</h1><div class=\"sub\">{} spans · {} rank(s) · world size {} · {} file(s){}</div></header><main>",
-        esc(&run),
+        esc_cut(&run),
         assets::CSS,
-        esc(&run),
+        esc_cut(&run),
         r.spans.count,
         r.ranks.len(),
         r.world_size.map_or("?".to_owned(), |w| w.to_string()),
         r.input.files,
-        if r.input.skipped_lines + r.input.broken_files > 0 {
-            format!(" · {} bad line(s) skipped, {} file(s) cut short", r.input.skipped_lines, r.input.broken_files)
+        if r.input.skipped_lines + r.input.broken_files + r.input.unreadable_paths > 0 {
+            format!(" · {} bad line(s) skipped, {} file(s) cut short, {} unreadable folder(s) skipped", r.input.skipped_lines, r.input.broken_files, r.input.unreadable_paths)
         } else {
             String::new()
         }
@@ -139,7 +162,7 @@ fn stragglers(o: &mut String, r: &Report) {
             s.slow_steps,
             s.steps,
             s.mean_excess_pct,
-            esc(s.phase.as_deref().unwrap_or("-")),
+            esc_cut(s.phase.as_deref().unwrap_or("-")),
             esc(&fmt_ns(s.phase_excess_ns))
         );
     }
@@ -154,7 +177,7 @@ fn tables(o: &mut String, r: &Report) {
         let _ = write!(
             o,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}%</td></tr>",
-            esc(n), s.count, fmt_ns(s.p50), fmt_ns(s.p95), fmt_ns(s.p99), fmt_ns(s.max), s.share * 100.0
+            esc_cut(n), s.count, fmt_ns(s.p50), fmt_ns(s.p95), fmt_ns(s.p99), fmt_ns(s.max), s.share * 100.0
         );
     }
     let _ = write!(o, "</table>{}</div>", capped(names.len()));
@@ -185,12 +208,12 @@ fn tables(o: &mut String, r: &Report) {
         }
         let _ = write!(o, "</table>{}</div>", capped(rows.len()));
     }
-    if !r.missing_ranks.is_empty() {
-        let list: Vec<String> = r.missing_ranks.iter().map(|x| x.to_string()).collect();
+    if r.missing_rank_count > 0 {
         let _ = write!(
             o,
-            "<h2>Ranks that exported nothing</h2><div class=\"card strag\">{}</div>",
-            esc(&list.join(", "))
+            "<h2>Ranks that exported nothing ({})</h2><div class=\"card strag\">{}</div>",
+            r.missing_rank_count,
+            esc(&rank_ranges(&r.missing_rank_ranges, 1000))
         );
     }
     for (title, list) in [
@@ -206,9 +229,9 @@ fn tables(o: &mut String, r: &Report) {
                 o,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 f.rank,
-                esc(&f.name),
+                esc_cut(&f.name),
                 fmt_ns(f.dur_ns),
-                esc(&f.detail)
+                esc_cut(&f.detail)
             );
         }
         let _ = write!(o, "</table>{}</div>", capped(list.count as usize));
@@ -219,7 +242,7 @@ fn tables(o: &mut String, r: &Report) {
             let _ = write!(
                 o,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                esc(&m.name),
+                esc_cut(&m.name),
                 m.rank,
                 fmt_num(m.series.last),
                 fmt_num(m.series.min),

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
-use super::esc;
+use super::{esc, esc_cut};
 use crate::report::text::fmt_ns;
 use crate::report::Series;
 
@@ -79,8 +79,8 @@ fn panel(
     let _ = write!(
         o,
         "<div class=\"card panel\"><h3>{}</h3><svg class=\"metric\" data-metric=\"{}\" viewBox=\"0 0 {W} {H}\" xmlns=\"http://www.w3.org/2000/svg\">",
-        esc(name),
-        esc(name)
+        esc_cut(name),
+        esc_cut(name)
     );
     for i in 0..=3 {
         let v = lo + (hi - lo) * f64::from(i) / 3.0;

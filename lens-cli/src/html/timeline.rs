@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use super::cut;
 use crate::input::otlp::{span_id_u64, Span, StepIteration};
 use crate::input::Origin;
 
@@ -175,18 +176,21 @@ fn to_tspan(s: &Span<'_>) -> TSpan {
             "nemo.span.truncated" => truncated = kv.value.is_true(),
             _ => {}
         }
+        // keys and values are cut (a value may be megabytes), and so is
+        // the tooltip: the page stays small whatever the input
         if attrs.len() < 2000 {
-            attrs.push_str(&format!("{}={}\n", kv.key, kv.value.to_value()));
+            let value = kv.value.to_value().to_string();
+            attrs.push_str(&format!("{}={}\n", cut(&kv.key), cut(&value)));
         }
     }
     if s.status.code == 2 {
-        attrs.push_str(&format!("status=ERROR {}\n", s.status.message));
+        attrs.push_str(&format!("status=ERROR {}\n", cut(&s.status.message)));
     }
-    attrs.push_str(&format!("span_id={}", s.span_id));
+    attrs.push_str(&format!("span_id={}", cut(&s.span_id)));
     TSpan {
         id: span_id_u64(&s.span_id),
         parent: span_id_u64(&s.parent_span_id),
-        name: s.name.to_string(),
+        name: cut(&s.name).into_owned(),
         start: s.start_time_unix_nano,
         end: s.end_time_unix_nano.max(s.start_time_unix_nano),
         attrs,

@@ -9,7 +9,7 @@ pub(crate) mod otlp;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-pub(crate) use files::{discover, InputError};
+pub(crate) use files::{discover, Found, InputError};
 use otlp::{Envelope, KeyValue};
 
 /// The longest line read; longer lines are skipped and reported.
@@ -80,8 +80,12 @@ pub(crate) struct Diagnostics {
     pub(crate) lines: u64,
     /// Lines skipped: bad JSON, wrong encoding, too long.
     pub(crate) skipped_lines: u64,
-    /// Files whose reading stopped early (I/O or gzip errors).
+    /// Files whose reading stopped early (I/O or gzip errors) or that
+    /// could not be opened.
     pub(crate) broken_files: u64,
+    /// Folders (or their entries) below the named folders that could not
+    /// be read, skipped.
+    pub(crate) unreadable_paths: u64,
     /// Spans read.
     pub(crate) spans: u64,
     /// Metric points read.
@@ -104,7 +108,11 @@ impl Diagnostics {
         }
         let print = || {
             if n < MAX_PRINTED {
-                eprintln!("lens: {}:{line}: {what}", path.display());
+                eprintln!(
+                    "lens: {}:{line}: {}",
+                    crate::term::path(path),
+                    crate::term::printable(what)
+                );
             } else if n == MAX_PRINTED {
                 eprintln!("lens: more problems follow; only counting them from now on");
             }
@@ -125,6 +133,13 @@ impl Diagnostics {
 /// when it is a terminal.
 pub(crate) fn read_all(files: &[PathBuf], sink: &mut dyn Sink) -> Diagnostics {
     read(files, sink, false)
+}
+
+/// [`read_all`] of what [`discover`] found, counting what it skipped.
+pub(crate) fn read_found(found: &Found, sink: &mut dyn Sink) -> Diagnostics {
+    let mut diag = read(&found.files, sink, false);
+    diag.unreadable_paths = found.unreadable;
+    diag
 }
 
 /// Like [`read_all`], without printing problems (they were printed by an

@@ -12,6 +12,7 @@ use std::fs::File;
 use std::io::BufWriter;
 
 use crate::cli::{PerfettoArgs, TraceFormat};
+use crate::input::files::{file_id, FileId};
 use crate::input::otlp::{KeyValue, Metric};
 use crate::input::{Origin, Sink};
 use crate::Failure;
@@ -28,55 +29,100 @@ pub(crate) fn run(a: &PerfettoArgs) -> Result<(), Failure> {
     }
     // `.pftrace` files (the runtime's `perfetto` exporter) are merged as
     // they are; JSON-lines files are converted
-    let (traces, rest) = merge::split(&paths).map_err(|e| Failure::Other(e.to_string()))?;
-    if !traces.is_empty() && a.format != TraceFormat::Proto {
+    let mut inputs = merge::split(&paths)?;
+    // the output is never an input, whatever name lists it (a rerun with it
+    // in the merged folder, a link to it, `./`): it is told apart by
+    // (device, inode), before it is truncated and again once it is open
+    let before = std::fs::metadata(&a.out).ok().map(|m| file_id(&m));
+    not_the_output(&mut inputs, before);
+    if inputs.traces.is_empty() && inputs.lines.is_empty() {
+        return Err(crate::input::InputError::NoFiles(paths).into());
+    }
+    if !inputs.traces.is_empty() && a.format != TraceFormat::Proto {
         return Err(Failure::Other(format!(
             "{} is a Perfetto trace; it can only be merged into a proto trace (drop --format)",
-            traces[0].display()
+            crate::term::path(&inputs.traces[0])
         )));
     }
-    let files = match crate::input::discover(&rest) {
-        Ok(files) => files,
-        Err(_) if !traces.is_empty() => Vec::new(),
-        Err(e) => return Err(e.into()),
-    };
     let out =
         File::create(&a.out).map_err(|e| Failure::Other(format!("{}: {e}", a.out.display())))?;
+    not_the_output(&mut inputs, out.metadata().ok().map(|m| file_id(&m)));
+    let (traces, files) = (&inputs.traces, &inputs.lines);
     let mut out = BufWriter::with_capacity(1 << 20, out);
-    let copied = merge::append(&traces, &mut out)
+    let (copied, unopened) = merge::append(traces, &mut out)
         .map_err(|e| Failure::Other(format!("{}: {e}", a.out.display())))?;
     if files.is_empty() {
         use std::io::Write as _;
         out.flush()
             .map_err(|e| Failure::Other(format!("{}: {e}", a.out.display())))?;
         eprintln!(
-            "lens perfetto: {} trace file(s), {copied} bytes, merged into {}",
-            traces.len(),
-            a.out.display()
+            "lens perfetto: {} trace file(s), {copied} bytes, merged into {}{}",
+            traces.len() as u64 - unopened,
+            a.out.display(),
+            skipped_note(inputs.unreadable + unopened)
         );
         return Ok(());
     }
     let (diag, written) = match a.format {
         TraceFormat::Proto => {
             let mut sink = ProtoSink::new(out);
-            let diag = convert(&files, &mut sink);
+            let diag = convert(files, &mut sink);
             (diag, sink.finish())
         }
         TraceFormat::ChromeJson => {
             let mut sink = chrome::ChromeSink::new(out);
-            let diag = convert(&files, &mut sink);
+            let diag = convert(files, &mut sink);
             (diag, sink.finish())
         }
     };
     written.map_err(|e| Failure::Other(format!("{}: {e}", a.out.display())))?;
     crate::check_not_empty(&diag)?;
     eprintln!(
-        "lens perfetto: {} spans from {} file(s) written to {}",
+        "lens perfetto: {} spans from {} file(s) written to {}{}",
         diag.spans,
         diag.files,
-        a.out.display()
+        a.out.display(),
+        skipped_note(inputs.unreadable + unopened)
     );
     Ok(())
+}
+
+/// Drops the inputs that are the file `out` identifies.
+fn not_the_output(inputs: &mut merge::Inputs, out: Option<FileId>) {
+    let Some(out) = out else {
+        return;
+    };
+    for list in [&mut inputs.traces, &mut inputs.lines] {
+        list.retain(|p| {
+            let same = std::fs::metadata(p).is_ok_and(|m| file_id(&m) == out);
+            if same {
+                eprintln!(
+                    "lens perfetto: {} is the output file; not read",
+                    crate::term::path(p)
+                );
+            }
+            !same
+        });
+    }
+}
+
+fn skipped_note(n: u64) -> String {
+    if n == 0 {
+        String::new()
+    } else {
+        format!(" ({n} unreadable path(s) skipped, see above)")
+    }
+}
+
+/// Both conversions of `files` into memory (for the fuzz test).
+#[cfg(test)]
+pub(crate) fn convert_in_memory(files: &[std::path::PathBuf]) {
+    let mut proto = ProtoSink::new(Vec::new());
+    convert(files, &mut proto);
+    proto.finish().expect("a trace in memory");
+    let mut chrome = chrome::ChromeSink::new(Vec::new());
+    convert(files, &mut chrome);
+    chrome.finish().expect("a trace in memory");
 }
 
 /// A writer that starts flows in a second pass (see [`flows`]).

@@ -96,7 +96,11 @@ impl<W: Write> ProtoSink<W> {
             return p;
         }
         let uuid = self.uuid();
-        let pid = i32::try_from(o.rank + 1).unwrap_or(i32::MAX);
+        let pid = o
+            .rank
+            .checked_add(1)
+            .and_then(|p| i32::try_from(p).ok())
+            .unwrap_or(i32::MAX);
         self.processes.insert(o.rank, (uuid, pid));
         let cmdline = o.pid.map(|p| vec![format!("pid={p}")]).unwrap_or_default();
         self.emit(TracePacket {

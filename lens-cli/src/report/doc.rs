@@ -153,8 +153,15 @@ pub(crate) struct Report {
     pub(crate) world_size: Option<i64>,
     /// Per-rank totals.
     pub(crate) ranks: Vec<RankRow>,
-    /// Ranks below `world_size` that exported no span.
+    /// Ranks below `world_size` that exported no span: the first 1000
+    /// (`missing_rank_count` counts them all, `missing_rank_ranges` lists
+    /// them all).
     pub(crate) missing_ranks: Vec<i64>,
+    /// How many ranks below `world_size` exported no span.
+    pub(crate) missing_rank_count: u64,
+    /// Those ranks as inclusive `[first, last]` ranges, ascending (one more
+    /// than the ranks seen at most, whatever the world size claims).
+    pub(crate) missing_rank_ranges: Vec<[i64; 2]>,
     /// Totals.
     pub(crate) spans: SpanTotals,
     /// Per span name statistics.

@@ -28,6 +28,8 @@ const MAX_LISTED: usize = 1000;
 const MAX_NAMES: usize = 10_000;
 /// Pending child durations kept per rank before giving up on old ones.
 const MAX_PENDING: usize = 200_000;
+/// Ranks that exported nothing listed one by one (all are in the ranges).
+const MAX_MISSING_LISTED: usize = 1000;
 
 /// Thresholds of the straggler analysis.
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -197,7 +199,7 @@ impl Aggregator {
                 log_records: r.log_records,
             })
             .collect();
-        let wall: u64 = ranks.iter().map(|r| r.wall_ns).sum();
+        let wall: u64 = ranks.iter().fold(0, |w, r| w.saturating_add(r.wall_ns));
         let by_name = self
             .names
             .iter()
@@ -219,12 +221,13 @@ impl Aggregator {
                 (name.clone(), row)
             })
             .collect();
-        let missing_ranks = match self.world_size {
-            Some(ws) => (0..ws)
-                .filter(|r| self.ranks.get(r).is_none_or(|s| s.spans == 0))
-                .collect(),
-            None => Vec::new(),
-        };
+        let missing = missing_ranks(
+            self.world_size.unwrap_or(0),
+            self.ranks
+                .iter()
+                .filter(|(_, s)| s.spans > 0)
+                .map(|(&r, _)| r),
+        );
         let metric_points_untracked = self.metrics.dropped_points;
         let metrics_series = self.metrics.into_sorted();
         let metrics = metrics_series
@@ -255,7 +258,9 @@ impl Aggregator {
                     .collect(),
             },
             ranks,
-            missing_ranks,
+            missing_ranks: missing.listed,
+            missing_rank_count: missing.count,
+            missing_rank_ranges: missing.ranges,
             by_name,
             steps: StepsDoc {
                 count: analysis.rows.len(),
@@ -278,6 +283,49 @@ impl Aggregator {
     }
 }
 
+/// The ranks below the world size that exported no span.
+#[derive(Debug, Default, PartialEq)]
+struct Missing {
+    /// The first [`MAX_MISSING_LISTED`].
+    listed: Vec<i64>,
+    /// All of them, as inclusive ranges.
+    ranges: Vec<[i64; 2]>,
+    /// How many.
+    count: u64,
+}
+
+/// The ranks in `0..world_size` not in `seen` (ascending). `world_size`
+/// comes from the input and may be anything up to i64::MAX: it is only a
+/// bound, and the work is in the ranks seen.
+fn missing_ranks(world_size: i64, seen: impl Iterator<Item = i64>) -> Missing {
+    let mut m = Missing::default();
+    let mut next = 0i64;
+    let gap = |m: &mut Missing, a: i64, b: i64| {
+        // a..=b, with a <= b
+        m.ranges.push([a, b]);
+        m.count = m.count.saturating_add(b.abs_diff(a) + 1);
+        let room = MAX_MISSING_LISTED - m.listed.len();
+        m.listed.extend((a..=b).take(room));
+    };
+    for r in seen {
+        if r < next {
+            continue;
+        }
+        if r >= world_size {
+            break;
+        }
+        if r > next {
+            gap(&mut m, next, r - 1);
+        }
+        // r < world_size, so r + 1 cannot overflow
+        next = r + 1;
+    }
+    if next < world_size {
+        gap(&mut m, next, world_size - 1);
+    }
+    m
+}
+
 impl Sink for Aggregator {
     fn spans(&mut self, origin: &Origin, spans: &[Span<'_>]) {
         self.origin(origin);
@@ -293,5 +341,26 @@ impl Sink for Aggregator {
 
     fn logs(&mut self, origin: &Origin, count: usize) {
         self.origin(origin).log_records += count as u64;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_ranks_cost_what_was_seen_not_the_world_size() {
+        let m = missing_ranks(6, [0, 2, 3].into_iter());
+        assert_eq!(m.listed, [1, 4, 5]);
+        assert_eq!(m.ranges, [[1, 1], [4, 5]]);
+        assert_eq!(m.count, 3);
+        let m = missing_ranks(i64::MAX, [-4, 0, 1, 3, i64::MAX].into_iter());
+        assert_eq!(m.ranges, [[2, 2], [4, i64::MAX - 1]]);
+        assert_eq!(m.count, i64::MAX as u64 - 3);
+        assert_eq!(m.listed.len(), MAX_MISSING_LISTED);
+        assert_eq!(m.listed[..3], [2, 4, 5]);
+        assert_eq!(missing_ranks(-5, [0].into_iter()), Missing::default());
+        assert_eq!(missing_ranks(0, std::iter::empty()), Missing::default());
+        assert_eq!(missing_ranks(2, [0, 1, 7].into_iter()), Missing::default());
     }
 }

@@ -40,7 +40,7 @@ pub(crate) fn render_text(r: &Report, max_rows: usize) -> String {
         if r.run_ids.is_empty() {
             "?".to_owned()
         } else {
-            r.run_ids.join(",")
+            show(&r.run_ids.join(","), MAX_TEXT)
         },
         r.spans.count,
         r.ranks.len(),
@@ -50,8 +50,15 @@ pub(crate) fn render_text(r: &Report, max_rows: usize) -> String {
     if r.input.skipped_lines + r.input.broken_files > 0 {
         let _ = writeln!(
             o,
-            "Skipped {} bad line(s); {} file(s) ended early (see stderr)",
+            "Skipped {} bad line(s); {} file(s) ended early or could not be opened (see stderr)",
             r.input.skipped_lines, r.input.broken_files
+        );
+    }
+    if r.input.unreadable_paths > 0 {
+        let _ = writeln!(
+            o,
+            "Skipped {} folder(s) or entries that could not be read (see stderr)",
+            r.input.unreadable_paths
         );
     }
     ranks(&mut o, r, max_rows);
@@ -70,7 +77,7 @@ pub(crate) fn render_text(r: &Report, max_rows: usize) -> String {
         let _ = writeln!(
             o,
             "  {:<32} {:>9} {:>10} {:>10} {:>10} {:>10} {:>6.1}%",
-            truncate(name, 32),
+            show(name, 32),
             n.count,
             fmt_ns(n.p50),
             fmt_ns(n.p95),
@@ -98,7 +105,7 @@ fn ranks(o: &mut String, r: &Report, max_rows: usize) {
             o,
             "  {:>6} {:<20} {:>10} {:>8} {:>12} {:>8}",
             x.rank,
-            truncate(&x.host, 20),
+            show(&x.host, 20),
             x.spans,
             x.steps,
             fmt_ns(x.wall_ns),
@@ -112,6 +119,14 @@ fn more(o: &mut String, n: usize, shown: usize) {
     if n > shown {
         let _ = writeln!(o, "  … {} more (use --max-rows or --json)", n - shown);
     }
+}
+
+/// Longest input text shown in full (run ids, details, metric labels).
+const MAX_TEXT: usize = 200;
+
+/// `s` from the input, control characters escaped, at most `n` characters.
+fn show(s: &str, n: usize) -> String {
+    truncate(&crate::term::printable(s), n)
 }
 
 fn truncate(s: &str, n: usize) -> String {
@@ -136,7 +151,7 @@ fn steps(o: &mut String, r: &Report, max_rows: usize) {
     let _ = writeln!(
         o,
         "\nSteps ({}): {}, phases: {}",
-        r.spans.step_span_names.join(", "),
+        show(&r.spans.step_span_names.join(", "), MAX_TEXT),
         if st.iterations_per_row > 1 {
             format!(
                 "{} rows, each the mean of {} iterations (long run)",
@@ -148,7 +163,7 @@ fn steps(o: &mut String, r: &Report, max_rows: usize) {
         if st.phases.is_empty() {
             "-".to_owned()
         } else {
-            st.phases.join(", ")
+            show(&st.phases.join(", "), MAX_TEXT)
         }
     );
     // the full rank x step matrix when it fits a terminal
@@ -211,7 +226,8 @@ fn steps(o: &mut String, r: &Report, max_rows: usize) {
             s.steps,
             s.mean_excess_pct,
             s.phase.as_ref().map_or("-".to_owned(), |p| format!(
-                "{p} (+{})",
+                "{} (+{})",
+                show(p, MAX_TEXT),
                 fmt_ns(s.phase_excess_ns)
             )),
         );
@@ -219,24 +235,13 @@ fn steps(o: &mut String, r: &Report, max_rows: usize) {
 }
 
 fn problems(o: &mut String, r: &Report, max_rows: usize) {
-    if !r.missing_ranks.is_empty() {
-        let shown: Vec<String> = r
-            .missing_ranks
-            .iter()
-            .take(64)
-            .map(|x| x.to_string())
-            .collect();
+    if r.missing_rank_count > 0 {
         let _ = writeln!(
             o,
-            "\nRanks that exported nothing ({} of world size {}): {}{}",
-            r.missing_ranks.len(),
+            "\nRanks that exported nothing ({} of world size {}): {}",
+            r.missing_rank_count,
             r.world_size.unwrap_or(0),
-            shown.join(", "),
-            if r.missing_ranks.len() > 64 {
-                ", …"
-            } else {
-                ""
-            }
+            rank_ranges(&r.missing_rank_ranges, 64)
         );
     }
     for (title, list) in [
@@ -252,13 +257,32 @@ fn problems(o: &mut String, r: &Report, max_rows: usize) {
                 o,
                 "  rank {:<5} {:<28} {:>10}  {}",
                 f.rank,
-                truncate(&f.name, 28),
+                show(&f.name, 28),
                 fmt_ns(f.dur_ns),
-                f.detail
+                show(&f.detail, MAX_TEXT)
             );
         }
         more(o, list.count as usize, max_rows.min(list.items.len()));
     }
+}
+
+/// `2, 4–99999999`: the first `max` ranges, then `…`.
+pub(crate) fn rank_ranges(ranges: &[[i64; 2]], max: usize) -> String {
+    let mut shown: Vec<String> = ranges
+        .iter()
+        .take(max)
+        .map(|&[a, b]| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}–{b}")
+            }
+        })
+        .collect();
+    if ranges.len() > max {
+        shown.push("…".to_owned());
+    }
+    shown.join(", ")
 }
 
 fn metrics(o: &mut String, r: &Report, max_rows: usize) {
@@ -267,7 +291,7 @@ fn metrics(o: &mut String, r: &Report, max_rows: usize) {
     }
     let _ = writeln!(o, "\nMetrics (per rank: last / min / max)");
     for (name, by_rank) in &r.series {
-        let _ = writeln!(o, "  {name}");
+        let _ = writeln!(o, "  {}", show(name, MAX_TEXT));
         for (i, (rank, s)) in by_rank.iter().enumerate() {
             if i == max_rows {
                 more(o, by_rank.len(), max_rows);

@@ -96,20 +96,34 @@ impl StepMatrix {
     /// Per-step min/median/max and the ranks slower than the step median by
     /// more than `pct` percent in at least `share` of their steps.
     pub(crate) fn analyze(&self, pct: f64, share: f64) -> StepAnalysis {
-        let lo = self.ranks.values().map(|r| r.base).min();
-        let hi = self
+        // the buckets that hold cells: the union of the ranks' ranges, in
+        // order (iterations may lie as far apart as i64::MIN and i64::MAX,
+        // so only these are visited, and distances are taken in i128)
+        let mut ranges: Vec<(i64, i64)> = self
             .ranks
             .values()
-            .map(|r| r.base + r.cells.len() as i64)
-            .max();
-        let (Some(lo), Some(hi)) = (lo, hi) else {
+            .filter_map(|r| {
+                let last = i64::try_from(r.cells.len()).ok()?.checked_sub(1)?;
+                Some((r.base, r.base.checked_add(last)?))
+            })
+            .collect();
+        ranges.sort_unstable();
+        let mut merged: Vec<(i64, i64)> = Vec::with_capacity(ranges.len());
+        for (a, b) in ranges {
+            match merged.last_mut() {
+                Some(m) if a <= m.1.saturating_add(1) => m.1 = m.1.max(b),
+                _ => merged.push((a, b)),
+            }
+        }
+        let (Some(&(lo, _)), Some(&(_, hi))) = (merged.first(), merged.last()) else {
             return StepAnalysis::default();
         };
         let factor = 1.0 + pct / 100.0;
         let ranks: Vec<i64> = self.ranks.keys().copied().collect();
-        let span = (hi - lo) as usize;
-        let matrix = ranks.len().saturating_mul(span) <= MATRIX_CELLS;
-        let cols = span.min(HEAT_COLS);
+        // buckets from lo to hi: up to 2^64
+        let span = (i128::from(hi) - i128::from(lo) + 1) as u128;
+        let matrix = (ranks.len() as u128).saturating_mul(span) <= MATRIX_CELLS as u128;
+        let cols = span.min(HEAT_COLS as u128) as usize;
         let mut heat_sum = vec![0f32; ranks.len() * cols];
         let mut heat_n = vec![0u32; ranks.len() * cols];
         let mut rows = Vec::new();
@@ -118,7 +132,7 @@ impl StepMatrix {
         let mut slow: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
         let mut vals: Vec<(u64, i64)> = Vec::new();
         let mut ph: Vec<(u64, i64)> = Vec::new();
-        for it in lo..hi {
+        for it in merged.iter().flat_map(|&(a, b)| a..=b) {
             vals.clear();
             for (&rank, rs) in &self.ranks {
                 if let Some(c) = self.get(rs, it) {
@@ -131,7 +145,7 @@ impl StepMatrix {
             let (median_ns, median_rank) = lower_median(&mut vals);
             let (min_ns, min_rank) = vals[0];
             let (max_ns, max_rank) = vals[vals.len() - 1];
-            let col = (it - lo) as usize * cols / span;
+            let col = ((i128::from(it) - i128::from(lo)) as u128 * cols as u128 / span) as usize;
             let mut by_rank = matrix.then(|| vec![None; ranks.len()]);
             for &(dur, rank) in &vals {
                 if let Ok(r) = ranks.binary_search(&rank) {
@@ -144,7 +158,7 @@ impl StepMatrix {
             }
             rows.push(StepRow {
                 by_rank,
-                iteration: it * self.stride,
+                iteration: it.saturating_mul(self.stride),
                 ranks: vals.len(),
                 min_rank,
                 min_ns,
@@ -166,7 +180,9 @@ impl StepMatrix {
                 }
                 e.1 += 1;
                 e.2 += (dur as f64 / median_ns.max(1) as f64 - 1.0) * 100.0;
-                slow.entry(rank).or_default().push(it * self.stride);
+                slow.entry(rank)
+                    .or_default()
+                    .push(it.saturating_mul(self.stride));
                 let meds = phase_medians.get_or_insert_with(|| self.phase_medians(it, &mut ph));
                 if let Some(cell) = self.ranks.get(&rank).and_then(|rs| self.get(rs, it)) {
                     for (s, m) in meds.iter().enumerate() {
@@ -201,7 +217,12 @@ impl StepMatrix {
                 .map(|(&s, &n)| if n == 0 { f32::NAN } else { s / n as f32 })
                 .collect(),
             first_iteration: (0..cols)
-                .map(|c| lo + (c * span).div_ceil(cols) as i64)
+                .map(|c| {
+                    // off < span, so lo + off lies in lo..=hi
+                    let off = (c as u128 * span).div_ceil(cols as u128);
+                    let slot = (i128::from(lo) + off as i128) as i64;
+                    slot.saturating_mul(self.stride)
+                })
                 .collect(),
             ranks: ranks.clone(),
         };

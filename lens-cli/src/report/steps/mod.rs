@@ -11,8 +11,10 @@ pub(crate) use analysis::{Heat, StepRow, Straggler};
 
 /// How many distinct phase names are tracked per step.
 pub(crate) const MAX_PHASES: usize = 8;
-/// Iterations further than this beyond a rank's first one are not tracked.
+/// Buckets further than this beyond a rank's first one are not tracked.
 const MAX_SPREAD: i64 = 50_000_000;
+/// The stride stops doubling here (iterations are i64).
+const MAX_STRIDE: i64 = 1 << 62;
 /// Cells (ranks × steps) kept at most (~48 bytes each); beyond it pairs of
 /// neighbouring iterations are merged, so memory stays bounded.
 const MAX_CELLS: usize = 2_000_000;
@@ -97,32 +99,40 @@ impl StepMatrix {
     /// While each cell is one iteration, a rank reporting an iteration twice
     /// keeps the longer span.
     pub(crate) fn record(&mut self, rank: i64, iteration: i64, dur: u64, phases: &[(usize, u64)]) {
-        let slot = iteration.div_euclid(self.stride);
+        // iterations are any i64 (a rank's first and this one may be
+        // i64::MIN and i64::MAX): every difference is checked, and room is
+        // made before cells are added, so that a far iteration coarsens the
+        // matrix rather than allocating every cell up to it
+        let (slot, need) = loop {
+            let slot = iteration.div_euclid(self.stride);
+            let Some(need) = self.cells_needed(rank, slot) else {
+                self.untracked += 1;
+                return;
+            };
+            let fits = self.cells.saturating_add(need) <= self.max_cells;
+            // coarsening cannot take a rank below one cell
+            let helps = need > 1 || self.cells > self.ranks.len();
+            if fits || !helps || self.stride >= MAX_STRIDE {
+                break (slot, need);
+            }
+            self.coarsen();
+        };
         let rs = self.ranks.entry(rank).or_insert_with(|| RankSteps {
             base: slot,
             cells: Vec::new(),
         });
-        let before = rs.cells.len();
         if slot < rs.base {
-            let grow = rs.base - slot;
-            if grow > MAX_SPREAD {
-                self.untracked += 1;
-                return;
-            }
+            // checked by cells_needed
+            let grow = (rs.base - slot) as usize;
             rs.cells
-                .splice(0..0, std::iter::repeat_n(Cell::default(), grow as usize));
+                .splice(0..0, std::iter::repeat_n(Cell::default(), grow));
             rs.base = slot;
         }
-        let idx = slot - rs.base;
-        if idx > MAX_SPREAD {
-            self.untracked += 1;
-            return;
-        }
-        let idx = idx as usize;
+        let idx = (slot - rs.base) as usize;
         if idx >= rs.cells.len() {
             rs.cells.resize(idx + 1, Cell::default());
         }
-        self.cells += rs.cells.len() - before;
+        self.cells += need;
         let cell = &mut rs.cells[idx];
         if self.stride == 1 && cell.n > 0 {
             if dur < cell.dur {
@@ -130,14 +140,27 @@ impl StepMatrix {
             }
             *cell = Cell::default();
         }
-        cell.dur += dur.max(1);
-        cell.n += 1;
+        cell.dur = cell.dur.saturating_add(dur.max(1));
+        cell.n = cell.n.saturating_add(1);
         for &(slot, ns) in phases {
             cell.phases[slot] += ns as f32;
         }
-        if self.cells > self.max_cells {
-            self.coarsen();
-        }
+    }
+
+    /// The cells to add for `slot` of `rank`; None when it lies more than
+    /// [`MAX_SPREAD`] buckets from the rank's others.
+    fn cells_needed(&self, rank: i64, slot: i64) -> Option<usize> {
+        let Some(rs) = self.ranks.get(&rank) else {
+            return Some(1);
+        };
+        let len = i64::try_from(rs.cells.len()).ok()?;
+        let need = if slot < rs.base {
+            rs.base.checked_sub(slot)?
+        } else {
+            slot.checked_sub(rs.base)?.checked_sub(len - 1)?.max(0)
+        };
+        let span = need.checked_add(len)?;
+        (span <= MAX_SPREAD + 1).then_some(need as usize)
     }
 
     /// Doubles the stride: merges each pair of neighbouring buckets.
@@ -154,8 +177,8 @@ impl StepMatrix {
             for (k, c) in rs.cells.iter().enumerate() {
                 let j = ((rs.base + k as i64).div_euclid(2) - base) as usize;
                 let m = &mut cells[j];
-                m.dur += c.dur;
-                m.n += c.n;
+                m.dur = m.dur.saturating_add(c.dur);
+                m.n = m.n.saturating_add(c.n);
                 for (a, b) in m.phases.iter_mut().zip(c.phases) {
                     *a += b;
                 }
@@ -167,7 +190,7 @@ impl StepMatrix {
     }
 
     fn get<'a>(&self, rank: &'a RankSteps, slot: i64) -> Option<&'a Cell> {
-        let idx = usize::try_from(slot - rank.base).ok()?;
+        let idx = usize::try_from(slot.checked_sub(rank.base)?).ok()?;
         rank.cells.get(idx).filter(|c| c.n > 0)
     }
 
@@ -228,5 +251,41 @@ mod tests {
         assert_eq!(a.stragglers[0].phase.as_deref(), Some("optimizer_step"));
         assert!((a.stragglers[0].mean_excess_pct - 40.0).abs() < 3.0);
         assert_eq!(a.rows[1].iteration, m.stride());
+    }
+
+    /// The step matrix alone, with a small cell budget so that coarsening
+    /// runs: extreme iterations, ranks and durations.
+    #[test]
+    fn the_step_matrix_takes_any_iteration() {
+        use crate::fuzz::{env_u64, Rng, BUDGET};
+        let seed = env_u64("LENS_FUZZ_SEED").unwrap_or(39);
+        let start = std::time::Instant::now();
+        for case in 0..env_u64("LENS_FUZZ_CASES").unwrap_or(2000) {
+            if start.elapsed() > BUDGET {
+                break;
+            }
+            let mut r = Rng(seed ^ case.wrapping_mul(0x9e37_79b9));
+            let mut m = StepMatrix::with_max_cells(r.below(200) as usize);
+            let slot = m.phase_slot("forward").unwrap_or(0);
+            let near = r.next() as i64;
+            for _ in 0..r.below(300) {
+                let rank = match r.below(4) {
+                    0 => r.next() as i64,
+                    _ => r.below(6) as i64,
+                };
+                let it = match r.below(6) {
+                    0 => i64::MIN + r.below(4) as i64,
+                    1 => i64::MAX - r.below(4) as i64,
+                    2 => r.next() as i64,
+                    3 => near.saturating_add(r.below(100_000) as i64),
+                    _ => r.below(1000) as i64,
+                };
+                let (any, small) = (r.next(), r.below(1_000_000));
+                let dur = *r.pick(&[0, 1, u64::MAX, any, small]);
+                m.record(rank, it, dur, &[(slot, dur)]);
+            }
+            let a = m.analyze(*r.pick(&[0.0, 10.0, 1e300]), *r.pick(&[0.0, 0.5, 1.0]));
+            assert!(a.rows.len() <= 2_000_000);
+        }
     }
 }
