@@ -103,6 +103,18 @@ fn overhead(c: &mut Criterion) {
         &mut none,
         |i| lens_managed_span(i as i64),
     );
+    // the same with 100,000 spans held open on the thread (issue 39: each
+    // hand-over of 512 finished spans used to copy every open one)
+    let held: Vec<_> = (0..100_000i64)
+        .map(|i| lens::span_cm!("held", i = i))
+        .collect();
+    per_call(
+        &mut g,
+        "d3_lens_managed_span_on_1attr_setup_100k_open",
+        &mut none,
+        |i| lens_managed_span(i as i64),
+    );
+    drop(held);
     g.finish();
     let _ = handle.force_flush();
     eprintln!(
