@@ -173,9 +173,18 @@ pub(crate) struct SynthArgs {
     /// Make RANK's PHASE slower by PCT percent in every step, e.g. `3:forward_backward:40`.
     #[arg(long, value_name = "RANK:PHASE:PCT", value_parser = parse_straggler)]
     pub(crate) straggler: Vec<(u32, String, f64)>,
-    /// End RANK's run early with its open spans exported as truncated.
+    /// Hang RANK inside `forward_backward` half-way through the run: the
+    /// other ranks wait in that step's `allreduce` until the job is killed,
+    /// and every rank's open spans are exported as truncated (the signal
+    /// flush). With several, the lowest rank hangs.
     #[arg(long, value_name = "RANK")]
     pub(crate) truncate: Vec<u32>,
+    /// Ranks that do not synchronize: the `allreduce` waits for nobody, so
+    /// a straggler's whole step is slower (the model of `lens report`'s
+    /// whole-step straggler table). By default every step ends in an
+    /// `allreduce` that no rank leaves before the last one arrived.
+    #[arg(long)]
+    pub(crate) unsynchronized: bool,
     /// Microbatches per step (each a span with two children).
     #[arg(long, default_value_t = 1)]
     pub(crate) microbatches: u32,

@@ -1,6 +1,19 @@
 //! `lens synth`: writes a realistic multi-rank run as OTLP/JSON lines, one
-//! file per rank, with planted stragglers and truncated spans. Written by
-//! hand (no serde) so that benchmarks can make 10M spans quickly.
+//! file per rank, with planted stragglers and hangs. Written by hand (no
+//! serde) so that benchmarks can make 10M spans quickly.
+//!
+//! The run is **synchronized** as a data-parallel job is: every step ends
+//! in an `allreduce` that no rank leaves before the last one has arrived,
+//! so a straggler's extra time in `data_loading` or `forward_backward`
+//! becomes the other ranks' wait in `allreduce`, and extra time in
+//! `optimizer_step` (after the collective) their wait in the next step's.
+//! Every rank's step lasts the same. A planted hang (`--truncate RANK`)
+//! stops that rank inside `forward_backward` half-way through the run; the
+//! others then wait in that step's `allreduce` until the job is killed,
+//! and every rank's open spans are exported as truncated, as the signal
+//! flush does. Durations come from a counter-based generator, so any rank's
+//! phase in any step can be recomputed: a first pass finds when each
+//! collective ends, a second writes each rank's file.
 
 use std::fmt::Write as _;
 use std::fs::File;
@@ -10,13 +23,119 @@ use std::path::Path;
 use crate::cli::SynthArgs;
 
 /// Phases under each `train.step`, in order.
-pub(crate) const PHASES: [&str; 3] = ["data_loading", "forward_backward", "optimizer_step"];
-/// Base phase durations (ns).
-const PHASE_NS: [u64; 3] = [6_000_000, 80_000_000, 14_000_000];
+pub(crate) const PHASES: [&str; 4] = [
+    "data_loading",
+    "forward_backward",
+    "allreduce",
+    "optimizer_step",
+];
+/// Base phase durations (ns); the allreduce's is its transfer, after the
+/// last rank arrived.
+const PHASE_NS: [u64; 4] = [6_000_000, 80_000_000, 4_000_000, 14_000_000];
+/// The collective every rank waits in.
+const SYNC: usize = 2;
+/// Gaps between phases, before the first and after the last (ns).
+const GAP_IN: u64 = 50_000;
+const GAP: u64 = 20_000;
+const GAP_OUT: u64 = 30_000;
+const GAP_STEPS: u64 = 100_000;
+/// How long the other ranks wait for a hung one before the job is killed.
+const HANG_WAIT_NS: u64 = 30_000_000_000;
 /// Metrics are exported every this many steps.
 const METRIC_EVERY: u64 = 10;
 /// Run start (Unix ns).
 const T0: u64 = 1_796_000_000_000_000_000;
+
+/// Uniform in [1 - a, 1 + a], one value per (seed, rank, step, phase): the
+/// same whichever pass asks.
+fn jitter_at(seed: u64, rank: u32, step: u64, phase: usize, a: f64) -> f64 {
+    let mut r = Rng(seed
+        ^ (u64::from(rank) << 40)
+        ^ step.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        ^ ((phase as u64) << 56));
+    r.next();
+    r.jitter(a)
+}
+
+/// When every rank's steps happen: the end of each step's collective and
+/// the planted hang.
+struct Schedule {
+    /// Per step, when the last rank arrived at the collective (absolute ns).
+    arrive_last: Vec<u64>,
+    /// The hung rank and step, when one is planted.
+    hang: Option<(u32, u64)>,
+    /// When the job was killed (absolute ns), with a hang.
+    killed_at: u64,
+}
+
+/// Durations (ns) of `rank`'s phases in `step`.
+fn durations(a: &SynthArgs, slow: &[(usize, f64)], rank: u32, step: u64) -> [u64; 4] {
+    let mut out = [0u64; 4];
+    for (i, o) in out.iter_mut().enumerate() {
+        let mut d = PHASE_NS[i] as f64 * jitter_at(a.seed, rank, step, i, 0.03);
+        for &(p, pct) in slow {
+            if p == i {
+                d *= 1.0 + pct / 100.0;
+            }
+        }
+        *o = d as u64;
+    }
+    out
+}
+
+fn slow_phases(a: &SynthArgs, rank: u32) -> Vec<(usize, f64)> {
+    a.straggler
+        .iter()
+        .filter(|(r, ..)| *r == rank)
+        .filter_map(|(_, p, pct)| PHASES.iter().position(|x| x == p).map(|i| (i, *pct)))
+        .collect()
+}
+
+/// When each rank arrives at `step`'s collective, from its step start.
+fn arrival(d: &[u64; 4]) -> u64 {
+    GAP_IN + d[0] + GAP + d[1] + GAP
+}
+
+/// The first pass: every step's last arrival at the collective. Memory is
+/// one start time per rank and one time per step.
+fn schedule(a: &SynthArgs) -> Schedule {
+    let hang = a
+        .truncate
+        .iter()
+        .copied()
+        .filter(|r| *r < a.ranks)
+        .min()
+        .map(|r| (r, a.steps / 2));
+    let slow: Vec<Vec<(usize, f64)>> = (0..a.ranks).map(|r| slow_phases(a, r)).collect();
+    let mut start: Vec<u64> = (0..a.ranks).map(|_| T0 + 5_000_000).collect();
+    let mut arrive_last = Vec::with_capacity(a.steps as usize);
+    let mut killed_at = 0;
+    for step in 0..a.steps {
+        let mut last = 0u64;
+        let mut ds = Vec::with_capacity(a.ranks as usize);
+        for rank in 0..a.ranks {
+            let d = durations(a, &slow[rank as usize], rank, step);
+            if hang != Some((rank, step)) {
+                last = last.max(start[rank as usize] + arrival(&d));
+            }
+            ds.push(d);
+        }
+        arrive_last.push(last);
+        if hang.is_some_and(|(_, s)| s == step) {
+            killed_at = last + HANG_WAIT_NS;
+            break;
+        }
+        for (rank, d) in ds.iter().enumerate() {
+            let end = last + d[SYNC] + GAP + d[3] + GAP_OUT;
+            start[rank] = end + GAP_STEPS;
+        }
+    }
+    Schedule {
+        arrive_last,
+        hang,
+        killed_at,
+    }
+}
 
 /// SplitMix64: small, fast and good enough for jitter.
 #[derive(Debug)]
@@ -170,9 +289,10 @@ impl Writer {
 /// Writes the run; prints what it wrote.
 pub(crate) fn run(a: &SynthArgs) -> std::io::Result<()> {
     std::fs::create_dir_all(&a.out)?;
+    let plan = schedule(a);
     let mut total = 0u64;
     for rank in 0..a.ranks {
-        total += write_rank(a, rank, &a.out)?;
+        total += write_rank(a, &plan, rank, &a.out)?;
     }
     eprintln!(
         "lens synth: wrote {total} spans for {} rank(s) to {}",
@@ -182,7 +302,7 @@ pub(crate) fn run(a: &SynthArgs) -> std::io::Result<()> {
     Ok(())
 }
 
-fn write_rank(a: &SynthArgs, rank: u32, dir: &Path) -> std::io::Result<u64> {
+fn write_rank(a: &SynthArgs, plan: &Schedule, rank: u32, dir: &Path) -> std::io::Result<u64> {
     let ext = if a.gzip {
         "otlp.jsonl.gz"
     } else {
@@ -207,52 +327,52 @@ fn write_rank(a: &SynthArgs, rank: u32, dir: &Path) -> std::io::Result<u64> {
         buf: String::with_capacity(1 << 16),
     };
     let mut rng = Rng(a.seed.wrapping_mul(0x2545_f491_4f6c_dd1d) ^ u64::from(rank));
-    let slow: Vec<(usize, f64)> = a
-        .straggler
-        .iter()
-        .filter(|(r, ..)| *r == rank)
-        .filter_map(|(_, p, pct)| PHASES.iter().position(|x| x == p).map(|i| (i, *pct)))
-        .collect();
-    let truncate_at = a.truncate.contains(&rank).then_some(a.steps / 2);
+    let slow = slow_phases(a, rank);
     let job = job_id(rank);
     let job_start = T0 + u64::from(rank) * 1_000_000;
-    let mut t = job_start + 5_000_000;
+    let mut t = T0 + 5_000_000;
     let mut n = 0u64;
+    let mut truncated = false;
     let mut batch: Vec<S<'_>> = Vec::with_capacity(16);
-    for step in 0..a.steps {
+    for (step, &last) in (0..a.steps).zip(&plan.arrive_last) {
         batch.clear();
         let step_id = span_id(rank, step, 0);
         let start = t;
-        let mut phase_t = start + 50_000;
-        let mut open: Option<usize> = None;
+        let d = durations(a, &slow, rank, step);
+        let hung = plan.hang == Some((rank, step));
+        let killed = plan.hang.is_some_and(|(_, s)| s == step);
+        let mut phase_t = start + GAP_IN;
         for (i, name) in PHASES.iter().enumerate() {
-            let mut d = PHASE_NS[i] as f64 * rng.jitter(0.03);
-            for &(p, pct) in &slow {
-                if p == i {
-                    d *= 1.0 + pct / 100.0;
-                }
-            }
-            let (ps, pe) = (phase_t, phase_t + d as u64);
-            if truncate_at == Some(step) && i == 1 {
-                open = Some(i);
+            let ps = phase_t;
+            // the collective ends for all once the last rank has arrived
+            // (unsynchronized: when this one has)
+            let pe = match i {
+                SYNC if !a.unsynchronized => last.max(ps) + d[SYNC],
+                _ => ps + d[i],
+            };
+            // a hang: the hung rank stays in forward_backward, the others in
+            // the collective, until the job is killed
+            let open = (hung && i == 1) || (killed && !hung && i == SYNC);
+            if open {
+                truncated = true;
                 batch.push(S {
                     id: span_id(rank, step, 1 + i as u64),
                     parent: step_id,
                     remote_parent: false,
                     name,
                     start: ps,
-                    end: ps + (d as u64) / 2,
+                    end: plan.killed_at,
                     tid: pid,
                     iteration: None,
                     truncated: true,
                     link: None,
                 });
-                phase_t = ps + (d as u64) / 2;
+                phase_t = plan.killed_at;
                 break;
             }
             if i == 1 {
                 let mbs = u64::from(a.microbatches);
-                let mb_d = (pe - ps - 10_000) / mbs.max(1);
+                let mb_d = (pe - ps).saturating_sub(10_000) / mbs.max(1);
                 for m in 0..mbs {
                     let ms = ps + 5_000 + m * mb_d;
                     let mid = span_id(rank, step, 8 + m * 3);
@@ -274,7 +394,7 @@ fn write_rank(a: &SynthArgs, rank: u32, dir: &Path) -> std::io::Result<u64> {
                         remote_parent: false,
                         name: "backward",
                         start: ms + mb_d / 3 + 1_000,
-                        end: ms + mb_d - 2_000,
+                        end: (ms + mb_d).saturating_sub(2_000),
                         tid: pid,
                         iteration: None,
                         truncated: false,
@@ -286,7 +406,7 @@ fn write_rank(a: &SynthArgs, rank: u32, dir: &Path) -> std::io::Result<u64> {
                         remote_parent: false,
                         name: "microbatch",
                         start: ms,
-                        end: ms + mb_d - 1_000,
+                        end: (ms + mb_d).saturating_sub(1_000),
                         tid: pid,
                         iteration: None,
                         truncated: false,
@@ -307,9 +427,13 @@ fn write_rank(a: &SynthArgs, rank: u32, dir: &Path) -> std::io::Result<u64> {
                 truncated: false,
                 link: None,
             });
-            phase_t = pe + 20_000;
+            phase_t = pe + GAP;
         }
-        let end = phase_t + 30_000;
+        let end = if truncated {
+            plan.killed_at
+        } else {
+            phase_t - GAP + GAP_OUT
+        };
         let link =
             (rank > 0 && step == 0).then(|| ((u128::from(a.seed) << 64) | 1, span_id(0, 0, 0)));
         batch.push(S {
@@ -321,13 +445,13 @@ fn write_rank(a: &SynthArgs, rank: u32, dir: &Path) -> std::io::Result<u64> {
             end,
             tid: pid,
             iteration: Some(step),
-            truncated: open.is_some(),
+            truncated,
             link,
         });
         n += batch.len() as u64;
         w.spans(&batch)?;
-        t = end + 100_000;
-        if open.is_some() {
+        t = end + GAP_STEPS;
+        if truncated {
             break;
         }
         if (step + 1) % METRIC_EVERY == 0 {
@@ -341,10 +465,10 @@ fn write_rank(a: &SynthArgs, rank: u32, dir: &Path) -> std::io::Result<u64> {
         remote_parent: remote,
         name: "job",
         start: job_start,
-        end: t,
+        end: if truncated { plan.killed_at } else { t },
         tid: pid,
         iteration: None,
-        truncated: truncate_at.is_some(),
+        truncated,
         link: None,
     };
     w.spans(&[job_span])?;

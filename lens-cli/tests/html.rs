@@ -149,16 +149,32 @@ fn html_report_renders_lanes_and_panels_in_headless_chromium() {
     );
     assert!(dom_text.contains("s trunc"), "truncated spans not marked");
     assert!(dom_text.contains("id=\"tip\""));
-    // the rank x step heat map: rank 4's row is red (+20-35% over the median)
+    // the rank x step heat map is drawn; in a synchronized run every
+    // rank's step lasts the same, so the diagnosis carries the answer:
+    // rank 2 hung, rank 4 was slow in forward_backward before that, and
+    // the others' waits are drawn pale
     assert!(dom_text.contains("<svg class=\"heat\""), "no heat map");
+    let diag = dom_text
+        .split("id=\"diagnosis\"")
+        .nth(1)
+        .and_then(|d| d.split("</div>").next())
+        .unwrap_or("");
     assert!(
-        dom_text.contains("<rect data-rank=\"4\" x=\"64.00\"")
-            && dom_text.contains("fill=\"#e4572e\""),
-        "straggler row not red in the heat map"
+        diag.contains("rank 2 hung in `forward_backward`"),
+        "the verdict names the hang: {diag}"
+    );
+    assert!(
+        diag.contains("data-rank=\"4\"") && diag.contains("<td>forward_backward</td>"),
+        "rank 4's slow forward_backward is a suspect: {diag}"
+    );
+    assert!(dom_text.contains("s wait"), "waits not drawn distinctly");
+    assert!(
+        dom_text.contains("s culprit"),
+        "the suspect's phase is not marked"
     );
 
     // the inline script works: zoom twice, hover a slow step
-    let probe = r#"<script>try{const s=document.querySelector(".section");s.querySelector(".zin").click();s.querySelector(".zin").click();const el=document.querySelector(".s.slow");el.dispatchEvent(new MouseEvent("mouseover",{bubbles:true}));document.body.setAttribute("data-check","zoom="+s.querySelector(".inner").style.width+";tip="+document.getElementById("tip").style.display+";"+document.getElementById("tip").textContent.split("\n")[0]);}catch(e){document.body.setAttribute("data-check","ERR "+e)}</script></body>"#;
+    let probe = r#"<script>try{const s=document.querySelector(".section");s.querySelector(".zin").click();s.querySelector(".zin").click();const el=document.querySelector(".lane[data-rank='4'] .s.culprit");el.dispatchEvent(new MouseEvent("mouseover",{bubbles:true}));document.body.setAttribute("data-check","zoom="+s.querySelector(".inner").style.width+";tip="+document.getElementById("tip").style.display+";"+document.getElementById("tip").textContent.split("\n")[0]);}catch(e){document.body.setAttribute("data-check","ERR "+e)}</script></body>"#;
     let probed = out.join("probe.html");
     std::fs::write(&probed, html.replace("</body>", probe)).expect("write probe page");
     let dom = browser(
@@ -174,7 +190,7 @@ fn html_report_renders_lanes_and_panels_in_headless_chromium() {
         .and_then(|r| r.split('"').next())
         .unwrap_or("no data-check");
     assert!(
-        check.starts_with("zoom=400%;tip=block;train.step") && check.ends_with("(rank 4)"),
+        check.starts_with("zoom=400%;tip=block;forward_backward") && check.ends_with("(rank 4)"),
         "script probe: {check}"
     );
 

@@ -5,8 +5,13 @@ mod support;
 
 use support::{count_spans, fresh_dir, ok, report_json, synth};
 
+/// A synchronized run (every step ends in an `allreduce` no rank leaves
+/// before the last one arrived): every rank's step lasts the same, so the
+/// answer is the diagnosis, not whole-step stragglers. Rank 6 hangs half-way
+/// (first); before that rank 3's slow `forward_backward` (+32 ms a step)
+/// and rank 5's slow `data_loading` (+24 ms) made the others wait.
 #[test]
-fn finds_exactly_the_planted_stragglers_and_their_phases() {
+fn the_diagnosis_names_the_planted_hang_and_stragglers_in_order() {
     let dir = synth(
         "stragglers",
         &[
@@ -27,50 +32,79 @@ fn finds_exactly_the_planted_stragglers_and_their_phases() {
     let d = dir.to_str().expect("UTF-8 path");
     let r = report_json(&[&dir], &[]);
     assert_eq!(r["schema_version"], 1);
-    let mut found: Vec<(i64, String)> = r["stragglers"]
+    let found: Vec<(i64, String, String)> = r["suspects"]
         .as_array()
-        .expect("stragglers array")
+        .expect("suspects array")
         .iter()
         .map(|s| {
             (
                 s["rank"].as_i64().unwrap_or(-1),
                 s["phase"].as_str().unwrap_or("").to_owned(),
+                s["kind"].as_str().unwrap_or("").to_owned(),
             )
         })
         .collect();
-    found.sort();
+    let want = |r: i64, p: &str, k: &str| (r, p.to_owned(), k.to_owned());
     assert_eq!(
         found,
         vec![
-            (3, "forward_backward".to_owned()),
-            (5, "data_loading".to_owned())
+            want(6, "forward_backward", "hang"),
+            want(3, "forward_backward", "straggler"),
+            want(5, "data_loading", "straggler"),
         ],
         "{:#}",
-        r["stragglers"]
+        r["diagnosis"]
     );
-    // rank 6 stops half-way: its open phase, step and job are truncated
+    assert_eq!(
+        r["diagnosis"]["wait_phases"],
+        serde_json::json!(["allreduce"])
+    );
+    assert_eq!(
+        r["stragglers"],
+        serde_json::json!([]),
+        "every step lasts the same"
+    );
+    // every rank's open phase, step and job are truncated: rank 6 in
+    // forward_backward, the others in the allreduce
     let truncated = &r["truncated"];
-    assert_eq!(truncated["count"], 3, "{truncated:#}");
+    assert_eq!(truncated["count"], 24, "{truncated:#}");
     let items = truncated["items"].as_array().expect("items");
-    assert!(items
-        .iter()
-        .all(|t| t["rank"] == 6 && t["detail"] == "signal SIGTERM"));
-    let mut names: Vec<&str> = items.iter().filter_map(|t| t["name"].as_str()).collect();
-    names.sort_unstable();
-    assert_eq!(names, ["forward_backward", "job", "train.step"]);
+    assert!(items.iter().all(|t| t["detail"] == "signal SIGTERM"));
+    let names = |rank: i64| {
+        let mut n: Vec<&str> = items
+            .iter()
+            .filter(|t| t["rank"] == rank)
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        n.sort_unstable();
+        n
+    };
+    assert_eq!(names(6), ["forward_backward", "job", "train.step"]);
+    assert_eq!(names(0), ["allreduce", "job", "train.step"]);
     assert_eq!(r["errors"]["count"], 0);
     assert_eq!(r["missing_ranks"].as_array().map(Vec::len), Some(0));
-    assert_eq!(r["steps"]["count"], 60);
+    assert_eq!(r["steps"]["count"], 31, "steps 0..=30, the last one hung");
     assert_eq!(
         r["steps"]["phases"],
-        serde_json::json!(["data_loading", "forward_backward", "optimizer_step"])
+        serde_json::json!([
+            "data_loading",
+            "forward_backward",
+            "allreduce",
+            "optimizer_step"
+        ])
     );
 
-    // the text report names them too
+    // the text report gives the answer first
     let text = ok(&["report", d]);
-    assert!(text.contains("rank 3     slow in"), "{text}");
-    assert!(text.contains("slowest phase: forward_backward"), "{text}");
-    assert!(text.contains("slowest phase: data_loading"), "{text}");
+    let first = text.lines().find(|l| l.starts_with("Diagnosis: "));
+    assert_eq!(
+        first.map(|l| l.starts_with("Diagnosis: rank 6 hung in `forward_backward`")),
+        Some(true),
+        "{text}"
+    );
+    assert!(text.contains("2. rank 3 in forward_backward"), "{text}");
+    assert!(text.contains("3. rank 5 in data_loading"), "{text}");
+    assert!(text.find("Diagnosis: ") < text.find("Ranks"), "{text}");
 }
 
 #[test]
@@ -87,6 +121,7 @@ fn no_stragglers_in_an_even_run() {
     ]);
     let r = report_json(&[&dir], &[]);
     assert_eq!(r["stragglers"], serde_json::json!([]));
+    assert_eq!(r["suspects"], serde_json::json!([]), "{:#}", r["diagnosis"]);
     assert_eq!(r["truncated"]["count"], 0);
 }
 
@@ -200,9 +235,11 @@ fn straggler_thresholds_are_options() {
             "20",
             "--straggler",
             "1:optimizer_step:100",
+            "--unsynchronized",
         ],
     );
     // optimizer_step is ~14% of a step: +100% makes the step ~14% slower
+    // (ranks that do not wait for each other)
     let found = |extra: &[&str]| -> Vec<i64> {
         report_json(&[&dir], extra)["stragglers"]
             .as_array()

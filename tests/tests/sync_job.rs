@@ -8,12 +8,12 @@
 //! The first tests check the job itself: its spans, that a slow rank's delay
 //! becomes the other ranks' wait, and that a hang leaves truncated spans.
 //! The diagnosis tests (issue 40) run `lens report --json` on the files and
-//! check the first suspect; they are ignored until the
-//! synchronization-aware diagnosis exists:
+//! check the first suspect (rank, phase, kind), and that balanced runs with
+//! jitter name nobody:
 //!
 //! ```text
 //! cargo build -p examples --example ddp_sync && cargo build -p nemo-lens-cli
-//! cargo test -p tests --test sync_job -- --include-ignored
+//! cargo test -p tests --test sync_job
 //! ```
 //!
 //! Jobs run one at a time (a lock), so their timings are not disturbed by
@@ -458,21 +458,18 @@ fn slow(
 }
 
 #[test]
-#[ignore = "needs the synchronization-aware diagnosis (issue 40)"]
 fn diagnosis_a_slow_data_loader() {
     let s = suspects_of(&slow("5", "data.next_batch", "8"), Stop::Never);
     assert_first(&s, 5, "data.next_batch", "straggler");
 }
 
 #[test]
-#[ignore = "needs the synchronization-aware diagnosis (issue 40)"]
 fn diagnosis_b_slow_forward_backward() {
     let s = suspects_of(&slow("3", "forward_backward", "8"), Stop::Never);
     assert_first(&s, 3, "forward_backward", "straggler");
 }
 
 #[test]
-#[ignore = "needs the synchronization-aware diagnosis (issue 40)"]
 fn diagnosis_c_slow_optimizer_after_the_sync_point() {
     // the delay comes after the barrier: the others wait for it in the
     // next step's allreduce.grads
@@ -481,7 +478,6 @@ fn diagnosis_c_slow_optimizer_after_the_sync_point() {
 }
 
 #[test]
-#[ignore = "needs the synchronization-aware diagnosis (issue 40)"]
 fn diagnosis_d_intermittent_every_fourth_step() {
     let mut envs = slow("1", "forward_backward", "12");
     envs.push(("DDP_SLOW_EVERY", "4"));
@@ -490,7 +486,6 @@ fn diagnosis_d_intermittent_every_fourth_step() {
 }
 
 #[test]
-#[ignore = "needs the synchronization-aware diagnosis (issue 40)"]
 fn diagnosis_e_a_window_of_steps() {
     let mut envs = slow("7", "data.next_batch", "10");
     envs.push(("DDP_SLOW_STEPS", "10-20"));
@@ -499,7 +494,6 @@ fn diagnosis_e_a_window_of_steps() {
 }
 
 #[test]
-#[ignore = "needs the synchronization-aware diagnosis (issue 40)"]
 fn diagnosis_f_a_small_delay() {
     // 3 ms on a step of ~15-18 ms (8 ranks on a small machine): 15-20% of a step
     let s = suspects_of(&slow("4", "forward_backward", "3"), Stop::Never);
@@ -507,14 +501,12 @@ fn diagnosis_f_a_small_delay() {
 }
 
 #[test]
-#[ignore = "needs the synchronization-aware diagnosis (issue 40)"]
 fn diagnosis_g_on_rank_zero() {
     let s = suspects_of(&slow("0", "forward_backward", "8"), Stop::Never);
     assert_first(&s, 0, "forward_backward", "straggler");
 }
 
 #[test]
-#[ignore = "needs the synchronization-aware diagnosis (issue 40)"]
 fn diagnosis_h_two_slow_ranks() {
     let mut envs = slow("2", "forward_backward", "12");
     envs.extend([
@@ -531,7 +523,6 @@ fn diagnosis_h_two_slow_ranks() {
 }
 
 #[test]
-#[ignore = "needs the synchronization-aware diagnosis (issue 40)"]
 fn diagnosis_i_a_hang() {
     let s = suspects_of(
         &[
@@ -546,14 +537,12 @@ fn diagnosis_i_a_hang() {
 }
 
 #[test]
-#[ignore = "needs the synchronization-aware diagnosis (issue 40)"]
 fn diagnosis_j1_balanced_with_jitter_names_nobody() {
     let s = suspects_of(&[("DDP_JITTER_MS", "3")], Stop::Never);
     assert!(s.is_empty(), "a balanced run has no suspect: {s:#?}");
 }
 
 #[test]
-#[ignore = "needs the synchronization-aware diagnosis (issue 40)"]
 fn diagnosis_j2_balanced_with_more_jitter_names_nobody() {
     let s = suspects_of(&[("DDP_JITTER_MS", "6")], Stop::Never);
     assert!(s.is_empty(), "a balanced run has no suspect: {s:#?}");

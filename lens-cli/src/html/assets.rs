@@ -36,6 +36,10 @@ tr.bad td{color:var(--bad)}
 .s.slow{outline:2px solid var(--bad);outline-offset:-1px}
 .s.trunc{background-image:repeating-linear-gradient(45deg,rgba(255,255,255,.45) 0 3px,transparent 3px 7px)}
 .s.err{border:2px solid var(--bad)}
+.s.wait{opacity:.45;background-image:repeating-linear-gradient(-45deg,rgba(255,255,255,.7) 0 2px,transparent 2px 5px)}
+.s.culprit{outline:2px solid var(--bad);outline-offset:0;box-shadow:0 0 0 3px rgba(214,39,40,.25)}
+.diag .verdict{font-size:14px;font-weight:600;margin:2px 0 8px}
+.diag td.ev{white-space:normal;text-align:left;color:var(--fg)}
 #tip{position:absolute;display:none;pointer-events:none;background:#1d2330;color:#fff;padding:6px 8px;border-radius:5px;font:12px/1.4 ui-monospace,monospace;white-space:pre;z-index:10;max-width:560px;overflow:hidden}
 .panels{display:grid;grid-template-columns:repeat(auto-fill,minmax(460px,1fr));gap:12px}
 .panel h3{margin:0 0 4px;font-size:13px}

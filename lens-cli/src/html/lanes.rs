@@ -31,8 +31,12 @@ fn color(name: &str, step: bool) -> &'static str {
 /// What marks a lane (straggler) or a step (slow) in red.
 #[derive(Debug)]
 pub(crate) struct Marks<'a> {
-    /// Straggler ranks.
+    /// Straggler ranks (and the diagnosis's suspects).
     pub(crate) strag: &'a BTreeSet<i64>,
+    /// Phases that are waits (synchronization points): drawn pale.
+    pub(crate) waits: &'a BTreeSet<String>,
+    /// Suspect rank → the phases it is suspected in: outlined in red.
+    pub(crate) culprit: &'a BTreeMap<i64, BTreeSet<String>>,
     /// Straggler rank → first iterations of its slow rows.
     pub(crate) slow: &'a BTreeMap<i64, Vec<i64>>,
     /// Iterations per row of the step analysis.
@@ -235,6 +239,12 @@ fn section(
                 .is_some_and(|it| slow_its.is_some_and(|v| v.binary_search(&it).is_ok()))
             {
                 class.push_str(" slow");
+            }
+            if m.waits.contains(&s.name) {
+                class.push_str(" wait");
+            }
+            if m.culprit.get(rank).is_some_and(|p| p.contains(&s.name)) {
+                class.push_str(" culprit");
             }
             if s.truncated {
                 class.push_str(" trunc");

@@ -9,7 +9,7 @@ mod lanes;
 mod svg;
 mod timeline;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 use crate::input::otlp::{Metric, Span};
@@ -82,6 +82,20 @@ pub(crate) fn esc_cut(s: &str) -> String {
     esc(&cut(s))
 }
 
+/// [`esc`] of a sentence of lens's own that quotes a few input names (the
+/// diagnosis's verdict and evidence): cut at four times [`MAX_TEXT_BYTES`].
+fn esc_cut_long(s: &str) -> String {
+    let max = 4 * MAX_TEXT_BYTES;
+    if s.len() <= max {
+        return esc(s);
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    esc(&format!("{}… (truncated, {} bytes)", &s[..end], s.len()))
+}
+
 /// Escapes text for HTML content and attribute values.
 pub(crate) fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
@@ -101,7 +115,19 @@ pub(crate) fn esc(s: &str) -> String {
 
 /// Renders the page.
 pub(crate) fn render(r: &Report, tl: &Timeline) -> String {
-    let strag: BTreeSet<i64> = r.stragglers.iter().map(|s| s.rank).collect();
+    // the lanes marked in red: the diagnosis's suspects, and ranks whose
+    // whole step was slow
+    let strag: BTreeSet<i64> = r
+        .stragglers
+        .iter()
+        .map(|s| s.rank)
+        .chain(r.suspects.iter().map(|s| s.rank))
+        .collect();
+    let waits: BTreeSet<String> = r.diagnosis.wait_phases.iter().cloned().collect();
+    let mut culprit: BTreeMap<i64, BTreeSet<String>> = BTreeMap::new();
+    for s in &r.suspects {
+        culprit.entry(s.rank).or_default().insert(s.phase.clone());
+    }
     let run = if r.run_ids.is_empty() {
         "run".to_owned()
     } else {
@@ -124,10 +150,13 @@ pub(crate) fn render(r: &Report, tl: &Timeline) -> String {
             String::new()
         }
     );
+    diagnosis(&mut o, r);
     stragglers(&mut o, r);
     heat::heat(&mut o, r, &strag);
     let marks = lanes::Marks {
         strag: &strag,
+        waits: &waits,
+        culprit: &culprit,
         slow: &r.slow,
         stride: r.steps.iterations_per_row,
     };
@@ -142,8 +171,51 @@ pub(crate) fn render(r: &Report, tl: &Timeline) -> String {
     o
 }
 
+/// The answer first: the verdict and the suspects in order of blame.
+fn diagnosis(o: &mut String, r: &Report) {
+    let d = &r.diagnosis;
+    let bad = !d.suspects.is_empty();
+    let _ = write!(
+        o,
+        "<h2>Diagnosis</h2><div class=\"card diag{}\" id=\"diagnosis\"><p class=\"verdict\">{}</p>",
+        if bad { " strag" } else { "" },
+        esc_cut_long(&d.verdict)
+    );
+    if bad {
+        let _ = write!(o, "<table><tr><th>#</th><th>rank</th><th>phase</th><th>kind</th><th>exposed time</th><th>per step</th><th>steps</th><th>evidence</th></tr>");
+        for (i, s) in d.suspects.iter().take(MAX_ROWS).enumerate() {
+            let _ = write!(
+                o,
+                "<tr class=\"bad suspect\" data-rank=\"{}\"><td>{}</td><td>rank {}</td><td>{}</td><td>{}{}</td><td>{:.1} ms</td><td>{:.1} ms</td><td>{}</td><td class=\"ev\">{}</td></tr>",
+                s.rank,
+                i + 1,
+                s.rank,
+                esc_cut(&s.phase),
+                match s.kind {
+                    crate::report::diagnose::Kind::Hang => "hang",
+                    crate::report::diagnose::Kind::Straggler => "straggler",
+                },
+                if s.uncertain { " (uncertain)" } else { "" },
+                s.exposed_ms,
+                s.per_step_ms,
+                s.steps,
+                esc_cut_long(&s.evidence)
+            );
+        }
+        let _ = write!(o, "</table>");
+    }
+    if !d.wait_phases.is_empty() {
+        let _ = write!(
+            o,
+            "<p class=\"note\">Waits (synchronization points, drawn pale and hatched in the timeline): {}. A wait is where the ranks leave together; time there is another rank's delay, never blamed on the rank that waits.</p>",
+            esc_cut_long(&d.wait_phases.join(", "))
+        );
+    }
+    let _ = write!(o, "</div>");
+}
+
 fn stragglers(o: &mut String, r: &Report) {
-    let _ = write!(o, "<h2>Stragglers</h2>");
+    let _ = write!(o, "<h2>Whole-step stragglers</h2>");
     if r.stragglers.is_empty() {
         let _ = write!(
             o,

@@ -143,6 +143,11 @@ pub(crate) struct MetricRow {
 pub(crate) struct Report {
     /// Layout version of this document.
     pub(crate) schema_version: u32,
+    /// Suspects of the diagnosis, ordered by blame (the same as
+    /// `diagnosis.suspects`).
+    pub(crate) suspects: Vec<super::diagnose::Suspect>,
+    /// Which rank and phase cost the job time, or which rank hung it.
+    pub(crate) diagnosis: super::diagnose::Diagnosis,
     /// Thresholds used.
     pub(crate) settings: Settings,
     /// What was read and skipped.
@@ -168,7 +173,8 @@ pub(crate) struct Report {
     pub(crate) by_name: BTreeMap<String, NameRow>,
     /// Step matrix summary.
     pub(crate) steps: StepsDoc,
-    /// Straggler ranks.
+    /// Ranks whose whole step was slower than the others' (jobs whose
+    /// ranks do not synchronize; in a synchronized job see `diagnosis`).
     pub(crate) stragglers: Vec<Straggler>,
     /// Truncated spans.
     pub(crate) truncated: Listed,

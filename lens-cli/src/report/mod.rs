@@ -2,6 +2,7 @@
 //! memory: sketches, a step matrix, capped lists) and turns it into a
 //! [`Report`] that the text, JSON and HTML renderers share.
 
+pub(crate) mod diagnose;
 mod doc;
 mod metrics;
 mod steps;
@@ -54,8 +55,9 @@ struct RankState {
     last_ns: u64,
     metric_batches: u64,
     log_records: u64,
-    /// Parent span id → (name, summed ns) of its children seen so far.
-    pending: HashMap<u64, Vec<(u32, u64)>>,
+    /// Parent span id → (name id, summed ns, first start) of its children
+    /// seen so far.
+    pending: HashMap<u64, Vec<(u32, u64, u64)>>,
 }
 
 /// Streaming aggregation of one run.
@@ -72,7 +74,15 @@ pub(crate) struct Aggregator {
     world_size: Option<i64>,
     run_ids: BTreeSet<String>,
     unattributed: u64,
+    /// Per phase name id: summed start offsets within their steps (ns) and
+    /// how many, to order the phases as they run.
+    phase_offsets: HashMap<u32, (f64, u64)>,
+    /// Spans left open and each rank's last step, for the hang diagnosis.
+    hangs: diagnose::HangInput,
 }
+
+/// Open spans kept per rank for the hang diagnosis.
+const MAX_OPEN_PER_RANK: usize = 64;
 
 impl Aggregator {
     fn name_id(&mut self, name: &str) -> u32 {
@@ -139,6 +149,17 @@ impl Aggregator {
         };
         if truncated {
             self.truncated.push(|| flagged(reason));
+            let open = self.hangs.open.entry(rank).or_default();
+            if open.len() < MAX_OPEN_PER_RANK {
+                open.push(diagnose::OpenSpan {
+                    name: s.name.to_string(),
+                    span_id: span_id_u64(&s.span_id),
+                    parent_id: span_id_u64(&s.parent_span_id),
+                    start_ns: s.start_time_unix_nano,
+                    dur_ns: dur,
+                    iteration: iteration.get(),
+                });
+            }
         }
         if s.status.code == 2 {
             self.errors.push(|| flagged(&s.status.message));
@@ -160,15 +181,25 @@ impl Aggregator {
                 r.pending.clear();
             }
             let e = r.pending.entry(parent).or_default();
-            match e.iter_mut().find(|(n, _)| *n == id) {
-                Some(slot) => slot.1 += dur,
-                None => e.push((id, dur)),
+            match e.iter_mut().find(|(n, ..)| *n == id) {
+                Some(slot) => {
+                    slot.1 = slot.1.saturating_add(dur);
+                    slot.2 = slot.2.min(s.start_time_unix_nano);
+                }
+                None => e.push((id, dur, s.start_time_unix_nano)),
             }
         }
         if let Some(it) = iteration.get() {
             self.step_names.insert(id);
+            if !truncated {
+                let last = self.hangs.last_step.entry(rank).or_insert(it);
+                *last = (*last).max(it);
+            }
             let mut phases = Vec::new();
-            for (child, ns) in children.unwrap_or_default() {
+            for (child, ns, start) in children.unwrap_or_default() {
+                let off = self.phase_offsets.entry(child).or_default();
+                off.0 += start.saturating_sub(s.start_time_unix_nano) as f64;
+                off.1 += 1;
                 let name = &self.names[child as usize].0;
                 if let Some(slot) = self.steps.phase_slot(name) {
                     phases.push((slot, ns));
@@ -178,11 +209,30 @@ impl Aggregator {
         }
     }
 
+    /// The synchronization-aware diagnosis: the phases in the order they
+    /// run (their mean start within the step), every step's profile, and
+    /// the spans left open.
+    fn diagnose(&self) -> diagnose::Diagnosis {
+        let names = self.steps.phase_names();
+        let offset = |name: &str| {
+            self.name_ids
+                .get(name)
+                .and_then(|id| self.phase_offsets.get(id))
+                .map_or(f64::MAX, |(sum, n)| sum / (*n).max(1) as f64)
+        };
+        let mut order: Vec<usize> = (0..names.len()).collect();
+        order.sort_by(|&a, &b| offset(&names[a]).total_cmp(&offset(&names[b])));
+        let ordered: Vec<String> = order.iter().map(|&k| names[k].clone()).collect();
+        let rows = self.steps.diagnosis_rows(&order);
+        diagnose::diagnose(&rows, &ordered, &self.hangs)
+    }
+
     /// Finishes the aggregation.
     pub(crate) fn finish(self, diag: Diagnostics, settings: Settings) -> Report {
         let analysis = self
             .steps
             .analyze(settings.straggler_pct, settings.straggler_share);
+        let diagnosis = self.diagnose();
         let ranks: Vec<RankRow> = self
             .ranks
             .iter()
@@ -272,6 +322,8 @@ impl Aggregator {
                 rows: analysis.rows,
             },
             heat: analysis.heat,
+            suspects: diagnosis.suspects.clone(),
+            diagnosis,
             stragglers: analysis.stragglers,
             truncated: self.truncated,
             errors: self.errors,

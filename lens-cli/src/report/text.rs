@@ -61,6 +61,7 @@ pub(crate) fn render_text(r: &Report, max_rows: usize) -> String {
             r.input.unreadable_paths
         );
     }
+    diagnosis(&mut o, r, max_rows);
     ranks(&mut o, r, max_rows);
     let _ = writeln!(
         o,
@@ -91,6 +92,39 @@ pub(crate) fn render_text(r: &Report, max_rows: usize) -> String {
     problems(&mut o, r, max_rows);
     metrics(&mut o, r, max_rows);
     o
+}
+
+/// The answer first: which rank and phase cost the job time, or hung it.
+fn diagnosis(o: &mut String, r: &Report, max_rows: usize) {
+    let d = &r.diagnosis;
+    let _ = writeln!(o, "\nDiagnosis: {}", show(&d.verdict, 4 * MAX_TEXT));
+    for (i, s) in d.suspects.iter().take(max_rows).enumerate() {
+        let cost = match s.kind {
+            super::diagnose::Kind::Hang => "hang".to_owned(),
+            _ => format!(
+                "{:.1} ms exposed ({:.1} ms in each of {} steps)",
+                s.exposed_ms, s.per_step_ms, s.steps
+            ),
+        };
+        let _ = writeln!(
+            o,
+            "  {}. rank {} in {}: {}{}",
+            i + 1,
+            s.rank,
+            show(&s.phase, MAX_TEXT),
+            cost,
+            if s.uncertain { " (uncertain)" } else { "" }
+        );
+        let _ = writeln!(o, "     {}", show(&s.evidence, 4 * MAX_TEXT));
+    }
+    more(o, d.suspects.len(), max_rows);
+    if !d.wait_phases.is_empty() {
+        let _ = writeln!(
+            o,
+            "  waits (synchronization points): {}",
+            show(&d.wait_phases.join(", "), 2 * MAX_TEXT)
+        );
+    }
 }
 
 fn ranks(o: &mut String, r: &Report, max_rows: usize) {
@@ -210,7 +244,7 @@ fn steps(o: &mut String, r: &Report, max_rows: usize) {
     }
     let _ = writeln!(
         o,
-        "\nStragglers (> {}% over the step median in ≥ {:.0}% of steps)",
+        "\nWhole-step stragglers (> {}% over the step median in ≥ {:.0}% of steps; unsynchronized ranks)",
         r.settings.straggler_pct,
         r.settings.straggler_share * 100.0
     );

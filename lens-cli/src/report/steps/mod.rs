@@ -194,6 +194,45 @@ impl StepMatrix {
         rank.cells.get(idx).filter(|c| c.n > 0)
     }
 
+    /// Phase slot → phase name.
+    pub(crate) fn phase_names(&self) -> &[String] {
+        &self.phases
+    }
+
+    /// The rows of the synchronization-aware diagnosis: per bucket that
+    /// holds steps, every rank's mean step and its phases in `order` (slots).
+    /// Only buckets that hold cells are visited (iterations may lie as far
+    /// apart as i64::MIN and i64::MAX).
+    pub(crate) fn diagnosis_rows(&self, order: &[usize]) -> Vec<super::diagnose::Row> {
+        let mut buckets: BTreeMap<i64, Vec<super::diagnose::RankStep>> = BTreeMap::new();
+        for (&rank, rs) in &self.ranks {
+            for (k, c) in rs.cells.iter().enumerate() {
+                if c.n == 0 {
+                    continue;
+                }
+                let Some(slot) = i64::try_from(k).ok().and_then(|k| rs.base.checked_add(k)) else {
+                    continue;
+                };
+                buckets
+                    .entry(slot)
+                    .or_default()
+                    .push(super::diagnose::RankStep {
+                        rank,
+                        step_ns: c.mean() as f64,
+                        phases: order.iter().map(|&p| c.phase_mean(p)).collect(),
+                    });
+            }
+        }
+        buckets
+            .into_iter()
+            .map(|(slot, ranks)| super::diagnose::Row {
+                iteration: slot.saturating_mul(self.stride),
+                span: self.stride,
+                ranks,
+            })
+            .collect()
+    }
+
     /// Step count per rank.
     pub(crate) fn steps_of(&self, rank: i64) -> u64 {
         self.ranks
