@@ -338,3 +338,51 @@ fn ranks_are_read_under_nv_dl_rank_and_the_python_0_1_dl_rank() {
     let rows = r["steps"]["rows"].as_array().expect("rows");
     assert!(rows.iter().all(|row| row["ranks"] == 3), "{r}");
 }
+
+/// Ranks that do not export spans write a per-step profile
+/// (`*.profile.jsonl`, one `lensProfile` line per step): the report reads
+/// it as the step and its phases, so the diagnosis sees every rank under
+/// the default `single_rank` strategy. Here rank 2's data loading is 8 ms
+/// slow in a synchronized 4-rank job; ranks 0-2 wrote profiles only.
+#[test]
+fn profiles_of_non_exporting_ranks_reach_the_diagnosis() {
+    let dir = fresh_dir("profiles");
+    let ms = 1_000_000u64;
+    let t0 = 1_796_000_000_000_000_000u64;
+    let mut files: Vec<String> = vec![String::new(); 4];
+    let step_ns = 30 * ms;
+    for it in 0..20u64 {
+        let start = t0 + it * step_ns;
+        for (rank, text) in files.iter_mut().enumerate() {
+            let data = if rank == 2 { 11 * ms } else { 3 * ms };
+            let fwd = 10 * ms;
+            // everyone leaves the allreduce when rank 2 arrives
+            let arrive = data + fwd;
+            let leave = 11 * ms + fwd + 2 * ms;
+            let phases = format!(
+                r#"[{{"n":"data","o":0,"d":{data}}},{{"n":"forward_backward","o":{data},"d":{fwd}}},{{"n":"allreduce","o":{arrive},"d":{}}},{{"n":"optimizer","o":{leave},"d":{}}}]"#,
+                leave - arrive,
+                4 * ms
+            );
+            text.push_str(&format!(
+                r#"{{"lensProfile":{{"v":1,"run":"r1","rank":{rank},"world":4,"host":"h","step":"train.step","id":"{:016x}","it":{it},"t":"{start}","d":{},"phases":{phases}}}}}"#,
+                (rank as u64 + 1) << 32 | (it + 1),
+                leave + 4 * ms
+            ));
+            text.push('\n');
+        }
+    }
+    for (rank, text) in files.iter().enumerate() {
+        std::fs::write(dir.join(format!("r1-rank{rank}.profile.jsonl")), text).expect("write");
+    }
+    let r = report_json(&[&dir], &[]);
+    assert_eq!(r["input"]["skipped_lines"], 0, "{r}");
+    assert_eq!(r["ranks"].as_array().map(Vec::len), Some(4), "{r}");
+    let first = &r["suspects"][0];
+    assert_eq!(first["rank"], 2, "{:#}", r["diagnosis"]);
+    assert_eq!(first["phase"], "data", "{:#}", r["diagnosis"]);
+    assert_eq!(
+        r["diagnosis"]["wait_phases"],
+        serde_json::json!(["allreduce"])
+    );
+}

@@ -42,7 +42,7 @@ pub(crate) fn envelope(text: &str) -> R<Envelope<'_>> {
                 })
             }
             // rarer; left to serde
-            "resourceMetrics" | "resourceLogs" => None,
+            "resourceMetrics" | "resourceLogs" | "lensProfile" => None,
             _ => p.skip(0),
         }
     })?;

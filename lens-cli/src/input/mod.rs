@@ -346,6 +346,78 @@ fn deliver(
         diag.log_records += n as u64;
         sink.logs(&origin, n);
     }
+    if let Some(p) = &env.lens_profile {
+        let (origin, spans) = profile_spans(p, file_rank);
+        diag.spans += spans.len() as u64;
+        sink.spans(&origin, &spans);
+    }
+}
+
+/// A profiled step as the spans it stands for: the step (with its
+/// iteration) and its direct children, each marked truncated when it was
+/// still open. Child ids are made from the step's id and the child's place.
+fn profile_spans<'a>(
+    p: &'a otlp::Profile<'a>,
+    file_rank: Option<i64>,
+) -> (Origin, Vec<otlp::Span<'a>>) {
+    use std::borrow::Cow;
+    let origin = Origin {
+        rank: p.rank.or(file_rank).unwrap_or(0),
+        world_size: p.world,
+        host: p.host.to_string(),
+        run_id: p.run.to_string(),
+        ..Origin::default()
+    };
+    let truncated = |open: bool| {
+        open.then(|| otlp::KeyValue {
+            key: Cow::Borrowed("nemo.span.truncated"),
+            value: otlp::AnyValue {
+                bool_value: Some(true),
+                ..Default::default()
+            },
+        })
+    };
+    let step_id = otlp::span_id_u64(&p.id);
+    let end = p.t.saturating_add(p.d);
+    let mut spans = Vec::with_capacity(p.phases.len() + 1);
+    for (i, ph) in p.phases.iter().enumerate() {
+        let start = p.t.saturating_add(ph.o);
+        let id = step_id ^ ((i as u64 + 1) << 56) ^ 0x5a5a_0000_0000_0000;
+        spans.push(otlp::Span {
+            span_id: Cow::Owned(format!("{id:016x}")),
+            parent_span_id: Cow::Owned(format!("{step_id:016x}")),
+            flags: 0,
+            name: Cow::Borrowed(&ph.n),
+            start_time_unix_nano: start,
+            end_time_unix_nano: start.saturating_add(ph.d),
+            attributes: truncated(ph.open).into_iter().collect(),
+            links: Vec::new(),
+            status: otlp::Status::default(),
+        });
+    }
+    let mut attrs: Vec<otlp::KeyValue<'a>> =
+        p.it.map(|it| otlp::KeyValue {
+            key: Cow::Borrowed(lens::semconv::DL_ITERATION),
+            value: otlp::AnyValue {
+                int_value: Some(it),
+                ..Default::default()
+            },
+        })
+        .into_iter()
+        .collect();
+    attrs.extend(truncated(p.open));
+    spans.push(otlp::Span {
+        span_id: Cow::Owned(format!("{step_id:016x}")),
+        parent_span_id: Cow::Borrowed(""),
+        flags: 0,
+        name: Cow::Borrowed(&p.step),
+        start_time_unix_nano: p.t,
+        end_time_unix_nano: end,
+        attributes: attrs,
+        links: Vec::new(),
+        status: otlp::Status::default(),
+    });
+    (origin, spans)
 }
 
 #[cfg(test)]

@@ -19,6 +19,60 @@ pub(crate) struct Envelope<'a> {
     pub(crate) resource_metrics: Vec<ResourceMetrics<'a>>,
     #[serde(borrow, default)]
     pub(crate) resource_logs: Vec<ResourceLogs<'a>>,
+    /// One step of a rank that does not export spans (`*.profile.jsonl`,
+    /// see [`Profile`]).
+    #[serde(borrow, default)]
+    pub(crate) lens_profile: Option<Profile<'a>>,
+}
+
+/// One step's phase profile, written by a rank that does not export spans
+/// (lens's `NEMO_LENS_PROFILE`, on by default with the file exporter): the
+/// step and its direct children, with offsets from the step's start.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct Profile<'a> {
+    #[serde(borrow, default)]
+    pub(crate) run: Cow<'a, str>,
+    #[serde(default, deserialize_with = "de_opt_i64")]
+    pub(crate) rank: Option<i64>,
+    #[serde(default, deserialize_with = "de_opt_i64")]
+    pub(crate) world: Option<i64>,
+    #[serde(borrow, default)]
+    pub(crate) host: Cow<'a, str>,
+    /// The step span's name.
+    #[serde(borrow, default)]
+    pub(crate) step: Cow<'a, str>,
+    /// The step span's id (16 hex digits).
+    #[serde(borrow, default)]
+    pub(crate) id: Cow<'a, str>,
+    /// Its `dl.iteration`.
+    #[serde(default, deserialize_with = "de_opt_i64")]
+    pub(crate) it: Option<i64>,
+    /// Its start (Unix ns).
+    #[serde(default, deserialize_with = "de_u64")]
+    pub(crate) t: u64,
+    /// Its duration (ns).
+    #[serde(default, deserialize_with = "de_u64")]
+    pub(crate) d: u64,
+    /// Still open when the job ended (truncated).
+    #[serde(default)]
+    pub(crate) open: bool,
+    #[serde(borrow, default)]
+    pub(crate) phases: Vec<ProfilePhase<'a>>,
+}
+
+/// A direct child of a profiled step.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct ProfilePhase<'a> {
+    #[serde(borrow, default)]
+    pub(crate) n: Cow<'a, str>,
+    /// Start, from the step's start (ns).
+    #[serde(default, deserialize_with = "de_u64")]
+    pub(crate) o: u64,
+    /// Duration (ns).
+    #[serde(default, deserialize_with = "de_u64")]
+    pub(crate) d: u64,
+    #[serde(default)]
+    pub(crate) open: bool,
 }
 
 /// A resource: its attributes only.
