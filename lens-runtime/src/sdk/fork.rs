@@ -85,4 +85,6 @@ extern "C" fn child() {
     crate::api::groups::disable_all_after_fork();
     crate::api::span::forget_tracer_after_fork();
     crate::api::span::open::reset_after_fork();
+    // batches in flight in the parent's threads do not exist here
+    crate::api::span::open::records::reset_after_fork();
 }

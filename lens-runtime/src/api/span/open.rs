@@ -302,8 +302,6 @@ pub(crate) fn truncate_all(reason: &str) -> usize {
 #[cfg_attr(not(feature = "sdk-core"), allow(dead_code))] // called by the fork handler
 pub(crate) fn reset_after_fork() {
     TRACKING.store(false, Ordering::Relaxed);
-    #[cfg(feature = "sdk-core")]
-    records::reset_after_fork();
     match REGISTRY.get().try_lock() {
         Ok(mut reg) => forget_lists(&mut reg),
         Err(TryLockError::Poisoned(e)) => forget_lists(&mut e.into_inner()),

@@ -25,7 +25,7 @@ pub(crate) fn in_flight() -> usize {
 
 /// In a forked child (fork handler: an atomic store): threads that had
 /// batches in flight in the parent do not exist here.
-pub(super) fn reset_after_fork() {
+pub(crate) fn reset_after_fork() {
     IN_FLIGHT.store(0, Ordering::Relaxed);
 }
 
