@@ -153,6 +153,13 @@ pub struct LensConfig {
     /// Register GPU instruments read through NVML (`NEMO_LENS_GPU_METRICS`,
     /// default false).
     pub gpu_metrics: bool,
+    /// On a rank that does not export, with the `file` or `perfetto`
+    /// exporter, keep a compact per-step phase profile (each step's direct
+    /// children: name, offset, duration) and append it to
+    /// `<run_id>-rank<rank>.profile.jsonl` beside the rank's would-be OTLP
+    /// file, so `lens report` sees every rank (`NEMO_LENS_PROFILE`, default
+    /// true). No thread and no connection either way.
+    pub profile: bool,
     /// Families the span-group spec resolves against (the base family is
     /// always included).
     pub span_group_families: Vec<&'static SpanGroupFamily>,
@@ -201,6 +208,7 @@ impl Default for LensConfig {
             quiet: false,
             flush_on_signal: false,
             gpu_metrics: false,
+            profile: true,
             span_group_families: Vec::new(),
             redact_keys: Vec::new(),
         }

@@ -119,6 +119,27 @@ mod tests {
     }
 
     #[test]
+    fn profile_defaults_on_and_parses_strictly() {
+        assert!(LensConfig::default().profile);
+        let cfg = |v: &'static str| {
+            LensConfig::from_lookup(&[ENV_PREFIX], &[], lookup_one("NEMO_LENS_PROFILE", v))
+        };
+        assert!(cfg("").unwrap().profile, "blank keeps the default");
+        assert!(!cfg("0").unwrap().profile);
+        assert!(!cfg("Off").unwrap().profile);
+        assert!(cfg("yes").unwrap().profile);
+        let e = cfg("sometimes").unwrap_err().to_string();
+        assert!(
+            e.contains("NEMO_LENS_PROFILE") && e.contains("sometimes"),
+            "{e}"
+        );
+    }
+
+    fn lookup_one(key: &'static str, value: &'static str) -> impl Fn(&str) -> Option<String> {
+        move |var| (var == key).then(|| value.to_owned())
+    }
+
+    #[test]
     fn redact_keys_default_empty_and_parsed() {
         assert!(LensConfig::default().redact_keys.is_empty());
         let c = LensConfig::from_lookup(&[ENV_PREFIX], &[], lookup(&[])).unwrap();

@@ -203,7 +203,7 @@ pub(crate) fn detected_attributes(detect: &Detect<'_>) -> Vec<KeyValue> {
     v
 }
 
-fn hostname() -> Option<String> {
+pub(crate) fn hostname() -> Option<String> {
     let mut buf = [0u8; 256];
     // SAFETY: `buf` is writable for its length; gethostname NUL-terminates
     // on success when the name fits.

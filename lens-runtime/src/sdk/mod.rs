@@ -13,6 +13,7 @@ pub(crate) mod ids;
 pub(crate) mod logs;
 pub(crate) mod pipeline;
 pub(crate) mod processors;
+pub(crate) mod profile;
 pub(crate) mod redact;
 pub(crate) mod report;
 pub(crate) mod sampler;

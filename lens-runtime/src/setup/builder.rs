@@ -66,7 +66,10 @@ impl fmt::Debug for TelemetryBuilder {
 /// * disabled: nothing is started, no group is enabled;
 /// * enabled, this rank exports: providers, exporters and the groups of the spec;
 /// * enabled, this rank does not export: nothing is started (no thread, no
-///   socket), no group is enabled.
+///   socket); with the `file` or `perfetto` exporter (and
+///   `NEMO_LENS_PROFILE`, on by default) the groups of the spec are enabled
+///   and each step's phases are appended, on the calling thread, to the
+///   rank's small `.profile.jsonl` file; otherwise no group is enabled.
 ///
 /// The whole configuration is validated first, on every rank.
 ///
@@ -298,10 +301,24 @@ impl TelemetryBuilder {
             crate::sdk::fork::leave_child();
         }
         if !(plan.decide)(&plan.config, self.rank, self.world_size) {
-            // this rank records nothing: it owns the (empty) process state
+            // this rank exports nothing: it keeps a per-step profile (file
+            // exporters, `NEMO_LENS_PROFILE`) or records nothing; either
+            // way it owns the process state
+            let profiling = super::profile::wanted(&plan.config)
+                .then(|| self.open_profile(&plan.config, &run_id))
+                .flatten();
             if let Some(previous) = take_over(generation) {
                 signal::clear_live(previous);
                 teardown_globals(false);
+            }
+            if let Some(p) = profiling {
+                return Ok(super::profile::install(
+                    &plan,
+                    self.world_size,
+                    generation,
+                    run_id,
+                    p,
+                ));
             }
             set_enabled_span_groups(&SpanGroupSet::none());
             let h = TelemetryHandle::inactive(true, generation, run_id);

@@ -7,6 +7,7 @@ use crate::api::span::{self, open};
 use crate::config::otel::DEFAULT_FLUSH_TIMEOUT;
 use crate::sdk::export::SpanCounters;
 use crate::sdk::pipeline::Pipeline;
+use crate::sdk::profile::Profiling;
 use crate::sdk::report::{LossCause, ShutdownReport, SignalReport};
 use opentelemetry_sdk::logs::SdkLoggerProvider;
 use std::fmt;
@@ -74,6 +75,9 @@ pub(super) fn teardown_globals(truncate_open_spans: bool) {
 #[must_use = "dropping the handle shuts telemetry down; keep it for the whole job"]
 pub struct TelemetryHandle {
     pipeline: Mutex<Option<Arc<Pipeline>>>,
+    /// A rank that does not export: its per-step profile, when it keeps one.
+    profile: Mutex<Option<Profiling>>,
+    profile_path: Option<PathBuf>,
     counters: Option<Arc<SpanCounters>>,
     generation: u64,
     /// The process that made the handle (a forked child has a copy).
@@ -91,6 +95,7 @@ impl fmt::Debug for TelemetryHandle {
             .field("enabled", &self.enabled)
             .field("exporting", &self.exporting)
             .field("file_path", &self.file_path)
+            .field("profile_path", &self.profile_path)
             .field("run_id", &self.run_id)
             .finish()
     }
@@ -103,6 +108,8 @@ impl TelemetryHandle {
             counters: Some(pipeline.counters.clone()),
             file_path: pipeline.file_path.clone(),
             pipeline: Mutex::new(Some(pipeline)),
+            profile: Mutex::new(None),
+            profile_path: None,
             generation,
             owner_pid: std::process::id(),
             enabled: true,
@@ -115,6 +122,8 @@ impl TelemetryHandle {
         TelemetryHandle {
             run_id,
             pipeline: Mutex::new(None),
+            profile: Mutex::new(None),
+            profile_path: None,
             counters: None,
             generation,
             owner_pid: std::process::id(),
@@ -123,6 +132,15 @@ impl TelemetryHandle {
             file_path: None,
             holds_install: AtomicBool::new(false),
         }
+    }
+
+    /// A rank that does not export and keeps a per-step profile.
+    pub(super) fn profiling(profiling: Profiling, generation: u64, run_id: String) -> Self {
+        let mut h = Self::inactive(true, generation, run_id);
+        h.profile_path = Some(profiling.path.clone());
+        h.profile = Mutex::new(Some(profiling));
+        h.holds_install = AtomicBool::new(true);
+        h
     }
 
     /// The run id every rank of this job shares: `NEMO_LENS_RUN_ID`, else
@@ -168,6 +186,19 @@ impl TelemetryHandle {
     /// ```
     pub fn file_path(&self) -> Option<&Path> {
         self.file_path.as_deref()
+    }
+
+    /// The per-step phase profile file of a rank that does not export
+    /// (`<…>.profile.jsonl` beside the rank's would-be OTLP JSON lines file),
+    /// when it keeps one: the `file` or `perfetto` exporter and
+    /// `NEMO_LENS_PROFILE` on (the default).
+    ///
+    /// ```
+    /// let h = lens::setup_telemetry(Default::default(), 0, 1).unwrap();
+    /// assert!(h.profile_path().is_none());
+    /// ```
+    pub fn profile_path(&self) -> Option<&Path> {
+        self.profile_path.as_deref()
     }
 
     /// A tracer of the installed provider (a no-op tracer when not exporting).
@@ -281,6 +312,11 @@ impl TelemetryHandle {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take();
+        let profiling = self
+            .profile
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
         if !self.holds_install.swap(false, Ordering::AcqRel) {
             return ShutdownReport::default();
         }
@@ -290,6 +326,7 @@ impl TelemetryHandle {
             // threads do not exist here, nothing to flush, and waiting for
             // them would stall
             std::mem::forget(taken);
+            std::mem::forget(profiling);
             let _ = LIVE_GENERATION.compare_exchange(
                 self.generation,
                 0,
@@ -317,7 +354,21 @@ impl TelemetryHandle {
             // the signal hook keeps flushing this pipeline until its
             // shutdown is over (a SIGTERM now waits for it, within its
             // deadline, before the process dies)
-            teardown_globals(taken.is_some());
+            teardown_globals(taken.is_some() || profiling.is_some());
+        }
+        if let Some(profiling) = profiling {
+            // open spans were ended above (their lines are written): what
+            // is left is to count
+            let report = profiling.shutdown(timeout);
+            if live {
+                signal::clear_live(self.generation);
+            }
+            drop(profiling);
+            if !report.is_clean() {
+                crate::diag::warn(format_args!("warning: {report}"));
+            }
+            signal::wait_for_pending_death();
+            return report;
         }
         let Some(pipeline) = taken else {
             if live {

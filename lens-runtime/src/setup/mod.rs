@@ -8,6 +8,7 @@ mod handle;
 mod install;
 #[cfg(feature = "logs")]
 mod logs;
+mod profile;
 mod signal;
 
 pub use crate::sdk::report::{LossCause, ShutdownReport, SignalReport};

@@ -1,0 +1,909 @@
+//! The per-step phase profile of a rank that does not export.
+//!
+//! Under `single_rank` (the default) or `sampled`, most ranks export no
+//! span, so a report sees one rank and cannot tell which rank slowed a
+//! synchronized job. With the `file` (or `perfetto`) exporter, such a rank
+//! keeps a compact profile instead: one synchronous span processor, on the
+//! thread that ends each span, collects the direct children of every open
+//! span and, when a *step* (a span with `dl.iteration`) ends, appends one
+//! JSON line for it to `<…>.profile.jsonl` with one `write(2)`, then forgets
+//! them. No thread, no queue, no connection, no runtime:
+//!
+//! ```text
+//! {"lensProfile":{"v":1,"run":"exp","rank":3,"world":8,"host":"node1","step":"train.step",
+//!  "id":"00f067aa0ba902b7","it":12,"t":"1700000000000000000","d":18234567,"open":true,
+//!  "phases":[{"n":"data.next_batch","o":51234,"d":2345678},
+//!            {"n":"forward_backward","o":2400000,"d":100,"open":true}]}}
+//! ```
+//!
+//! `t` is the step's start (Unix ns, a decimal string: past 2^53 a JSON
+//! number loses precision), `d` durations in ns, `o` a phase's start minus
+//! the step's (≥ 0), `open` only on spans still open at shutdown or at a
+//! signal (`nemo.span.truncated`). Phases are in start order; a name that
+//! repeats under one step (microbatches) is one phase: durations summed,
+//! the first start kept.
+//!
+//! Bounds: at most [`MAX_PHASES`] distinct names per parent (more are
+//! dropped and counted), at most [`MAX_PENDING`] parents waiting for their
+//! end (the oldest is forgotten beyond that, counted), names cut at
+//! [`MAX_NAME`] bytes, one reused line buffer. A span's own children are
+//! forgotten when it ends, so what is held is bounded by the spans open.
+//! A failed write drops that line, counted by the sink (one warning on
+//! stderr) and reported as lost at shutdown; nothing here panics.
+
+use crate::api::semconv;
+use crate::sdk::export::sink::{Batch, Sink};
+use crate::sdk::report::{LossCause, SignalReport};
+use opentelemetry::Value;
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::trace::{SpanData, SpanProcessor};
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The most distinct child names kept per parent.
+pub(crate) const MAX_PHASES: usize = 16;
+/// The most parents whose children are held while they are open.
+pub(crate) const MAX_PENDING: usize = 4096;
+/// The longest span name kept, in bytes (cut at a character boundary).
+pub(crate) const MAX_NAME: usize = 128;
+/// Spare child lists kept for reuse (no allocation per step once warm).
+const SPARE_LISTS: usize = 64;
+/// The former key of the iteration, still read.
+const FORMER_ITERATION: &str = "nv.dl.iteration";
+
+/// Where the profile of `rank` goes: the rank's would-be OTLP JSON lines
+/// file (`file::path_for`) with `.otlp.jsonl` replaced by `.profile.jsonl`
+/// (another name gets `.profile` before its extension, or `.profile.jsonl`
+/// when it has none); when `NEMO_LENS_FILE_PATH` has no `{rank}`,
+/// `.rank<N>` goes before that, so ranks never share a file.
+pub(crate) fn path_for(cfg: &crate::config::LensConfig, run_id: &str, rank: u32) -> PathBuf {
+    let otlp = crate::sdk::export::file::path_for(cfg, run_id, rank);
+    let shared = cfg
+        .file_path
+        .as_ref()
+        .is_some_and(|p| !p.contains("{rank}"));
+    let name = otlp
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let (stem, suffix) = if let Some(stem) = name.strip_suffix(".otlp.jsonl") {
+        (stem.to_owned(), ".profile.jsonl".to_owned())
+    } else {
+        match name.rfind('.').filter(|&i| i > 0) {
+            Some(i) => (name[..i].to_owned(), format!(".profile{}", &name[i..])),
+            None => (name.clone(), ".profile.jsonl".to_owned()),
+        }
+    };
+    let rank_part = if shared {
+        format!(".rank{rank}")
+    } else {
+        String::new()
+    };
+    let file = format!("{stem}{rank_part}{suffix}");
+    match otlp.parent() {
+        Some(dir) => dir.join(file),
+        None => PathBuf::from(file),
+    }
+}
+
+/// Who wrote the profile: the fields every line carries.
+#[derive(Debug, Clone)]
+pub(crate) struct Meta {
+    pub(crate) run: String,
+    pub(crate) rank: u32,
+    pub(crate) world: u32,
+    pub(crate) host: String,
+}
+
+/// One direct child of a parent, or the sum of its children of one name.
+#[derive(Debug)]
+struct Phase {
+    name: Cow<'static, str>,
+    /// Unix ns.
+    start: u64,
+    dur: u64,
+    open: bool,
+}
+
+#[derive(Debug)]
+struct Pending {
+    /// Its place in `State::order` (oldest first).
+    seq: u64,
+    phases: Vec<Phase>,
+}
+
+/// Span ids are random: the id is its own hash.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 << 8) | u64::from(*b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+#[derive(Default)]
+struct State {
+    /// Children by parent span id.
+    pending: HashMap<u64, Pending, BuildHasherDefault<IdHasher>>,
+    /// Parent span ids by arrival, for forgetting the oldest.
+    order: BTreeMap<u64, u64>,
+    next_seq: u64,
+    spare: Vec<Vec<Phase>>,
+    line: Batch,
+}
+
+impl State {
+    /// The children held for `id`, forgotten here.
+    fn take(&mut self, id: u64) -> Option<Vec<Phase>> {
+        let p = self.pending.remove(&id)?;
+        self.order.remove(&p.seq);
+        Some(p.phases)
+    }
+
+    /// Returns a child list for reuse.
+    fn recycle(&mut self, mut v: Vec<Phase>) {
+        if self.spare.len() < SPARE_LISTS && v.capacity() <= MAX_PHASES {
+            v.clear();
+            self.spare.push(v);
+        }
+    }
+
+    /// Records `phase` under `parent`; `false` when it was dropped (a
+    /// new name past `MAX_PHASES`). Forgets the oldest parent when full.
+    fn add(&mut self, parent: u64, phase: Phase, evicted: &AtomicU64) -> bool {
+        if let Some(p) = self.pending.get_mut(&parent) {
+            if let Some(same) = p.phases.iter_mut().find(|q| q.name == phase.name) {
+                same.start = same.start.min(phase.start);
+                same.dur = same.dur.saturating_add(phase.dur);
+                same.open |= phase.open;
+                return true;
+            }
+            if p.phases.len() >= MAX_PHASES {
+                return false;
+            }
+            p.phases.push(phase);
+            return true;
+        }
+        while self.pending.len() >= MAX_PENDING {
+            let Some((_, oldest)) = self.order.pop_first() else {
+                break;
+            };
+            if let Some(p) = self.pending.remove(&oldest) {
+                evicted.fetch_add(1, Ordering::Relaxed);
+                self.recycle(p.phases);
+            }
+        }
+        let mut phases = self
+            .spare
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(MAX_PHASES / 2));
+        phases.push(phase);
+        let seq = self.next_seq;
+        self.next_seq = self.next_seq.wrapping_add(1);
+        self.order.insert(seq, parent);
+        self.pending.insert(parent, Pending { seq, phases });
+        true
+    }
+}
+
+/// The profile of one rank: its file, what it holds, what it wrote.
+pub(crate) struct Profile {
+    meta: Meta,
+    sink: Arc<Sink>,
+    state: Mutex<State>,
+    /// Lines written.
+    written: AtomicU64,
+    /// Parents forgotten because `MAX_PENDING` were held.
+    evicted: AtomicU64,
+    /// Children dropped because their parent had `MAX_PHASES` names.
+    dropped_phases: AtomicU64,
+}
+
+impl fmt::Debug for Profile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Profile")
+            .field("meta", &self.meta)
+            .field("destination", &self.sink.destination())
+            .field("written", &self.written.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+/// Counts at one moment, for a flush's report.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Tally {
+    written: u64,
+    lost: u64,
+}
+
+impl Profile {
+    /// A profile appending to `sink`.
+    pub(crate) fn new(meta: Meta, sink: Arc<Sink>) -> Arc<Profile> {
+        Arc::new(Profile {
+            meta,
+            sink,
+            state: Mutex::new(State::default()),
+            written: AtomicU64::new(0),
+            evicted: AtomicU64::new(0),
+            dropped_phases: AtomicU64::new(0),
+        })
+    }
+
+    /// The counts now.
+    pub(crate) fn tally(&self) -> Tally {
+        Tally {
+            written: self.written.load(Ordering::Relaxed),
+            lost: self.sink.dropped_records(),
+        }
+    }
+
+    /// Lines written and lost since `before` (`Tally::default()`: ever),
+    /// as a report's traces.
+    pub(crate) fn report_since(&self, before: Tally) -> SignalReport {
+        let now = self.tally();
+        let lost = now.lost.saturating_sub(before.lost);
+        SignalReport {
+            exported: now.written.saturating_sub(before.written),
+            lost,
+            timed_out: false,
+            cause: (lost > 0).then(|| LossCause::WriteFailed {
+                destination: self.sink.destination(),
+                detail: self
+                    .sink
+                    .first_error()
+                    .unwrap_or("the write failed")
+                    .to_owned(),
+            }),
+        }
+    }
+
+    /// Parents forgotten (too many held) and children dropped (too many
+    /// names under one parent).
+    #[cfg(test)]
+    fn overflow(&self) -> (u64, u64) {
+        (
+            self.evicted.load(Ordering::Relaxed),
+            self.dropped_phases.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Takes one ended span.
+    fn record(&self, span: SpanData) {
+        if crate::sdk::fork::in_child() {
+            crate::sdk::fork::note_dropped();
+            return;
+        }
+        let id = u64::from_be_bytes(span.span_context.span_id().to_bytes());
+        let parent = u64::from_be_bytes(span.parent_span_id.to_bytes());
+        let mut step = false;
+        let mut iteration = None;
+        let mut truncated = false;
+        for kv in &span.attributes {
+            match kv.key.as_str() {
+                semconv::DL_ITERATION | FORMER_ITERATION => {
+                    step = true;
+                    iteration = iteration.or_else(|| as_int(&kv.value));
+                }
+                semconv::NEMO_SPAN_TRUNCATED => truncated = matches!(kv.value, Value::Bool(true)),
+                _ => {}
+            }
+        }
+        if !step && parent == 0 {
+            // neither a step nor anyone's child: only its own children, if
+            // any, are to forget
+            let mut st = self.lock();
+            if let Some(v) = st.take(id) {
+                st.recycle(v);
+            }
+            return;
+        }
+        let start = unix_ns(span.start_time);
+        let dur = unix_ns(span.end_time).saturating_sub(start);
+        let mut st = self.lock();
+        let children = st.take(id);
+        if step {
+            let mut phases = children.unwrap_or_default();
+            phases.sort_by_key(|p| p.start);
+            let step = StepLine {
+                name: &span.name,
+                id,
+                iteration,
+                start,
+                dur,
+                open: truncated,
+                phases: &phases,
+            };
+            let State { line, .. } = &mut *st;
+            line.buf.clear();
+            line.records = 1;
+            self.encode(&step, &mut line.buf);
+            if self.sink.write(line).is_ok() {
+                self.written.fetch_add(1, Ordering::Relaxed);
+            }
+            if line.buf.capacity() > 64 * 1024 {
+                // one huge line does not keep its buffer
+                line.buf = Vec::new();
+            }
+            st.recycle(phases);
+        } else {
+            if let Some(v) = children {
+                st.recycle(v);
+            }
+            let phase = Phase {
+                name: cut(span.name),
+                start,
+                dur,
+                open: truncated,
+            };
+            if !st.add(parent, phase, &self.evicted) {
+                self.dropped_phases.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// One line, `\n` included. Plain byte pushes, no `fmt` (the line is
+    /// built on the thread that ends the step).
+    fn encode(&self, s: &StepLine<'_>, out: &mut Vec<u8>) {
+        let m = &self.meta;
+        out.extend_from_slice(b"{\"lensProfile\":{\"v\":1,\"run\":");
+        json_str(out, &m.run);
+        out.extend_from_slice(b",\"rank\":");
+        push_u64(out, u64::from(m.rank));
+        out.extend_from_slice(b",\"world\":");
+        push_u64(out, u64::from(m.world));
+        out.extend_from_slice(b",\"host\":");
+        json_str(out, &m.host);
+        out.extend_from_slice(b",\"step\":");
+        json_str(out, cut_str(s.name));
+        out.extend_from_slice(b",\"id\":\"");
+        push_hex16(out, s.id);
+        out.push(b'"');
+        if let Some(it) = s.iteration {
+            out.extend_from_slice(b",\"it\":");
+            if it < 0 {
+                out.push(b'-');
+            }
+            push_u64(out, it.unsigned_abs());
+        }
+        out.extend_from_slice(b",\"t\":\"");
+        push_u64(out, s.start);
+        out.extend_from_slice(b"\",\"d\":");
+        push_u64(out, s.dur);
+        if s.open {
+            out.extend_from_slice(b",\"open\":true");
+        }
+        out.extend_from_slice(b",\"phases\":[");
+        for (i, p) in s.phases.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(b"{\"n\":");
+            json_str(out, &p.name);
+            out.extend_from_slice(b",\"o\":");
+            push_u64(out, p.start.saturating_sub(s.start));
+            out.extend_from_slice(b",\"d\":");
+            push_u64(out, p.dur);
+            if p.open {
+                out.extend_from_slice(b",\"open\":true");
+            }
+            out.push(b'}');
+        }
+        out.extend_from_slice(b"]}}\n");
+    }
+}
+
+/// `n` in decimal.
+fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+/// `n` as 16 lowercase hex digits.
+fn push_hex16(out: &mut Vec<u8>, n: u64) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for shift in (0..16).rev() {
+        out.push(HEX[((n >> (shift * 4)) & 0xf) as usize]);
+    }
+}
+
+/// A step's line, before encoding.
+struct StepLine<'a> {
+    name: &'a str,
+    id: u64,
+    iteration: Option<i64>,
+    start: u64,
+    dur: u64,
+    open: bool,
+    phases: &'a [Phase],
+}
+
+/// `s` as a JSON string: as is when nothing needs escaping (span names,
+/// as a rule), else with serde_json's escaping.
+fn json_str(out: &mut Vec<u8>, s: &str) {
+    if !s
+        .bytes()
+        .any(|b| b < 0x20 || b == b'"' || b == b'\\' || b == 0x7f)
+    {
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+        return;
+    }
+    if serde_json::to_writer(&mut *out, s).is_err() {
+        out.extend_from_slice(b"\"\"");
+    }
+}
+
+/// `s` cut to at most `MAX_NAME` bytes, at a character boundary.
+fn cut_str(s: &str) -> &str {
+    if s.len() <= MAX_NAME {
+        return s;
+    }
+    let mut end = MAX_NAME;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+fn cut(name: Cow<'static, str>) -> Cow<'static, str> {
+    match name {
+        Cow::Owned(s) if s.len() > MAX_NAME => Cow::Owned(cut_str(&s).to_owned()),
+        Cow::Borrowed(s) => Cow::Borrowed(cut_str(s)),
+        n => n,
+    }
+}
+
+fn as_int(v: &Value) -> Option<i64> {
+    match v {
+        Value::I64(i) => Some(*i),
+        Value::F64(f) if f.is_finite() && f.fract() == 0.0 => Some(*f as i64),
+        Value::String(s) => s.as_str().trim().parse().ok(),
+        _ => None,
+    }
+}
+
+fn unix_ns(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// The span processor: every ended span goes to the profile, on the
+/// calling thread.
+#[derive(Debug, Clone)]
+pub(crate) struct ProfileProcessor(pub(crate) Arc<Profile>);
+
+impl SpanProcessor for ProfileProcessor {
+    fn on_start(&self, _span: &mut opentelemetry_sdk::trace::Span, _cx: &opentelemetry::Context) {}
+    fn on_end(&self, span: SpanData) {
+        self.0.record(span);
+    }
+    fn force_flush(&self) -> OTelSdkResult {
+        // every line is written when its step ends
+        Ok(())
+    }
+    fn shutdown_with_timeout(&self, _timeout: Duration) -> OTelSdkResult {
+        Ok(())
+    }
+}
+
+/// A profiling rank's tracer provider and profile, owned by its handle.
+#[derive(Debug)]
+pub(crate) struct Profiling {
+    pub(crate) provider: opentelemetry_sdk::trace::SdkTracerProvider,
+    pub(crate) profile: Arc<Profile>,
+    pub(crate) path: PathBuf,
+}
+
+impl Profiling {
+    /// Opens the profile file at `path` (as the file exporter opens its
+    /// file: created 0600, no symlink, whole lines) and builds a provider
+    /// whose one processor feeds it; every span is sampled.
+    pub(crate) fn open(path: &Path, meta: Meta) -> std::io::Result<Profiling> {
+        let sink = Sink::file(path)?;
+        let profile = Profile::new(meta, sink);
+        let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
+            .with_id_generator(crate::sdk::ids::ForkSafeIdGenerator::new())
+            .with_sampler(opentelemetry_sdk::trace::Sampler::AlwaysOn)
+            .with_span_processor(ProfileProcessor(profile.clone()))
+            .build();
+        Ok(Profiling {
+            provider,
+            profile,
+            path: path.to_owned(),
+        })
+    }
+
+    /// Shuts the provider down; the report counts the lines written as
+    /// exported and the lines that could not be written as lost.
+    pub(crate) fn shutdown(&self, timeout: Duration) -> crate::sdk::report::ShutdownReport {
+        let _ = self.provider.shutdown_with_timeout(timeout);
+        crate::sdk::report::ShutdownReport {
+            traces: self.profile.report_since(Tally::default()),
+            ..Default::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opentelemetry::trace::{
+        SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState,
+    };
+    use opentelemetry::KeyValue;
+    use opentelemetry_sdk::trace::{SpanEvents, SpanLinks};
+
+    const T0: u64 = 1_700_000_000_000_000_000;
+
+    fn temp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("lens-profile-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d.join("p.profile.jsonl")
+    }
+
+    fn meta() -> Meta {
+        Meta {
+            run: "run\"1".into(),
+            rank: 3,
+            world: 8,
+            host: "node-a".into(),
+        }
+    }
+
+    fn span(
+        name: &'static str,
+        id: u64,
+        parent: u64,
+        start: u64,
+        end: u64,
+        attrs: Vec<KeyValue>,
+    ) -> SpanData {
+        let t = |ns: u64| UNIX_EPOCH + Duration::from_nanos(ns);
+        SpanData {
+            span_context: SpanContext::new(
+                TraceId::from(7u128),
+                SpanId::from(id),
+                TraceFlags::SAMPLED,
+                false,
+                TraceState::default(),
+            ),
+            parent_span_id: SpanId::from(parent),
+            parent_span_is_remote: false,
+            span_kind: SpanKind::Internal,
+            name: name.into(),
+            start_time: t(start),
+            end_time: t(end),
+            attributes: attrs,
+            dropped_attributes_count: 0,
+            events: SpanEvents::default(),
+            links: SpanLinks::default(),
+            status: Status::Unset,
+            instrumentation_scope: Default::default(),
+        }
+    }
+
+    fn step(id: u64, it: i64, start: u64, end: u64) -> SpanData {
+        span(
+            "train.step",
+            id,
+            1,
+            start,
+            end,
+            vec![KeyValue::new(semconv::DL_ITERATION, it)],
+        )
+    }
+
+    fn lines(path: &Path) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect()
+    }
+
+    fn open(name: &str) -> (PathBuf, Arc<Profile>) {
+        let path = temp(name);
+        let p = Profile::new(meta(), Sink::file(&path).unwrap());
+        (path, p)
+    }
+
+    #[test]
+    fn a_step_line_holds_its_direct_children_in_start_order() {
+        let (path, p) = open("step");
+        let s = 0x10;
+        // children end before their step, in any order
+        p.record(span(
+            "forward_backward",
+            0x12,
+            s,
+            T0 + 300,
+            T0 + 900,
+            vec![],
+        ));
+        p.record(span("data.next_batch", 0x11, s, T0 + 100, T0 + 250, vec![]));
+        // a grandchild is not a phase of the step
+        p.record(span("layer", 0x20, 0x13, T0 + 910, T0 + 920, vec![]));
+        p.record(span("allreduce.grads", 0x13, s, T0 + 900, T0 + 990, vec![]));
+        p.record(step(s, 12, T0, T0 + 1000));
+        let l = lines(&path);
+        assert_eq!(l.len(), 1);
+        let v = &l[0]["lensProfile"];
+        assert_eq!(v["v"], 1);
+        assert_eq!(v["run"], "run\"1");
+        assert_eq!(v["rank"], 3);
+        assert_eq!(v["world"], 8);
+        assert_eq!(v["host"], "node-a");
+        assert_eq!(v["step"], "train.step");
+        assert_eq!(v["id"], "0000000000000010");
+        assert_eq!(v["it"], 12);
+        assert_eq!(v["t"], T0.to_string());
+        assert_eq!(v["d"], 1000);
+        assert!(v.get("open").is_none());
+        let ph = v["phases"].as_array().unwrap();
+        let names: Vec<_> = ph.iter().map(|x| x["n"].as_str().unwrap()).collect();
+        assert_eq!(
+            names,
+            ["data.next_batch", "forward_backward", "allreduce.grads"]
+        );
+        assert_eq!(
+            (ph[0]["o"].as_u64(), ph[0]["d"].as_u64()),
+            (Some(100), Some(150))
+        );
+        assert_eq!(
+            (ph[2]["o"].as_u64(), ph[2]["d"].as_u64()),
+            (Some(900), Some(90))
+        );
+        assert!(ph.iter().all(|x| x.get("open").is_none()));
+        // everything was forgotten: nothing held
+        assert!(p.lock().pending.is_empty());
+        assert_eq!(p.report_since(Tally::default()).exported, 1);
+        // a second step has only its own children
+        p.record(span(
+            "optimizer.step",
+            0x31,
+            0x30,
+            T0 + 2100,
+            T0 + 2200,
+            vec![],
+        ));
+        p.record(step(0x30, 13, T0 + 2000, T0 + 3000));
+        let l = lines(&path);
+        assert_eq!(l.len(), 2);
+        assert_eq!(l[1]["lensProfile"]["phases"].as_array().unwrap().len(), 1);
+        assert_eq!(l[1]["lensProfile"]["it"], 13);
+    }
+
+    #[test]
+    fn repeated_names_are_one_phase_summed_from_the_first_start() {
+        let (path, p) = open("repeat");
+        for mb in 0..4u64 {
+            let start = T0 + 100 + mb * 100;
+            p.record(span(
+                "microbatch",
+                0x100 + mb,
+                0x10,
+                start,
+                start + 40,
+                vec![],
+            ));
+        }
+        p.record(span(
+            "optimizer.step",
+            0x200,
+            0x10,
+            T0 + 50,
+            T0 + 60,
+            vec![],
+        ));
+        p.record(span(
+            "train.step",
+            0x10,
+            0,
+            T0,
+            T0 + 1000,
+            vec![KeyValue::new("nv.dl.iteration", "7")],
+        ));
+        let l = lines(&path);
+        let v = &l[0]["lensProfile"];
+        assert_eq!(v["it"], 7, "the former key, a string value");
+        let ph = v["phases"].as_array().unwrap();
+        assert_eq!(ph.len(), 2);
+        assert_eq!(ph[0]["n"], "optimizer.step");
+        assert_eq!(ph[1]["n"], "microbatch");
+        assert_eq!(ph[1]["o"], 100);
+        assert_eq!(ph[1]["d"], 160);
+    }
+
+    #[test]
+    fn truncated_spans_are_open() {
+        let (path, p) = open("truncated");
+        let tr = || vec![KeyValue::new(semconv::NEMO_SPAN_TRUNCATED, true)];
+        p.record(span(
+            "data.next_batch",
+            0x11,
+            0x10,
+            T0 + 10,
+            T0 + 20,
+            vec![],
+        ));
+        p.record(span(
+            "forward_backward",
+            0x12,
+            0x10,
+            T0 + 30,
+            T0 + 130,
+            tr(),
+        ));
+        let mut s = step(0x10, 5, T0, T0 + 140);
+        s.attributes.extend(tr());
+        p.record(s);
+        let v = &lines(&path)[0]["lensProfile"];
+        assert_eq!(v["open"], true);
+        let ph = v["phases"].as_array().unwrap();
+        assert!(ph[0].get("open").is_none());
+        assert_eq!(ph[1]["open"], true);
+        assert_eq!(ph[1]["d"], 100);
+    }
+
+    #[test]
+    fn bounds_names_parents_and_name_length() {
+        let (path, p) = open("bounds");
+        // 20 distinct names under one step: 16 kept, 4 dropped
+        let names: Vec<&'static str> = (0..20)
+            .map(|i| &*Box::leak(format!("phase{i:02}").into_boxed_str()))
+            .collect();
+        for (i, n) in names.iter().enumerate() {
+            let s = T0 + i as u64 * 10;
+            p.record(span(n, 0x1000 + i as u64, 0x10, s, s + 5, vec![]));
+        }
+        // a repeat of a kept name still adds up
+        p.record(span(names[0], 0x2000, 0x10, T0 + 500, T0 + 505, vec![]));
+        assert_eq!(p.overflow(), (0, 4));
+        // parents that never end: at most MAX_PENDING held, the oldest
+        // forgotten (the step's own entry is among the oldest)
+        for i in 0..(MAX_PENDING as u64 + 10) {
+            p.record(span(
+                "orphan",
+                0x10_0000 + i,
+                0x20_0000 + i,
+                T0,
+                T0 + 1,
+                vec![],
+            ));
+        }
+        assert_eq!(p.lock().pending.len(), MAX_PENDING);
+        assert_eq!(p.lock().order.len(), MAX_PENDING);
+        assert_eq!(p.overflow().0, 11);
+        // a step whose children were forgotten still gets its line
+        let long: &'static str = Box::leak("é".repeat(200).into_boxed_str());
+        p.record(span(long, 0x3000, 0x40, T0, T0 + 1, vec![]));
+        p.record(step(0x40, 1, T0, T0 + 2));
+        p.record(step(0x10, 0, T0, T0 + 1000));
+        let l = lines(&path);
+        assert_eq!(l.len(), 2);
+        let n = l[0]["lensProfile"]["phases"][0]["n"].as_str().unwrap();
+        assert!(
+            n.len() <= MAX_NAME && n.len() >= MAX_NAME - 1,
+            "{}",
+            n.len()
+        );
+        assert!(l[1]["lensProfile"]["phases"].as_array().unwrap().is_empty());
+        // memory: the line buffer stays small
+        assert!(l.iter().all(|v| v.to_string().len() < 1024));
+    }
+
+    #[test]
+    fn a_failed_write_is_counted_as_lost() {
+        // /dev/full fails every write with ENOSPC
+        let p = Profile::new(meta(), Sink::file(Path::new("/dev/full")).unwrap());
+        p.record(span(
+            "data.next_batch",
+            0x11,
+            0x10,
+            T0 + 10,
+            T0 + 20,
+            vec![],
+        ));
+        p.record(step(0x10, 1, T0, T0 + 100));
+        p.record(step(0x20, 2, T0, T0 + 100));
+        let r = p.report_since(Tally::default());
+        assert_eq!((r.exported, r.lost), (0, 2));
+        match r.cause {
+            Some(LossCause::WriteFailed { destination, .. }) => {
+                assert!(destination.contains("/dev/full"))
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(p.lock().pending.is_empty());
+    }
+
+    #[test]
+    fn names_are_escaped_and_numbers_exact() {
+        let path = temp("escape");
+        let m = Meta {
+            run: "a\"b\\c\n".into(),
+            rank: u32::MAX,
+            world: 0,
+            host: "h\u{1}é".into(),
+        };
+        let p = Profile::new(m, Sink::file(&path).unwrap());
+        p.record(span("we\"ird\tname", 0x11, u64::MAX, 0, u64::MAX, vec![]));
+        p.record(span(
+            "s",
+            u64::MAX,
+            0,
+            0,
+            u64::MAX,
+            vec![KeyValue::new(semconv::DL_ITERATION, i64::MIN)],
+        ));
+        let v = &lines(&path)[0]["lensProfile"];
+        assert_eq!(v["run"], "a\"b\\c\n");
+        assert_eq!(v["host"], "h\u{1}é");
+        assert_eq!(v["rank"], u64::from(u32::MAX));
+        assert_eq!(v["world"], 0);
+        assert_eq!(v["id"], "ffffffffffffffff");
+        assert_eq!(v["it"], i64::MIN);
+        assert_eq!(v["t"], "0");
+        assert_eq!(v["d"], u64::MAX);
+        assert_eq!(v["phases"][0]["n"], "we\"ird\tname");
+        assert_eq!(v["phases"][0]["o"], 0);
+        assert_eq!(v["phases"][0]["d"], u64::MAX);
+    }
+
+    #[test]
+    fn the_path_sits_beside_the_otlp_file() {
+        let mut cfg = crate::config::LensConfig::default();
+        assert_eq!(
+            path_for(&cfg, "r/1", 2),
+            Path::new("lens-telemetry/r-1-rank2.profile.jsonl")
+        );
+        cfg.file_path = Some("/x/{rank}/t.otlp.jsonl".into());
+        assert_eq!(path_for(&cfg, "r", 5), Path::new("/x/5/t.profile.jsonl"));
+        cfg.file_path = Some("/x/spans.jsonl".into());
+        assert_eq!(
+            path_for(&cfg, "r", 5),
+            Path::new("/x/spans.rank5.profile.jsonl")
+        );
+        cfg.file_path = Some("/x/spans-{rank}".into());
+        assert_eq!(
+            path_for(&cfg, "r", 1),
+            Path::new("/x/spans-1.profile.jsonl")
+        );
+        cfg.file_path = Some("out".into());
+        assert_eq!(path_for(&cfg, "r", 0), Path::new("out.rank0.profile.jsonl"));
+        cfg.file_path = Some("/x/.hidden".into());
+        assert_eq!(
+            path_for(&cfg, "r", 0),
+            Path::new("/x/.hidden.rank0.profile.jsonl")
+        );
+    }
+}
