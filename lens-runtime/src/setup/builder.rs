@@ -304,21 +304,13 @@ impl TelemetryBuilder {
             // this rank exports nothing: it keeps a per-step profile (file
             // exporters, `NEMO_LENS_PROFILE`) or records nothing; either
             // way it owns the process state
-            let profiling = super::profile::wanted(&plan.config)
-                .then(|| self.open_profile(&plan.config, &run_id))
-                .flatten();
+            let profiling = self.open_profile(&plan.config, &run_id);
             if let Some(previous) = take_over(generation) {
                 signal::clear_live(previous);
                 teardown_globals(false);
             }
             if let Some(p) = profiling {
-                return Ok(super::profile::install(
-                    &plan,
-                    self.world_size,
-                    generation,
-                    run_id,
-                    p,
-                ));
+                return Ok(self.install_profile(&plan, generation, run_id, p));
             }
             set_enabled_span_groups(&SpanGroupSet::none());
             let h = TelemetryHandle::inactive(true, generation, run_id);

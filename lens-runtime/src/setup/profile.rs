@@ -15,7 +15,7 @@ use crate::sdk::profile::{Meta, Profiling};
 use std::sync::Arc;
 
 /// Whether a rank that does not export keeps a profile under `cfg`.
-pub(super) fn wanted(cfg: &LensConfig) -> bool {
+fn wanted(cfg: &LensConfig) -> bool {
     cfg.enabled
         && cfg.traces_enabled
         && cfg.profile
@@ -26,10 +26,14 @@ pub(super) fn wanted(cfg: &LensConfig) -> bool {
 }
 
 impl TelemetryBuilder {
-    /// Opens this rank's profile file and builds its provider; `None` (with
-    /// one warning) when the file cannot be opened: the job goes on
-    /// without a profile of this rank. Installs nothing.
+    /// This rank's profile when it keeps one under `cfg` ([`wanted`]):
+    /// opens its file and builds its provider; `None` (with one warning)
+    /// when the file cannot be opened: the job goes on without a profile of
+    /// this rank. Installs nothing.
     pub(super) fn open_profile(&self, cfg: &LensConfig, run_id: &str) -> Option<Profiling> {
+        if !wanted(cfg) {
+            return None;
+        }
         let path = crate::sdk::profile::path_for(cfg, run_id, self.rank);
         let meta = Meta {
             run: run_id.to_owned(),
@@ -55,7 +59,20 @@ impl TelemetryBuilder {
 /// Installs `profiling` as the process's tracer (after `take_over`): the
 /// plan's span groups on, open spans tracked (so shutdown and the signal
 /// flush end them, truncated), the signal hook when asked. Cannot fail.
-pub(super) fn install(
+impl TelemetryBuilder {
+    /// Installs `profiling` (see [`install`]).
+    pub(super) fn install_profile(
+        &self,
+        plan: &Plan,
+        generation: u64,
+        run_id: String,
+        profiling: Profiling,
+    ) -> TelemetryHandle {
+        install(plan, self.world_size, generation, run_id, profiling)
+    }
+}
+
+fn install(
     plan: &Plan,
     world_size: u32,
     generation: u64,
