@@ -547,3 +547,50 @@ fn diagnosis_j2_balanced_with_more_jitter_names_nobody() {
     let s = suspects_of(&[("DDP_JITTER_MS", "6")], Stop::Never);
     assert!(s.is_empty(), "a balanced run has no suspect: {s:#?}");
 }
+
+/// The default export strategy (`single_rank`: only the last rank exports
+/// spans) with the file exporter: the other ranks write their per-step
+/// profiles, and the diagnosis still names the slow rank and phase.
+#[test]
+fn diagnosis_k_default_strategy_with_profiles() {
+    let mut envs = slow("5", "data.next_batch", "8");
+    envs.push(("NEMO_LENS_EXPORT_STRATEGY", "single_rank"));
+    let (dir, f) = run_job_with(WORLD, STEPS, &envs, Stop::Never);
+    assert_ok(&f);
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .expect("telemetry folder")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let spans = names.iter().filter(|n| n.ends_with(".otlp.jsonl")).count();
+    let profiles = names
+        .iter()
+        .filter(|n| n.ends_with(".profile.jsonl"))
+        .count();
+    assert_eq!(
+        (spans, profiles),
+        (1, WORLD as usize - 1),
+        "one span file (the last rank), a profile from every other: {names:?}"
+    );
+    let _ = std::fs::remove_dir_all(dir.parent().unwrap());
+    let s = suspects_of(&envs, Stop::Never);
+    assert_first(&s, 5, "data.next_batch", "straggler");
+}
+
+/// A hang under the default strategy: the hung rank's profile holds its
+/// open step and phase (the signal flush ends them, truncated).
+#[test]
+fn diagnosis_l_default_strategy_hang() {
+    let s = suspects_of(
+        &[
+            ("DDP_HANG_RANK", "2"),
+            ("DDP_HANG_PHASE", "forward_backward"),
+            ("DDP_HANG_STEP", "5"),
+            ("NEMO_LENS_FLUSH_ON_SIGNAL", "1"),
+            ("NEMO_LENS_EXPORT_STRATEGY", "single_rank"),
+        ],
+        Stop::TermAfter(Duration::from_secs(2)),
+    );
+    assert_first(&s, 2, "forward_backward", "hang");
+}
