@@ -5,10 +5,54 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+/// Exit status of the commands that read runs (`report`, `perfetto`).
+pub(crate) const EXIT_READ: &str = "\
+Exit status:
+  0  done (also when stdout is closed early, e.g. `lens report RUN | head -1`)
+  1  the command failed: an output could not be written, an input could not be read at all
+  2  usage error: an unknown option, a bad value or a missing argument
+  3  the input held nothing to report: no input files, or no spans, metrics or logs in them";
+
+/// Exit status of `lens --help`: every command's.
+pub(crate) const EXIT_ALL: &str = "\
+Exit status:
+  0  done (also when stdout is closed early, e.g. `lens report RUN | head -1`)
+  1  the command failed: an output could not be written, telemetry could not be set up or
+     exported (emit-spans)
+  2  usage error: an unknown option, a bad value or a missing argument
+  3  the input held nothing to report (report, perfetto): no input files, or no spans,
+     metrics or logs in them
+  lens exec exits with its command's status instead: the command's exit code, 128+N when
+  signal N killed it, 126 when it cannot be executed, 127 when it is not found";
+
+/// Exit status of `lens emit-spans`.
+pub(crate) const EXIT_EMIT: &str = "\
+Exit status:
+  0  every span was exported
+  1  telemetry could not be set up, or spans could not be exported
+  2  usage error: an unknown option, a bad or missing --span (syntax, END before START,
+     duplicate name, unknown parent, cycle) or an empty --service";
+
+/// Exit status of `lens slurm-env`.
+pub(crate) const EXIT_SLURM: &str = "\
+Exit status:
+  0  done (also outside a SLURM job, and when stdout is closed early)
+  1  the line could not be written
+  2  usage error: an unknown option, a bad value or a missing argument";
+
+/// Exit status of `lens exec`.
+pub(crate) const EXIT_EXEC: &str = "\
+Exit status (the command's, as a shell reports it):
+  N      the command exited with code N
+  128+N  signal N killed the command
+  126    the command exists but cannot be executed
+  127    the command is not found or cannot be started
+  2      usage error of lens exec itself (before the command runs)";
+
 /// Look at Lens runs (summaries, HTML timelines, Perfetto traces) and add
 /// spans from outside Rust programs (launchers, shell steps, SLURM).
 #[derive(Debug, Parser)]
-#[command(name = "lens", version, about)]
+#[command(name = "lens", version, about, after_help = EXIT_ALL)]
 pub(crate) struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -19,10 +63,16 @@ pub(crate) struct Cli {
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// Summarize a run: span statistics, steps, stragglers, problems, metrics.
+    #[command(after_help = EXIT_READ)]
     Report(ReportArgs),
     /// Convert a run to a Perfetto trace (ui.perfetto.dev) or Chrome JSON.
+    #[command(after_help = EXIT_READ)]
     Perfetto(PerfettoArgs),
     /// Write a synthetic multi-rank run (for tests and benchmarks).
+    ///
+    /// Hidden from `lens --help` (a test tool), still callable: `lens synth
+    /// --help` documents it.
+    #[command(hide = true)]
     Synth(SynthArgs),
     /// Run a command under a root span and hand its trace to the command
     /// (TRACEPARENT), e.g. `lens exec -- srun python train.py`.
@@ -34,6 +84,7 @@ pub(crate) enum Command {
     /// command's code, 128+N when signal N killed it, 127 when it cannot
     /// start. With the file exporter `{rank}` in NEMO_LENS_FILE_PATH
     /// becomes `exec`.
+    #[command(after_help = EXIT_EXEC)]
     Exec(ExecArgs),
     /// Emit spans with given start and end times (shell steps of a job).
     ///
@@ -42,6 +93,7 @@ pub(crate) enum Command {
     /// set, else under a root named after --service when several have no
     /// parent. Any bad --span (syntax, END before START, duplicate name,
     /// unknown parent, cycle) is an error and nothing is emitted.
+    #[command(after_help = EXIT_EMIT)]
     EmitSpans(EmitSpansArgs),
     /// Print `export OTEL_RESOURCE_ATTRIBUTES=…` with the SLURM job's
     /// attributes added, for `eval` in a job script.
@@ -49,6 +101,7 @@ pub(crate) enum Command {
     /// Usage: `eval "$(lens slurm-env --stage task)"`. Attributes already
     /// set are kept; values are percent-encoded and the line single-quoted.
     /// Outside a SLURM job the value is printed unchanged.
+    #[command(after_help = EXIT_SLURM)]
     SlurmEnv(SlurmEnvArgs),
 }
 
@@ -140,6 +193,7 @@ pub(crate) enum TraceFormat {
 
 /// `lens perfetto`.
 #[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("input").required(true).multiple(true).args(["paths", "merge"])))]
 pub(crate) struct PerfettoArgs {
     /// Files or directories of `*.otlp.jsonl` (optionally `.gz`).
     pub(crate) paths: Vec<PathBuf>,

@@ -33,8 +33,17 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-/// Exit code for input that holds nothing to look at.
-const EXIT_EMPTY: u8 = 2;
+/// Exit codes (the table in `lens --help`; `lens exec` exits with its
+/// command's status instead).
+mod exit {
+    /// The command failed: I/O, an output that cannot be written.
+    pub(crate) const FAILED: u8 = 1;
+    /// Usage error: what clap reports, and the arguments `lens` checks
+    /// itself (emit-spans' `--span` list).
+    pub(crate) const USAGE: u8 = 2;
+    /// The input held nothing to report.
+    pub(crate) const EMPTY: u8 = 3;
+}
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
@@ -46,31 +55,47 @@ fn main() -> ExitCode {
         cli::Command::EmitSpans(a) => emit_spans::run(&a),
         cli::Command::SlurmEnv(a) => slurm_env::run(&a),
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::Empty(msg)) => {
-            eprintln!("lens: {msg}");
-            ExitCode::from(EXIT_EMPTY)
-        }
-        Err(Failure::Other(msg)) => {
-            eprintln!("lens: {msg}");
-            ExitCode::FAILURE
-        }
-    }
+    let (code, msg) = match result {
+        Ok(()) | Err(Failure::ClosedOutput) => return ExitCode::SUCCESS,
+        Err(Failure::Empty(msg)) => (exit::EMPTY, msg),
+        Err(Failure::Usage(msg)) => (exit::USAGE, msg),
+        Err(Failure::Other(msg)) => (exit::FAILED, msg),
+    };
+    eprintln!("lens: {msg}");
+    ExitCode::from(code)
 }
 
-/// Why a command failed.
+/// Why a command did not finish normally.
 #[derive(Debug)]
 pub(crate) enum Failure {
-    /// Nothing usable in the input (exit code 2).
+    /// Nothing usable in the input (exit code 3).
     Empty(String),
+    /// Bad arguments that clap cannot check (exit code 2).
+    Usage(String),
+    /// The reader of the output went away (EPIPE, `| head`): the command
+    /// ends quietly with exit code 0, as `git` and `rg` do.
+    ClosedOutput,
     /// Anything else (exit code 1).
     Other(String),
 }
 
 impl From<std::io::Error> for Failure {
     fn from(e: std::io::Error) -> Self {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            return Failure::ClosedOutput;
+        }
         Failure::Other(e.to_string())
+    }
+}
+
+impl Failure {
+    /// A failure writing `what` (an output file): quiet when its reader
+    /// went away (a pipe, `-o /dev/stdout`), else `what: error`.
+    pub(crate) fn writing(what: &std::path::Path, e: &std::io::Error) -> Self {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            return Failure::ClosedOutput;
+        }
+        Failure::Other(format!("{}: {e}", what.display()))
     }
 }
 
@@ -83,7 +108,7 @@ impl From<input::InputError> for Failure {
     }
 }
 
-/// Fails with exit code 2 when nothing was read.
+/// Fails with exit code 3 when nothing was read.
 pub(crate) fn check_not_empty(diag: &input::Diagnostics) -> Result<(), Failure> {
     if diag.is_empty() {
         return Err(Failure::Empty(format!(
@@ -91,6 +116,17 @@ pub(crate) fn check_not_empty(diag: &input::Diagnostics) -> Result<(), Failure> 
             diag.files, diag.lines, diag.skipped_lines
         )));
     }
+    Ok(())
+}
+
+/// Writes to stdout through a buffer and flushes it; a closed stdout
+/// (EPIPE) is [`Failure::ClosedOutput`].
+pub(crate) fn to_stdout(
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), Failure> {
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    write(&mut out)?;
+    out.flush()?;
     Ok(())
 }
 
@@ -114,16 +150,14 @@ fn run_report(a: &cli::ReportArgs) -> Result<(), Failure> {
     };
     if let (Some(path), Some(tl)) = (&a.html, timeline) {
         let page = html::render(&report, &tl);
-        std::fs::write(path, page)
-            .map_err(|e| Failure::Other(format!("{}: {e}", path.display())))?;
+        std::fs::write(path, page).map_err(|e| Failure::writing(path, &e))?;
     }
-    let mut out = std::io::stdout().lock();
-    if a.json {
-        serde_json::to_writer_pretty(&mut out, &report)
-            .map_err(|e| Failure::Other(e.to_string()))?;
-        writeln!(out)?;
-    } else {
-        out.write_all(report::render_text(&report, a.max_rows).as_bytes())?;
-    }
-    Ok(())
+    to_stdout(|out| {
+        if a.json {
+            serde_json::to_writer_pretty(&mut *out, &report)?;
+            writeln!(out)
+        } else {
+            out.write_all(report::render_text(&report, a.max_rows).as_bytes())
+        }
+    })
 }

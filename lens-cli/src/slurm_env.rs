@@ -11,7 +11,6 @@
 
 use std::collections::HashSet;
 use std::ffi::OsString;
-use std::io::Write;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
 use lens::semconv;
@@ -65,9 +64,7 @@ pub(crate) fn run(args: &SlurmEnvArgs) -> Result<(), Failure> {
         );
         existing.into_vec()
     };
-    let mut out = std::io::stdout().lock();
-    out.write_all(&export_line(&value))?;
-    Ok(())
+    crate::to_stdout(|out| out.write_all(&export_line(&value)))
 }
 
 /// Whether this is a SLURM job: one of `slurm.job.id`'s variables is set

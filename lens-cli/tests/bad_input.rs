@@ -1,5 +1,5 @@
 //! Bad input is reported with file:line, skipped and counted; it never
-//! panics. Empty input exits with code 2 and says why.
+//! panics. Empty input exits with code 3 and says why.
 
 mod support;
 
@@ -119,15 +119,15 @@ fn error_status_spans_are_listed() {
 }
 
 #[test]
-fn empty_input_exits_2_with_a_clear_message() {
+fn empty_input_exits_3_with_a_clear_message() {
     let dir = fresh_dir("empty");
     let out = run(&["report", dir.to_str().expect("path")]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no OTLP/JSON-lines files"));
 
     std::fs::write(dir.join("e.otlp.jsonl"), "").expect("write");
     let out = run(&["report", dir.to_str().expect("path")]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(3));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("no spans, metrics or logs found"),
@@ -140,7 +140,7 @@ fn empty_input_exits_2_with_a_clear_message() {
         "-o",
         dir.join("t.pftrace").to_str().expect("p"),
     ]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(3));
 }
 
 #[test]

@@ -27,10 +27,11 @@ use crate::Failure;
 /// Runs `lens emit-spans`.
 pub(crate) fn run(args: &EmitSpansArgs) -> Result<(), Failure> {
     let fail = |msg: String| Failure::Other(format!("emit-spans: {msg}"));
+    let usage = |msg: String| Failure::Usage(format!("emit-spans: {msg}"));
     if args.service.trim().is_empty() {
-        return Err(fail("--service is empty".into()));
+        return Err(usage("--service is empty".into()));
     }
-    let plan = plan::plan(&args.spans).map_err(fail)?;
+    let plan = plan::plan(&args.spans).map_err(usage)?;
     let mut cfg = LensConfig::from_env().map_err(|e| fail(e.to_string()))?;
     // this command exists to emit spans: on whatever the switches say
     cfg.enabled = true;

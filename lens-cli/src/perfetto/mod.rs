@@ -25,7 +25,8 @@ pub(crate) fn run(a: &PerfettoArgs) -> Result<(), Failure> {
     let mut paths = a.paths.clone();
     paths.extend(a.merge.iter().cloned());
     if paths.is_empty() {
-        return Err(Failure::Empty("give input files or --merge DIR".to_owned()));
+        // clap requires one of them
+        return Err(Failure::Usage("give input files or --merge DIR".to_owned()));
     }
     // `.pftrace` files (the runtime's `perfetto` exporter) are merged as
     // they are; JSON-lines files are converted
@@ -44,17 +45,15 @@ pub(crate) fn run(a: &PerfettoArgs) -> Result<(), Failure> {
             crate::term::path(&inputs.traces[0])
         )));
     }
-    let out =
-        File::create(&a.out).map_err(|e| Failure::Other(format!("{}: {e}", a.out.display())))?;
+    let out = File::create(&a.out).map_err(|e| Failure::writing(&a.out, &e))?;
     not_the_output(&mut inputs, out.metadata().ok().map(|m| file_id(&m)));
     let (traces, files) = (&inputs.traces, &inputs.lines);
     let mut out = BufWriter::with_capacity(1 << 20, out);
-    let (copied, unopened) = merge::append(traces, &mut out)
-        .map_err(|e| Failure::Other(format!("{}: {e}", a.out.display())))?;
+    let (copied, unopened) =
+        merge::append(traces, &mut out).map_err(|e| Failure::writing(&a.out, &e))?;
     if files.is_empty() {
         use std::io::Write as _;
-        out.flush()
-            .map_err(|e| Failure::Other(format!("{}: {e}", a.out.display())))?;
+        out.flush().map_err(|e| Failure::writing(&a.out, &e))?;
         eprintln!(
             "lens perfetto: {} trace file(s), {copied} bytes, merged into {}{}",
             traces.len() as u64 - unopened,
@@ -75,7 +74,7 @@ pub(crate) fn run(a: &PerfettoArgs) -> Result<(), Failure> {
             (diag, sink.finish())
         }
     };
-    written.map_err(|e| Failure::Other(format!("{}: {e}", a.out.display())))?;
+    written.map_err(|e| Failure::writing(&a.out, &e))?;
     crate::check_not_empty(&diag)?;
     eprintln!(
         "lens perfetto: {} spans from {} file(s) written to {}{}",

@@ -37,6 +37,11 @@ pub(crate) fn fresh_dir(name: &str) -> PathBuf {
 }
 
 /// `lens synth ARGS --out <fresh dir NAME>`; returns the directory.
+///
+/// `lens synth` is the test tool that writes a synthetic multi-rank run
+/// (`--ranks`, `--steps`, `--straggler RANK:PHASE:PCT`, `--truncate RANK`,
+/// `--unsynchronized`, `--gzip`, …): hidden from `lens --help`, documented
+/// by `lens synth --help`.
 pub(crate) fn synth(name: &str, args: &[&str]) -> PathBuf {
     let dir = fresh_dir(name);
     let mut all = vec!["synth"];
