@@ -13,6 +13,23 @@ Exit status:
   2  usage error: an unknown option, a bad value or a missing argument
   3  the input held nothing to report: no input files, or no spans, metrics or logs in them";
 
+/// `lens report --help`'s end: the filters, then the exit status.
+pub(crate) const REPORT_AFTER: &str = "\
+Filters (--name, --rank):
+  They restrict the tables: spans by name (and --csv), truncated and ERROR spans, ranks,
+  metrics, and the same parts of --json (`by_name`, `truncated`, `errors`, `ranks`,
+  `metrics`, with `filter` saying what was selected) and of the --html page. The share of a
+  span name is over the selected ranks' wall time. The diagnosis, the step table and the
+  whole-step stragglers always read every span of every rank (a rank's wait is only told
+  from its work against the other ranks' steps), as do the first line's totals, the
+  missing ranks and the HTML timeline.
+
+Exit status:
+  0  done (also when stdout is closed early, e.g. `lens report RUN | head -1`)
+  1  the command failed: an output could not be written, an input could not be read at all
+  2  usage error: an unknown option, a bad value or a missing argument
+  3  the input held nothing to report: no input files, or no spans, metrics or logs in them";
+
 /// Exit status of `lens --help`: every command's.
 pub(crate) const EXIT_ALL: &str = "\
 Exit status:
@@ -63,7 +80,7 @@ pub(crate) struct Cli {
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// Summarize a run: span statistics, steps, stragglers, problems, metrics.
-    #[command(after_help = EXIT_READ)]
+    #[command(after_help = REPORT_AFTER)]
     Report(ReportArgs),
     /// Convert a run to a Perfetto trace (ui.perfetto.dev) or Chrome JSON.
     #[command(after_help = EXIT_READ)]
@@ -163,6 +180,21 @@ pub(crate) struct ReportArgs {
     /// Print one versioned JSON document instead of text.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Print the spans-by-name table as CSV instead of text: a header row,
+    /// then name,count,total_ns,mean_ns,min_ns,p50_ns,p95_ns,p99_ns,
+    /// max_ns,share (durations in ns, share a fraction), names quoted as
+    /// RFC 4180 asks (control characters escaped when stdout is a terminal).
+    #[arg(long, conflicts_with = "json")]
+    pub(crate) csv: bool,
+    /// Restrict the tables to spans whose name matches PATTERN: a glob when
+    /// it has `*` or `?` (`allreduce*`, matched against the whole name),
+    /// else a substring. Repeat for any of several. See FILTERS below.
+    #[arg(long = "name", value_name = "PATTERN")]
+    pub(crate) names: Vec<String>,
+    /// Restrict the tables to these ranks, e.g. `0,3,5-7`. Repeat to add.
+    /// See FILTERS below.
+    #[arg(long = "rank", value_name = "RANKS", value_parser = parse_ranks)]
+    pub(crate) ranks: Vec<RankList>,
     /// Also write a self-contained HTML timeline to this file. Text from
     /// the input (attribute keys and values, span names, status messages)
     /// is cut to 256 bytes in the page, ending in `… (truncated, N bytes)`.
@@ -264,6 +296,14 @@ fn parse_straggler(s: &str) -> Result<(u32, String, f64), String> {
         ));
     }
     Ok((r, p.to_owned(), pct))
+}
+
+/// The ranks of one `--rank` (inclusive ranges).
+#[derive(Debug, Clone)]
+pub(crate) struct RankList(pub(crate) Vec<[i64; 2]>);
+
+fn parse_ranks(s: &str) -> Result<RankList, String> {
+    crate::report::parse_ranks(s).map(RankList)
 }
 
 fn non_negative(s: &str) -> Result<f64, String> {

@@ -415,7 +415,8 @@ fn pipeline(r: &mut Rng, dir: &Path) {
     let Ok(found) = crate::input::discover(&[dir.to_path_buf()]) else {
         return;
     };
-    let mut sink = crate::html::Collector::new(r.below(20) as usize);
+    let mut sink =
+        crate::html::Collector::new(crate::report::Aggregator::default(), r.below(20) as usize);
     let diag = crate::input::reread_quietly(&found.files, &mut sink);
     let settings = crate::report::Settings {
         straggler_pct: *r.pick(&[0.0, 10.0, 1e9]),

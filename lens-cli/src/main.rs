@@ -136,14 +136,19 @@ fn run_report(a: &cli::ReportArgs) -> Result<(), Failure> {
         straggler_pct: a.straggler_pct,
         straggler_share: a.straggler_share,
     };
+    let filter = report::Filter {
+        names: a.names.clone(),
+        ranks: a.ranks.iter().flat_map(|l| l.0.iter().copied()).collect(),
+    };
+    let agg = report::Aggregator::new(filter);
     let (report, timeline) = if a.html.is_some() {
-        let mut sink = html::Collector::new(a.html_steps);
+        let mut sink = html::Collector::new(agg, a.html_steps);
         let diag = input::read_found(&found, &mut sink);
         check_not_empty(&diag)?;
         let (agg, tl) = sink.into_parts();
         (agg.finish(diag, settings), Some(tl))
     } else {
-        let mut agg = report::Aggregator::default();
+        let mut agg = agg;
         let diag = input::read_found(&found, &mut agg);
         check_not_empty(&diag)?;
         (agg.finish(diag, settings), None)
@@ -156,6 +161,10 @@ fn run_report(a: &cli::ReportArgs) -> Result<(), Failure> {
         if a.json {
             serde_json::to_writer_pretty(&mut *out, &report)?;
             writeln!(out)
+        } else if a.csv {
+            use std::io::IsTerminal as _;
+            let escape = std::io::stdout().is_terminal();
+            out.write_all(report::render_csv(&report, escape).as_bytes())
         } else {
             out.write_all(report::render_text(&report, a.max_rows).as_bytes())
         }

@@ -61,6 +61,20 @@ impl Sketch {
         self.max
     }
 
+    /// Smallest value added, exact (0 when empty).
+    pub(crate) fn min(&self) -> u64 {
+        self.min
+    }
+
+    /// Mean of the values added, rounded (0 when empty).
+    pub(crate) fn mean(&self) -> u64 {
+        if self.count == 0 {
+            return 0;
+        }
+        let c = u128::from(self.count);
+        u64::try_from((self.sum + c / 2) / c).unwrap_or(u64::MAX)
+    }
+
     /// Sum of values added.
     pub(crate) fn sum(&self) -> u128 {
         self.sum
@@ -110,6 +124,9 @@ mod tests {
             );
         }
         assert_eq!(s.max(), *vals.last().unwrap_or(&0));
+        assert_eq!(s.min(), vals[0]);
+        let exact_mean = vals.iter().map(|&v| u128::from(v)).sum::<u128>() as f64 / 1e5;
+        assert!((s.mean() as f64 - exact_mean).abs() <= 0.5);
         assert_eq!(s.count(), 100_000);
     }
 

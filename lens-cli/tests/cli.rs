@@ -111,7 +111,7 @@ fn help_documents_the_exit_codes() {
 fn a_closed_stdout_ends_the_command_quietly_with_0() {
     let dir = synth("cli-epipe", &["--ranks", "4", "--steps", "20"]);
     let mut cases: Vec<(String, Command)> = Vec::new();
-    for extra in [&[][..], &["--json"]] {
+    for extra in [&[][..], &["--json"], &["--csv"], &["--rank", "1"]] {
         let mut cmd = lens();
         cmd.arg("report").args(extra).arg(&dir);
         cases.push((format!("report {extra:?}"), cmd));

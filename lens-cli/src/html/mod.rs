@@ -34,10 +34,11 @@ pub(crate) struct Collector {
 }
 
 impl Collector {
-    /// A collector keeping `steps` steps per rank for the timeline.
-    pub(crate) fn new(steps: usize) -> Self {
+    /// A collector feeding `agg`, keeping `steps` steps per rank for the
+    /// timeline.
+    pub(crate) fn new(agg: Aggregator, steps: usize) -> Self {
         Collector {
-            agg: Aggregator::default(),
+            agg,
             tl: Timeline::new(steps),
         }
     }

@@ -79,7 +79,8 @@ pub(crate) struct SpanTotals {
     pub(crate) truncated: u64,
     /// Spans with ERROR status.
     pub(crate) errors: u64,
-    /// Sum over ranks of their wall time (the denominator of `share`).
+    /// Sum over the ranks `--rank` selects (all without it) of their wall
+    /// time (the denominator of `share`).
     pub(crate) wall_ns: u64,
     /// Names of spans carrying `dl.iteration` (or the former
     /// `nv.dl.iteration`).
@@ -91,6 +92,12 @@ pub(crate) struct SpanTotals {
 pub(crate) struct NameRow {
     /// Spans with this name.
     pub(crate) count: u64,
+    /// Summed duration.
+    pub(crate) total_ns: u64,
+    /// Mean duration (rounded).
+    pub(crate) mean: u64,
+    /// Shortest (exact).
+    pub(crate) min: u64,
     /// Median duration.
     pub(crate) p50: u64,
     /// 95th percentile.
@@ -99,8 +106,6 @@ pub(crate) struct NameRow {
     pub(crate) p99: u64,
     /// Longest.
     pub(crate) max: u64,
-    /// Summed duration.
-    pub(crate) total_ns: u64,
     /// `total_ns` over the summed wall time of all ranks.
     pub(crate) share: f64,
 }
@@ -138,11 +143,27 @@ pub(crate) struct MetricRow {
     pub(crate) series: Series,
 }
 
+/// What `--name` / `--rank` selected for the tables.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct FilterDoc {
+    /// `--name` patterns (any selects a span).
+    pub(crate) names: Vec<String>,
+    /// `--rank` ranks as inclusive `[first, last]` ranges.
+    pub(crate) ranks: Vec<[i64; 2]>,
+    /// Spans selected: those in `by_name`.
+    pub(crate) spans: u64,
+}
+
 /// Everything `lens report` knows about a run.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Report {
     /// Layout version of this document.
     pub(crate) schema_version: u32,
+    /// The `--name` / `--rank` filters (null without): they restrict
+    /// `by_name`, `truncated`, `errors`, `ranks` and `metrics`; the
+    /// diagnosis, `steps`, `stragglers`, `spans` and the missing ranks read
+    /// every span.
+    pub(crate) filter: Option<FilterDoc>,
     /// Suspects of the diagnosis, ordered by blame (the same as
     /// `diagnosis.suspects`).
     pub(crate) suspects: Vec<super::diagnose::Suspect>,
@@ -156,7 +177,9 @@ pub(crate) struct Report {
     pub(crate) run_ids: Vec<String>,
     /// Largest `nv.dl.world_size` (else `dl.world_size`) seen.
     pub(crate) world_size: Option<i64>,
-    /// Per-rank totals.
+    /// Ranks that sent anything (whatever `--rank` selects).
+    pub(crate) rank_count: usize,
+    /// Per-rank totals (of the ranks `--rank` selects).
     pub(crate) ranks: Vec<RankRow>,
     /// Ranks below `world_size` that exported no span: the first 1000
     /// (`missing_rank_count` counts them all, `missing_rank_ranges` lists

@@ -2,8 +2,10 @@
 //! memory: sketches, a step matrix, capped lists) and turns it into a
 //! [`Report`] that the text, JSON and HTML renderers share.
 
+mod csv;
 pub(crate) mod diagnose;
 mod doc;
+mod filter;
 mod metrics;
 mod steps;
 pub(crate) mod text;
@@ -16,8 +18,10 @@ use serde::Serialize;
 use crate::input::otlp::{span_id_u64, Metric, Span, StepIteration};
 use crate::input::{Diagnostics, Origin, Sink};
 use crate::sketch::Sketch;
+pub(crate) use csv::render_csv;
 pub(crate) use doc::Report;
-use doc::{Flagged, Listed, MetricRow, NameRow, RankRow, SpanTotals, StepsDoc};
+use doc::{FilterDoc, Flagged, Listed, MetricRow, NameRow, RankRow, SpanTotals, StepsDoc};
+pub(crate) use filter::{parse_ranks, Filter};
 pub(crate) use metrics::Series;
 pub(crate) use text::render_text;
 
@@ -44,6 +48,8 @@ pub(crate) struct Settings {
 #[derive(Debug, Default)]
 struct NameStats {
     sketch: Sketch,
+    /// Whether `--name` selects this name (its spans enter the tables).
+    selected: bool,
 }
 
 #[derive(Debug, Default)]
@@ -79,12 +85,28 @@ pub(crate) struct Aggregator {
     phase_offsets: HashMap<u32, (f64, u64)>,
     /// Spans left open and each rank's last step, for the hang diagnosis.
     hangs: diagnose::HangInput,
+    /// What the tables show (`--name`, `--rank`).
+    filter: Filter,
+    /// Spans the filter selected.
+    selected_spans: u64,
+    /// Truncated and ERROR spans, whatever the filter selects.
+    all_truncated: u64,
+    all_errors: u64,
 }
 
 /// Open spans kept per rank for the hang diagnosis.
 const MAX_OPEN_PER_RANK: usize = 64;
 
 impl Aggregator {
+    /// An aggregator whose tables show what `filter` selects (the
+    /// diagnosis and the step analysis read everything).
+    pub(crate) fn new(filter: Filter) -> Self {
+        Aggregator {
+            filter,
+            ..Aggregator::default()
+        }
+    }
+
     fn name_id(&mut self, name: &str) -> u32 {
         if let Some(&id) = self.name_ids.get(name) {
             return id;
@@ -94,7 +116,11 @@ impl Aggregator {
             return self.name_id_capped();
         }
         let id = self.names.len() as u32;
-        self.names.push((name.to_owned(), NameStats::default()));
+        let stats = NameStats {
+            selected: self.filter.name(name),
+            ..NameStats::default()
+        };
+        self.names.push((name.to_owned(), stats));
         self.name_ids.insert(name.to_owned(), id);
         id
     }
@@ -106,7 +132,12 @@ impl Aggregator {
             return id;
         }
         let id = self.names.len() as u32;
-        self.names.push((other.clone(), NameStats::default()));
+        let stats = NameStats {
+            // names unknown: only without a name filter
+            selected: self.filter.names.is_empty(),
+            ..NameStats::default()
+        };
+        self.names.push((other.clone(), stats));
         self.name_ids.insert(other, id);
         id
     }
@@ -129,7 +160,11 @@ impl Aggregator {
     fn span(&mut self, rank: i64, s: &Span<'_>) {
         let dur = s.end_time_unix_nano.saturating_sub(s.start_time_unix_nano);
         let id = self.name_id(&s.name);
-        self.names[id as usize].1.sketch.add(dur);
+        let keep = self.names[id as usize].1.selected && self.filter.rank(rank);
+        if keep {
+            self.names[id as usize].1.sketch.add(dur);
+            self.selected_spans += 1;
+        }
         let (mut iteration, mut truncated, mut reason) = (StepIteration::default(), false, "");
         for kv in &s.attributes {
             match kv.key.as_ref() {
@@ -148,7 +183,10 @@ impl Aggregator {
             detail: detail.to_owned(),
         };
         if truncated {
-            self.truncated.push(|| flagged(reason));
+            self.all_truncated += 1;
+            if keep {
+                self.truncated.push(|| flagged(reason));
+            }
             let open = self.hangs.open.entry(rank).or_default();
             if open.len() < MAX_OPEN_PER_RANK {
                 open.push(diagnose::OpenSpan {
@@ -162,7 +200,10 @@ impl Aggregator {
             }
         }
         if s.status.code == 2 {
-            self.errors.push(|| flagged(&s.status.message));
+            self.all_errors += 1;
+            if keep {
+                self.errors.push(|| flagged(&s.status.message));
+            }
         }
         let Some(r) = self.ranks.get_mut(&rank) else {
             return;
@@ -233,9 +274,11 @@ impl Aggregator {
             .steps
             .analyze(settings.straggler_pct, settings.straggler_share);
         let diagnosis = self.diagnose();
+        let filter = &self.filter;
         let ranks: Vec<RankRow> = self
             .ranks
             .iter()
+            .filter(|(&rank, _)| filter.rank(rank))
             .map(|(&rank, r)| RankRow {
                 rank,
                 host: r.host.clone(),
@@ -253,15 +296,18 @@ impl Aggregator {
         let by_name = self
             .names
             .iter()
+            .filter(|(_, st)| st.sketch.count() > 0)
             .map(|(name, st)| {
                 let k = &st.sketch;
                 let row = NameRow {
                     count: k.count(),
+                    total_ns: u64::try_from(k.sum()).unwrap_or(u64::MAX),
+                    mean: k.mean(),
+                    min: k.min(),
                     p50: k.quantile(0.5),
                     p95: k.quantile(0.95),
                     p99: k.quantile(0.99),
                     max: k.max(),
-                    total_ns: k.sum() as u64,
                     share: if wall > 0 {
                         k.sum() as f64 / wall as f64
                     } else {
@@ -279,7 +325,13 @@ impl Aggregator {
                 .map(|(&r, _)| r),
         );
         let metric_points_untracked = self.metrics.dropped_points;
-        let metrics_series = self.metrics.into_sorted();
+        let mut metrics_series = self.metrics.into_sorted();
+        if !filter.ranks.is_empty() {
+            for by_rank in metrics_series.values_mut() {
+                by_rank.retain(|&rank, _| filter.rank(rank));
+            }
+            metrics_series.retain(|_, by_rank| !by_rank.is_empty());
+        }
         let metrics = metrics_series
             .iter()
             .flat_map(|(name, by_rank)| {
@@ -290,16 +342,23 @@ impl Aggregator {
                 })
             })
             .collect();
+        let filter_doc = (!self.filter.is_empty()).then(|| FilterDoc {
+            names: self.filter.names.clone(),
+            ranks: self.filter.ranks.clone(),
+            spans: self.selected_spans,
+        });
         Report {
             schema_version: SCHEMA_VERSION,
+            filter: filter_doc,
+            rank_count: self.ranks.len(),
             settings,
             input: diag.clone(),
             run_ids: self.run_ids.into_iter().collect(),
             world_size: self.world_size,
             spans: SpanTotals {
                 count: diag.spans,
-                truncated: self.truncated.count,
-                errors: self.errors.count,
+                truncated: self.all_truncated,
+                errors: self.all_errors,
                 wall_ns: wall,
                 step_span_names: self
                     .step_names

@@ -43,7 +43,7 @@ pub(crate) fn render_text(r: &Report, max_rows: usize) -> String {
             show(&r.run_ids.join(","), MAX_TEXT)
         },
         r.spans.count,
-        r.ranks.len(),
+        r.rank_count,
         r.input.files,
         r.world_size.map_or("?".to_owned(), |w| w.to_string()),
     );
@@ -61,6 +61,36 @@ pub(crate) fn render_text(r: &Report, max_rows: usize) -> String {
             r.input.unreadable_paths
         );
     }
+    if let Some(f) = &r.filter {
+        let mut what = Vec::new();
+        if !f.names.is_empty() {
+            what.push(format!(
+                "--name {}",
+                show(&f.names.join(" --name "), MAX_TEXT)
+            ));
+        }
+        if !f.ranks.is_empty() {
+            let ranks: Vec<String> = f
+                .ranks
+                .iter()
+                .map(|&[a, b]| {
+                    if a == b {
+                        a.to_string()
+                    } else {
+                        format!("{a}-{b}")
+                    }
+                })
+                .collect();
+            what.push(format!("--rank {}", ranks.join(",")));
+        }
+        let _ = writeln!(
+            o,
+            "Filter {}: {} of {} spans in the tables; the diagnosis and the steps read all",
+            what.join(" "),
+            f.spans,
+            r.spans.count
+        );
+    }
     diagnosis(&mut o, r, max_rows);
     ranks(&mut o, r, max_rows);
     let _ = writeln!(
@@ -69,17 +99,20 @@ pub(crate) fn render_text(r: &Report, max_rows: usize) -> String {
     );
     let _ = writeln!(
         o,
-        "  {:<32} {:>9} {:>10} {:>10} {:>10} {:>10} {:>7}",
-        "name", "count", "p50", "p95", "p99", "max", "share"
+        "  {:<32} {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>6}",
+        "name", "count", "total", "mean", "min", "p50", "p95", "p99", "max", "share"
     );
     let mut names: Vec<_> = r.by_name.iter().collect();
     names.sort_by_key(|n| std::cmp::Reverse(n.1.total_ns));
     for (name, n) in names.iter().take(max_rows) {
         let _ = writeln!(
             o,
-            "  {:<32} {:>9} {:>10} {:>10} {:>10} {:>10} {:>6.1}%",
+            "  {:<32} {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>5.1}%",
             show(name, 32),
             n.count,
+            fmt_ns(n.total_ns),
+            fmt_ns(n.mean),
+            fmt_ns(n.min),
             fmt_ns(n.p50),
             fmt_ns(n.p95),
             fmt_ns(n.p99),
