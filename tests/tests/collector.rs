@@ -202,10 +202,8 @@ fn collector_outage_does_not_hurt_the_loop_and_export_resumes() {
     let out = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success() || stderr.contains("not have been exported"),
-        "{stdout}\n{stderr}"
-    );
+    // lost telemetry never fails the job
+    assert!(out.status.success(), "{stdout}\n{stderr}");
     let last = stdout
         .lines()
         .find(|l| l.starts_with("loop "))
@@ -217,9 +215,17 @@ fn collector_outage_does_not_hurt_the_loop_and_export_resumes() {
         slowest_us < 250_000,
         "the loop stalled for {slowest_us} us during the outage:\n{stdout}"
     );
-    // spans lost during the outage are counted and reported exactly once
-    assert_eq!(stderr.matches("lens: shutdown:").count(), 1, "{stderr}");
-    assert!(stderr.contains("not have been exported"), "{stderr}");
+    // spans lost during the outage are counted and reported exactly once,
+    // naming the cause
+    assert_eq!(
+        stderr.matches("lens: warning: telemetry was lost").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("spans lost") && stderr.contains("is unreachable"),
+        "{stderr}"
+    );
 }
 
 /// Starts the probe in `hang` mode (an open `probe.job` span), waits until
