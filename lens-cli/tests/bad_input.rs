@@ -151,7 +151,7 @@ fn bom_crlf_and_utf16_files() {
     // UTF-8 with a byte order mark and CRLF line ends: read as usual
     let crlf = format!("\u{feff}{}", good.replace('\n', "\r\n"));
     std::fs::write(dir.join("bom-rank0.otlp.jsonl"), crlf).expect("write");
-    // UTF-16LE: every line reported, nothing read
+    // UTF-16LE: not OTLP/JSON lines, reported once by name, nothing read
     let mut utf16 = vec![0xff, 0xfe];
     for u in good.encode_utf16() {
         utf16.extend_from_slice(&u.to_le_bytes());
@@ -161,16 +161,17 @@ fn bom_crlf_and_utf16_files() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(
-        stderr.contains("u16-rank1.otlp.jsonl:1: not UTF-8"),
+        stderr.contains("u16-rank1.otlp.jsonl: not OTLP/JSON lines (first bad line 1: not UTF-8"),
         "{stderr}"
     );
     assert!(stderr.contains("looks like UTF-16"), "{stderr}");
+    assert_eq!(stderr.matches("u16-rank1").count(), 1, "{stderr}");
     assert!(!stderr.contains("bom-rank0"), "{stderr}");
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     let want = support::count_spans(&src).values().sum::<u64>();
     assert_eq!(r["spans"]["count"], want);
-    // each UTF-16 line (and the stray NUL after the last newline) is skipped
-    assert!(r["input"]["skipped_lines"].as_u64() >= Some(good.lines().count() as u64));
+    assert_eq!(r["input"]["not_otlp_files"], 1);
+    assert!(r["input"]["skipped_lines"].as_u64() >= Some(1));
 }
 
 /// Non-finite doubles, as the runtime's file exporter writes them (proto3
@@ -183,4 +184,73 @@ fn non_finite_doubles_are_read_not_skipped() {
     let r = report_json(&[&dir], &[]);
     assert_eq!(r["input"]["skipped_lines"], 0, "{r}");
     assert_eq!(r["spans"]["count"], 1, "{r}");
+}
+
+/// A file that is not OTLP/JSON lines (none of its first 5 non-empty lines
+/// is) gets one line naming it and is skipped, counted; a file that is
+/// OTLP with a few bad lines still gets one report per bad line.
+#[test]
+fn a_file_that_is_not_otlp_gets_one_line_naming_it() {
+    let src = fresh_dir("not-otlp-src");
+    let good = synth_one(&src);
+    let dir = fresh_dir("not-otlp");
+    // pretty-printed JSON: no line of it is a JSON document
+    let pretty: Vec<String> = (0..40)
+        .map(|i| format!("  {{\"traceEvents\": [{i},"))
+        .collect();
+    std::fs::write(dir.join("pretty.otlp.jsonl"), pretty.join("\n")).expect("write");
+    // JSON lines that are not OTLP (a log), and a short text file
+    let log: String = (0..30)
+        .map(|i| format!("{{\"level\":\"info\",\"msg\":\"m{i}\"}}\n"))
+        .collect();
+    std::fs::write(dir.join("log.otlp.jsonl"), log).expect("write");
+    std::fs::write(dir.join("notes.otlp.jsonl"), "hello\n\nworld\n").expect("write");
+    // OTLP with bad lines: the first two lines bad, then good ones
+    let mut mixed = String::from("garbage one\n{\"resourceSpans\": 7}\n");
+    mixed.push_str(&good);
+    mixed.push_str("garbage two\n");
+    std::fs::write(dir.join("mixed-rank0.otlp.jsonl"), mixed).expect("write");
+
+    let out = run(&["report", "--json", dir.to_str().expect("path")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    for (file, first) in [
+        ("pretty.otlp.jsonl", "first bad line 1: "),
+        (
+            "log.otlp.jsonl",
+            "first bad line 1: JSON without resourceSpans",
+        ),
+        ("notes.otlp.jsonl", "first bad line 1: "),
+    ] {
+        let path = dir.join(file).display().to_string();
+        let lines: Vec<&str> = stderr.lines().filter(|l| l.contains(&path)).collect();
+        assert_eq!(lines.len(), 1, "{file}: {stderr}");
+        assert!(
+            lines[0].starts_with(&format!("lens: {path}: not OTLP/JSON lines ({first}")),
+            "{file}: {stderr}"
+        );
+        assert!(lines[0].ends_with("), skipped"), "{stderr}");
+    }
+    let mixed = dir.join("mixed-rank0.otlp.jsonl").display().to_string();
+    for line in [1, 2, good.lines().count() + 3] {
+        assert!(
+            stderr.contains(&format!("{mixed}:{line}: not an OTLP/JSON line")),
+            "no report for line {line}: {stderr}"
+        );
+    }
+    assert!(!stderr.contains(&format!("{mixed}: not OTLP")), "{stderr}");
+    assert!(!stderr.contains("more problems follow"), "{stderr}");
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(r["input"]["not_otlp_files"], 3, "{}", r["input"]);
+    assert_eq!(r["input"]["files"], 4, "{}", r["input"]);
+    assert_eq!(
+        r["spans"]["count"].as_u64(),
+        Some(support::count_spans(&src).values().sum::<u64>())
+    );
+    // the text report counts them too
+    let text = ok(&["report", dir.to_str().expect("path")]);
+    assert!(
+        text.contains("Skipped 3 file(s) that are not OTLP/JSON lines"),
+        "{text}"
+    );
 }

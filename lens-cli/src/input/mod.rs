@@ -16,6 +16,9 @@ use otlp::{Envelope, KeyValue};
 const MAX_LINE: usize = 256 << 20;
 /// How many problems are printed before the rest are only counted.
 const MAX_PRINTED: u64 = 20;
+/// A file none of whose first this many non-empty lines is OTLP/JSON is
+/// not OTLP/JSON lines: it is reported once, by name, and skipped.
+const SNIFF_LINES: usize = 5;
 
 /// Who emitted a batch: the resource attributes the readers use.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -86,6 +89,10 @@ pub(crate) struct Diagnostics {
     /// Folders (or their entries) below the named folders that could not
     /// be read, skipped.
     pub(crate) unreadable_paths: u64,
+    /// Files that are not OTLP/JSON lines (none of their first 5 non-empty
+    /// lines is), reported once and skipped; their lines read so far are
+    /// counted in `skipped_lines`.
+    pub(crate) not_otlp_files: u64,
     /// Spans read.
     pub(crate) spans: u64,
     /// Metric points read.
@@ -102,17 +109,19 @@ pub(crate) struct Diagnostics {
 
 impl Diagnostics {
     fn problem(&mut self, path: &Path, line: u64, what: &str) {
-        let n = self.skipped_lines + self.broken_files;
+        let place = format!("{}:{line}", crate::term::path(path));
+        self.report(&place, what);
+    }
+
+    /// Prints `lens: PLACE: WHAT` (the first [`MAX_PRINTED`] problems).
+    fn report(&mut self, place: &str, what: &str) {
+        let n = self.skipped_lines + self.broken_files + self.not_otlp_files;
         if self.quiet {
             return;
         }
         let print = || {
             if n < MAX_PRINTED {
-                eprintln!(
-                    "lens: {}:{line}: {}",
-                    crate::term::path(path),
-                    crate::term::printable(what)
-                );
+                eprintln!("lens: {place}: {}", crate::term::printable(what));
             } else if n == MAX_PRINTED {
                 eprintln!("lens: more problems follow; only counting them from now on");
             }
@@ -212,7 +221,101 @@ fn read_file(path: &Path, raw: impl Read, sink: &mut dyn Sink, diag: &mut Diagno
     }
 }
 
-fn read_lines(path: &Path, mut r: impl BufRead, sink: &mut dyn Sink, diag: &mut Diagnostics) {
+/// The first lines of a file, until one is OTLP/JSON: their problems are
+/// held back, so that a file that is not OTLP/JSON lines at all is reported
+/// once by name instead of line by line.
+#[derive(Default)]
+struct Sniff {
+    /// A line was OTLP/JSON: problems are reported per line.
+    otlp: bool,
+    /// Non-empty lines seen that were not OTLP/JSON: line number, problem,
+    /// and whether it is a skipped line (not so for JSON that parses but
+    /// carries nothing OTLP, which is only evidence).
+    held: Vec<(u64, String, bool)>,
+}
+
+impl Sniff {
+    /// A bad line (`skipped`) or a line without OTLP content. Returns
+    /// true when the file is not OTLP/JSON lines: reported, stop reading.
+    fn bad(
+        &mut self,
+        diag: &mut Diagnostics,
+        path: &Path,
+        line: u64,
+        what: String,
+        skipped: bool,
+    ) -> bool {
+        if skipped {
+            diag.skipped_lines += 1;
+        }
+        if self.otlp {
+            if skipped {
+                diag.problem(path, line, &what);
+            }
+            return false;
+        }
+        self.held.push((line, what, skipped));
+        if self.held.len() < SNIFF_LINES {
+            return false;
+        }
+        self.not_otlp(diag, path);
+        true
+    }
+
+    /// A line was OTLP/JSON: the problems held back are reported now.
+    fn good(&mut self, diag: &mut Diagnostics, path: &Path) {
+        if self.otlp {
+            return;
+        }
+        self.otlp = true;
+        for (line, what, skipped) in std::mem::take(&mut self.held) {
+            if skipped {
+                diag.problem(path, line, &what);
+            }
+        }
+    }
+
+    /// The file ended (or stopped) before any OTLP/JSON line.
+    fn end(&mut self, diag: &mut Diagnostics, path: &Path) {
+        if !self.otlp && !self.held.is_empty() {
+            self.not_otlp(diag, path);
+        }
+    }
+
+    fn not_otlp(&mut self, diag: &mut Diagnostics, path: &Path) {
+        let Some((line, what, _)) = self.held.first() else {
+            return;
+        };
+        let what = what
+            .strip_suffix(", line skipped")
+            .or_else(|| what.strip_suffix(", skipped"))
+            .unwrap_or(what);
+        diag.report(
+            &crate::term::path(path),
+            &format!("not OTLP/JSON lines (first bad line {line}: {what}), skipped"),
+        );
+        diag.not_otlp_files += 1;
+        // every held line counts as skipped, whatever it was
+        let unskipped = self.held.iter().filter(|h| !h.2).count() as u64;
+        diag.skipped_lines += unskipped;
+        self.held.clear();
+        self.otlp = true;
+    }
+}
+
+fn read_lines(path: &Path, r: impl BufRead, sink: &mut dyn Sink, diag: &mut Diagnostics) {
+    let mut sniff = Sniff::default();
+    read_lines_sniffed(path, r, sink, diag, &mut sniff);
+    sniff.end(diag, path);
+}
+
+fn read_lines_sniffed(
+    path: &Path,
+    mut r: impl BufRead,
+    sink: &mut dyn Sink,
+    diag: &mut Diagnostics,
+    sniff: &mut Sniff,
+) {
     let file_rank = rank_from_name(path);
     let mut buf = Vec::with_capacity(1 << 16);
     let mut lineno = 0u64;
@@ -225,6 +328,7 @@ fn read_lines(path: &Path, mut r: impl BufRead, sink: &mut dyn Sink, diag: &mut 
             Ok(0) => break,
             Ok(_) => {}
             Err(e) => {
+                sniff.end(diag, path);
                 diag.problem(
                     path,
                     lineno + 1,
@@ -237,9 +341,8 @@ fn read_lines(path: &Path, mut r: impl BufRead, sink: &mut dyn Sink, diag: &mut 
         lineno += 1;
         diag.lines += 1;
         if buf.len() > MAX_LINE && buf.last() != Some(&b'\n') {
-            diag.problem(path, lineno, "line longer than 256 MiB, skipped");
-            diag.skipped_lines += 1;
-            if skip_to_newline(&mut r).is_err() {
+            let what = "line longer than 256 MiB, skipped".to_owned();
+            if sniff.bad(diag, path, lineno, what, true) || skip_to_newline(&mut r).is_err() {
                 break;
             }
             continue;
@@ -264,8 +367,9 @@ fn read_lines(path: &Path, mut r: impl BufRead, sink: &mut dyn Sink, diag: &mut 
                     "not UTF-8 (byte {}{hint}), line skipped",
                     e.valid_up_to() + 1
                 );
-                diag.problem(path, lineno, &msg);
-                diag.skipped_lines += 1;
+                if sniff.bad(diag, path, lineno, msg, true) {
+                    return;
+                }
                 continue;
             }
         };
@@ -277,7 +381,17 @@ fn read_lines(path: &Path, mut r: impl BufRead, sink: &mut dyn Sink, diag: &mut 
             None => serde_json::from_str::<Envelope<'_>>(text),
         };
         match parsed {
-            Ok(env) => deliver(&env, file_rank, sink, diag),
+            Ok(env) if sniff.otlp || carries_otlp(&env) => {
+                sniff.good(diag, path);
+                deliver(&env, file_rank, sink, diag);
+            }
+            Ok(_) => {
+                let what =
+                    "JSON without resourceSpans, resourceMetrics, resourceLogs or lensProfile";
+                if sniff.bad(diag, path, lineno, what.to_owned(), false) {
+                    return;
+                }
+            }
             Err(e) => {
                 let what = format!("{e}");
                 let what = what.split(" at line ").next().unwrap_or("");
@@ -285,11 +399,20 @@ fn read_lines(path: &Path, mut r: impl BufRead, sink: &mut dyn Sink, diag: &mut 
                     "not an OTLP/JSON line ({what} at column {}), skipped",
                     e.column()
                 );
-                diag.problem(path, lineno, &msg);
-                diag.skipped_lines += 1;
+                if sniff.bad(diag, path, lineno, msg, true) {
+                    return;
+                }
             }
         }
     }
+}
+
+/// Whether a parsed line holds anything OTLP (or a Lens profile).
+fn carries_otlp(env: &Envelope<'_>) -> bool {
+    !env.resource_spans.is_empty()
+        || !env.resource_metrics.is_empty()
+        || !env.resource_logs.is_empty()
+        || env.lens_profile.is_some()
 }
 
 fn skip_to_newline(r: &mut impl BufRead) -> std::io::Result<()> {

@@ -54,6 +54,13 @@ pub(crate) fn render_text(r: &Report, max_rows: usize) -> String {
             r.input.skipped_lines, r.input.broken_files
         );
     }
+    if r.input.not_otlp_files > 0 {
+        let _ = writeln!(
+            o,
+            "Skipped {} file(s) that are not OTLP/JSON lines (see stderr)",
+            r.input.not_otlp_files
+        );
+    }
     if r.input.unreadable_paths > 0 {
         let _ = writeln!(
             o,
