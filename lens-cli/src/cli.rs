@@ -69,7 +69,7 @@ Exit status (the command's, as a shell reports it):
 /// Look at Lens runs (summaries, HTML timelines, Perfetto traces) and add
 /// spans from outside Rust programs (launchers, shell steps, SLURM).
 #[derive(Debug, Parser)]
-#[command(name = "lens", version, about, after_help = EXIT_ALL)]
+#[command(name = "lens", version, after_help = EXIT_ALL)]
 pub(crate) struct Cli {
     /// What to do.
     #[command(subcommand)]
