@@ -476,6 +476,11 @@ pub(crate) fn family(def: FamilyDef, plan: FamilyPlan) -> TokenStream {
                 &[#(&#ids),*],
                 &[#(#presets),*],
             );
+            // the link-time registry: `setup_telemetry_from_env` and the
+            // `tracing` bridge know this family without being told
+            ::lens::__private::inventory::submit! {
+                ::lens::__private::LinkedFamily(&FAMILY)
+            }
         }
     }
 }

@@ -38,8 +38,8 @@ pub use api::attr::{
 };
 pub use api::future::{Instrument, Instrumented, IntoInstrumentSpan};
 pub use api::groups::{
-    base, is_span_group_enabled, register_family, set_enabled_span_groups, SpanGroup,
-    SpanGroupError, SpanGroupFamily, SpanGroupSet,
+    base, is_span_group_enabled, register_family, set_enabled_span_groups, span_group_families,
+    SpanGroup, SpanGroupError, SpanGroupFamily, SpanGroupSet,
 };
 pub use api::metrics::{
     GymMetrics, GymRecord, InferenceMetrics, InferenceRecord, RlMetrics, RlRecord, TokenTimer,
@@ -116,13 +116,14 @@ pub use opentelemetry as otel;
 pub mod __private {
     pub use crate::api::attr::{AttributeValue, Attrs, REDACTED};
     pub use crate::api::future::{instrument, instrument_result};
-    pub use crate::api::groups::{base, Preset, SpanGroup, SpanGroupFamily};
+    pub use crate::api::groups::{base, LinkedFamily, Preset, SpanGroup, SpanGroupFamily};
     pub use crate::api::span::opts::{
         record_ok, record_ok_current, record_return, record_return_current, start_detached_with,
         start_span_with, IntoLink, IntoParentContext,
     };
     pub use crate::api::span::start::{start_detached, start_span};
     pub use crate::api::span::{record_result, LensSpan, SpanGuard};
+    pub use inventory;
     pub use opentelemetry::trace::SpanKind;
     pub use opentelemetry::{Key, KeyValue};
     pub use std::sync::atomic::AtomicU64;

@@ -30,6 +30,10 @@ const ALLOWED_CRATES: &[(&str, &str)] = &[
     ),
     ("http", "feature `http`: `HeaderMap` carriers"),
     ("mpi", "feature `mpi`: the MPI collective"),
+    (
+        "inventory",
+        "only in the doc-hidden `__private`: the link-time family registry `define_span_group!` expands to",
+    ),
 ];
 
 /// OpenTelemetry SDK items the public API names (the SDK is `lens::otel_sdk`

@@ -214,8 +214,8 @@ pub use lens_runtime::{
     REDACTED_KEYS,
 };
 pub use lens_runtime::{
-    is_span_group_enabled, register_family, set_enabled_span_groups, SpanGroup, SpanGroupError,
-    SpanGroupFamily, SpanGroupSet,
+    is_span_group_enabled, register_family, set_enabled_span_groups, span_group_families,
+    SpanGroup, SpanGroupError, SpanGroupFamily, SpanGroupSet,
 };
 pub use lens_runtime::{semconv, ConfigError, ExporterKind, LensConfig, ValidConfig};
 pub use lens_runtime::{Instrument, Instrumented, IntoInstrumentSpan};
@@ -271,9 +271,11 @@ pub mod tracing {
 
     /// The bridge configured from the environment (`NEMO_LENS_TRACING_GROUPS`,
     /// `NEMO_LENS_TRACING_DEFAULT`, `NEMO_LENS_TRACING_LEVEL`), as a layer.
-    /// Group names are looked up in the base family, the families lens ships
-    /// (`megatron`, `nemo_rl`, `nemo_gym`, `inference_server`) and every
-    /// registered family. An invalid variable is reported on stderr
+    /// Group names are looked up in every family the program knows
+    /// ([`span_group_families`](crate::span_group_families): the base family,
+    /// the families lens ships, `megatron`, `nemo_rl`, `nemo_gym`,
+    /// `inference_server`, and every family declared with
+    /// [`define_span_group!`](crate::define_span_group) in the program). An invalid variable is reported on stderr
     /// (variable, value, what is accepted) and the layer then records
     /// nothing; [`TracingBridge::from_env_with`] returns the error instead.
     ///
@@ -288,12 +290,7 @@ pub mod tracing {
     /// # Ok::<(), lens::ConfigError>(())
     /// ```
     pub fn layer() -> TracingLayer {
-        lens_runtime::tracing_layer_with(&[
-            &crate::megatron::FAMILY,
-            &crate::nemo_rl::FAMILY,
-            &crate::nemo_gym::FAMILY,
-            &crate::inference_server::FAMILY,
-        ])
+        lens_runtime::tracing_layer()
     }
 }
 

@@ -4,8 +4,9 @@
 use super::layer::TracingLayer;
 use super::route::{Route, Routes, TracingMode};
 use super::spec::{parse_level, parse_route, parse_routes, DEFAULT_VAR, GROUPS_VAR, LEVEL_VAR};
-use crate::api::groups::{known_families, SpanGroup, SpanGroupFamily};
+use crate::api::groups::{span_group_families, SpanGroup, SpanGroupFamily};
 use crate::config::ConfigError;
+use std::sync::Mutex;
 
 /// The bridge's configuration: which `tracing` targets are recorded, in
 /// which span group and mode, and the level floor. Build the layer with
@@ -56,9 +57,10 @@ impl TracingBridge {
     }
 
     /// Reads `NEMO_LENS_TRACING_GROUPS`, `NEMO_LENS_TRACING_DEFAULT` and
-    /// `NEMO_LENS_TRACING_LEVEL`; group names are looked up in the base
-    /// family and every family registered so far (setting span groups
-    /// registers the families of the set).
+    /// `NEMO_LENS_TRACING_LEVEL`; group names are looked up in every family
+    /// the program knows ([`span_group_families`](crate::span_group_families):
+    /// the base family, every family declared with `define_span_group!` in
+    /// the program, every registered family).
     ///
     /// ```
     /// let bridge = lens::tracing::TracingBridge::from_env()?;
@@ -103,7 +105,7 @@ impl TracingBridge {
         families: &[&'static SpanGroupFamily],
         lookup: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, ConfigError> {
-        let mut all = known_families();
+        let mut all = span_group_families();
         for f in families {
             if !all.iter().any(|k| std::ptr::eq(*k, *f)) {
                 all.push(f);
@@ -182,8 +184,8 @@ impl TracingBridge {
     }
 
     /// Adds the entries of a `NEMO_LENS_TRACING_GROUPS`-style spec
-    /// (`target=group[:mode],...`), group names looked up in the base
-    /// family, the registered families and `families`.
+    /// (`target=group[:mode],...`), group names looked up in every family the
+    /// program knows and `families`.
     ///
     /// ```
     /// let b = lens::tracing::TracingBridge::new()
@@ -196,7 +198,7 @@ impl TracingBridge {
         spec: &str,
         families: &[&'static SpanGroupFamily],
     ) -> Result<Self, ConfigError> {
-        let mut all = known_families();
+        let mut all = span_group_families();
         all.extend_from_slice(families);
         self.routes
             .targets
@@ -249,6 +251,95 @@ impl TracingBridge {
     /// # drop(subscriber);
     /// ```
     pub fn layer(self) -> TracingLayer {
+        remember_routes(&self.routes);
         TracingLayer::new(self.routes)
+    }
+}
+
+// Routes of every layer built so far, for the setup's off-groups warning
+// (routes are known when a layer is built; sites only when they run).
+static BUILT_ROUTES: Mutex<Vec<(String, &'static SpanGroup)>> = Mutex::new(Vec::new());
+
+/// The name a default route is shown with in the setup's warning.
+const DEFAULT_TARGET: &str = "(default)";
+
+fn routed(routes: &Routes) -> impl Iterator<Item = (String, &'static SpanGroup)> + '_ {
+    routes
+        .targets
+        .iter()
+        .filter_map(|(t, r)| r.map(|r| (t.clone(), r.group)))
+        .chain(routes.default.map(|r| (DEFAULT_TARGET.to_owned(), r.group)))
+}
+
+fn remember_routes(routes: &Routes) {
+    let mut built = BUILT_ROUTES.lock().unwrap_or_else(|e| e.into_inner());
+    for (t, g) in routed(routes) {
+        if !built
+            .iter()
+            .any(|(bt, bg)| *bt == t && std::ptr::eq(*bg, g))
+        {
+            built.push((t, g));
+        }
+    }
+}
+
+/// Every bridge route known now, `(target, group)`: those of
+/// `NEMO_LENS_TRACING_GROUPS` / `NEMO_LENS_TRACING_DEFAULT` (what
+/// `lens::tracing::layer()` reads; an invalid value adds nothing here, the
+/// bridge reports it) and those of every layer built so far, each once.
+pub(crate) fn known_routes() -> Vec<(String, &'static SpanGroup)> {
+    let mut all: Vec<(String, &'static SpanGroup)> = TracingBridge::from_env()
+        .map(|b| routed(&b.routes).collect())
+        .unwrap_or_default();
+    let built = BUILT_ROUTES.lock().unwrap_or_else(|e| e.into_inner());
+    for (t, g) in built.iter() {
+        if !all.iter().any(|(at, ag)| at == t && std::ptr::eq(*ag, *g)) {
+            all.push((t.clone(), g));
+        }
+    }
+    all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::groups::{LinkedFamily, Preset};
+    use std::sync::atomic::AtomicU64;
+
+    static WORD: AtomicU64 = AtomicU64::new(0);
+    const ZROUTE: SpanGroup = SpanGroup::__new("zroute", "zz_bridge", &WORD, 0);
+    static FAMILY: SpanGroupFamily = SpanGroupFamily::__new(
+        "zz_bridge",
+        &WORD,
+        &[&ZROUTE],
+        &[Preset::__new("all", 0xff, 1)],
+    );
+    inventory::submit! { LinkedFamily(&FAMILY) }
+
+    #[test]
+    fn routes_resolve_against_linked_families_without_passing_them() {
+        let env = |v: &str| (v == GROUPS_VAR).then(|| "zz_target=zroute:per_entry".to_owned());
+        let b = TracingBridge::from_lookup(&[], env).unwrap();
+        let (t, r) = &b.routes.targets[0];
+        assert_eq!(t, "zz_target");
+        assert!(std::ptr::eq(r.unwrap().group, &ZROUTE));
+        let b = TracingBridge::new()
+            .routes("zz_other=zz_bridge.zroute", &[])
+            .unwrap();
+        assert!(std::ptr::eq(b.routes.targets[0].1.unwrap().group, &ZROUTE));
+    }
+
+    #[test]
+    fn a_built_layer_s_routes_are_known_to_setup() {
+        let layer = TracingBridge::new()
+            .route("zz_built", &ZROUTE)
+            .route_off("zz_built::quiet")
+            .layer();
+        drop(layer);
+        let known = known_routes();
+        assert!(known
+            .iter()
+            .any(|(t, g)| t == "zz_built" && std::ptr::eq(*g, &ZROUTE)));
+        assert!(!known.iter().any(|(t, _)| t == "zz_built::quiet"));
     }
 }

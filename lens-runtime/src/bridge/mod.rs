@@ -56,6 +56,7 @@ mod spec;
 
 use crate::api::groups::SpanGroupFamily;
 use crate::config::ConfigError;
+pub(crate) use builder::known_routes;
 pub use builder::TracingBridge;
 pub use layer::TracingLayer;
 pub use route::TracingMode;
@@ -78,9 +79,8 @@ pub fn tracing_layer() -> TracingLayer {
     tracing_layer_with(&[])
 }
 
-/// [`tracing_layer`], also looking group names up in `families` (the
-/// `lens` facade passes the families it ships, so `layer` or `server` are
-/// valid without registering `megatron` or `nemo_gym` first).
+/// [`tracing_layer`], also looking group names up in `families` (on top of
+/// every family the program knows, which [`tracing_layer`] already uses).
 ///
 /// ```
 /// use lens::logs::tracing_subscriber::{layer::SubscriberExt as _, registry};

@@ -52,20 +52,26 @@ impl<F: Fn(&str) -> Option<String>> Env<'_, F> {
 
 impl LensConfig {
     /// Reads `NEMO_LENS_*` (and `OTEL_SERVICE_NAME`, `WANDB_ENTITY`,
-    /// `WANDB_PROJECT`) and validates the result against the base family.
-    /// Unset or blank variables keep their defaults.
+    /// `WANDB_PROJECT`) and validates the result against every family the
+    /// program knows ([`span_group_families`](crate::span_group_families):
+    /// the base family, every family declared with `define_span_group!`
+    /// anywhere in the program, every registered family), so
+    /// `NEMO_LENS_SPAN_GROUPS=per_step,layer` needs no code. Unset or blank
+    /// variables keep their defaults.
     ///
     /// ```
     /// let cfg = lens::LensConfig::from_env().unwrap();
-    /// # let _ = cfg;
+    /// assert!(cfg.span_group_families.iter().any(|f| f.name() == "megatron"));
     /// ```
     pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_env_with(&[ENV_PREFIX], &[])
+        Self::from_env_with(&[ENV_PREFIX], &crate::api::groups::span_group_families())
     }
 
     /// Reads each key under the first prefix that sets it, e.g.
     /// `&["MEGATRON_OTEL_", "NEMO_LENS_"]`, and validates the span-group spec
-    /// against the base family plus `families`.
+    /// against the base family plus exactly `families` (pass
+    /// [`span_group_families()`](crate::span_group_families) for every family
+    /// the program knows, as [`from_env`](Self::from_env) does).
     ///
     /// ```
     /// use lens::LensConfig;

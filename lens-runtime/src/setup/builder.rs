@@ -256,7 +256,18 @@ impl TelemetryBuilder {
     /// let handle = lens::TelemetryBuilder::new(Default::default(), 0, 1).install().unwrap();
     /// assert!(!handle.is_exporting());
     /// ```
-    pub fn install(mut self) -> Result<TelemetryHandle, SetupError> {
+    pub fn install(self) -> Result<TelemetryHandle, SetupError> {
+        let placement = (
+            self.rank,
+            self.world_size,
+            crate::config::strategy::local_rank_with(crate::vars::var).unwrap_or(0),
+        );
+        let mut handle = self.install_inner()?;
+        handle.placement = placement;
+        Ok(handle)
+    }
+
+    fn install_inner(mut self) -> Result<TelemetryHandle, SetupError> {
         // 1. validate everything, on every rank, before anything is installed
         let extra = std::mem::take(&mut self.redact_keys);
         self.config.redact_keys.extend(extra);

@@ -86,6 +86,8 @@ pub struct TelemetryHandle {
     exporting: bool,
     file_path: Option<PathBuf>,
     run_id: String,
+    /// Where this process sits in its job: (rank, world size, local rank).
+    pub(super) placement: (u32, u32, u32),
     pub(super) holds_install: AtomicBool,
 }
 
@@ -97,6 +99,9 @@ impl fmt::Debug for TelemetryHandle {
             .field("file_path", &self.file_path)
             .field("profile_path", &self.profile_path)
             .field("run_id", &self.run_id)
+            .field("rank", &self.placement.0)
+            .field("world_size", &self.placement.1)
+            .field("local_rank", &self.placement.2)
             .finish()
     }
 }
@@ -114,6 +119,7 @@ impl TelemetryHandle {
             owner_pid: std::process::id(),
             enabled: true,
             exporting: true,
+            placement: (0, 1, 0),
             holds_install: AtomicBool::new(true),
         }
     }
@@ -130,6 +136,7 @@ impl TelemetryHandle {
             enabled,
             exporting: false,
             file_path: None,
+            placement: (0, 1, 0),
             holds_install: AtomicBool::new(false),
         }
     }
@@ -156,6 +163,53 @@ impl TelemetryHandle {
     /// ```
     pub fn run_id(&self) -> &str {
         &self.run_id
+    }
+
+    /// This process's rank in the job: the rank given to
+    /// [`TelemetryBuilder::new`](super::builder::TelemetryBuilder::new), or,
+    /// through [`setup_telemetry_from_env`](super::from_env::setup_telemetry_from_env),
+    /// the launcher's (`NEMO_LENS_RANK`, torchrun's `RANK`, Open MPI, MPICH,
+    /// SLURM; none: 0). Set on every handle, enabled or not.
+    ///
+    /// ```
+    /// let handle = lens::setup_telemetry(lens::LensConfig::default(), 3, 8).unwrap();
+    /// assert_eq!((handle.rank(), handle.world_size()), (3, 8));
+    /// // from the launcher (torchrun, mpirun, srun), with no code
+    /// let handle = lens::setup_telemetry_from_env().unwrap();
+    /// assert!(handle.rank() < handle.world_size());
+    /// ```
+    pub fn rank(&self) -> u32 {
+        self.placement.0
+    }
+
+    /// The number of ranks in the job (at least 1), from the same source as
+    /// [`rank`](Self::rank): `NEMO_LENS_WORLD_SIZE`, torchrun's
+    /// `WORLD_SIZE`, `OMPI_COMM_WORLD_SIZE`, `PMI_SIZE`, `SLURM_NTASKS`;
+    /// none: 1.
+    ///
+    /// ```
+    /// let handle = lens::setup_telemetry(lens::LensConfig::default(), 0, 4).unwrap();
+    /// assert_eq!(handle.world_size(), 4);
+    /// let handle = lens::setup_telemetry(lens::LensConfig::default(), 0, 0).unwrap();
+    /// assert_eq!(handle.world_size(), 1); // a world has at least one rank
+    /// ```
+    pub fn world_size(&self) -> u32 {
+        self.placement.1
+    }
+
+    /// This process's rank within its node: the first of `LOCAL_RANK`
+    /// (torchrun), `OMPI_COMM_WORLD_LOCAL_RANK` (Open MPI), `SLURM_LOCALID`,
+    /// `MPI_LOCALRANKID` (MPICH) that is set; none or not a number: 0. The
+    /// same rule as the `first_rank_per_node` strategy and the
+    /// `nv.dl.local_rank` resource attribute; use it to pick this rank's GPU.
+    ///
+    /// ```
+    /// let handle = lens::setup_telemetry_from_env().unwrap();
+    /// let device = format!("cuda:{}", handle.local_rank());
+    /// # drop(device);
+    /// ```
+    pub fn local_rank(&self) -> u32 {
+        self.placement.2
     }
 
     /// Whether this rank exports telemetry.

@@ -84,6 +84,13 @@ impl TelemetryBuilder {
                 pipeline.destination,
                 groups.names().join(", "),
             ));
+            #[cfg(feature = "tracing")]
+            let routes = crate::bridge::known_routes();
+            #[cfg(not(feature = "tracing"))]
+            let routes = Vec::new();
+            if let Some(w) = super::off_groups::warning(&cfg.span_groups, &groups, &routes) {
+                crate::diag::warn(format_args!("{w}"));
+            }
         }
 
         // install: from here on nothing fails

@@ -8,6 +8,7 @@ mod handle;
 mod install;
 #[cfg(feature = "logs")]
 mod logs;
+mod off_groups;
 mod profile;
 mod signal;
 

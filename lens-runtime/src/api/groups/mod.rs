@@ -8,7 +8,8 @@ mod set;
 pub use family::{base, Preset, SpanGroup, SpanGroupFamily};
 #[cfg(feature = "sdk-core")]
 pub(crate) use registry::disable_all_after_fork;
-#[cfg(feature = "tracing")]
-pub(crate) use registry::known_families;
-pub use registry::{is_span_group_enabled, register_family, set_enabled_span_groups};
+pub use registry::{
+    is_span_group_enabled, register_family, set_enabled_span_groups, span_group_families,
+    LinkedFamily,
+};
 pub use set::{SpanGroupError, SpanGroupSet};

@@ -175,6 +175,21 @@ impl SpanGroupSet {
             .any(|(f, m)| std::ptr::eq(f.word, group.word) && m & group.mask != 0)
     }
 
+    /// The groups this set leaves off in the consumer families it reaches
+    /// (those with at least one of their own groups on), in family then
+    /// declaration order: the sites a user of that family may expect to
+    /// record. A family the set does not reach at all (a program linking
+    /// `megatron` that never uses it) and base groups are not listed.
+    #[cfg(any(feature = "sdk-core", test))]
+    pub(crate) fn off_in_reached_families(&self) -> Vec<&'static SpanGroup> {
+        self.entries[1..]
+            .iter()
+            .filter(|(f, m)| f.groups.iter().any(|g| m & g.mask != 0))
+            .flat_map(|(f, m)| f.groups.iter().filter(move |g| m & g.mask == 0))
+            .copied()
+            .collect()
+    }
+
     /// Names of the groups in this set, base groups first.
     ///
     /// ```
