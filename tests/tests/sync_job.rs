@@ -396,7 +396,12 @@ const STEPS: u64 = 40;
 
 /// `suspects` of `lens report --json` on the files of a job with `envs`.
 fn suspects_of(envs: &[(&str, &str)], stop: Stop) -> Vec<serde_json::Value> {
-    let (dir, f) = run_job_with(WORLD, STEPS, envs, stop);
+    suspects_of_steps(envs, stop, STEPS)
+}
+
+/// [`suspects_of`] a job of `steps` steps.
+fn suspects_of_steps(envs: &[(&str, &str)], stop: Stop, steps: u64) -> Vec<serde_json::Value> {
+    let (dir, f) = run_job_with(WORLD, steps, envs, stop);
     if matches!(stop, Stop::Never) {
         assert_ok(&f);
     }
@@ -427,8 +432,12 @@ fn suspects_of(envs: &[(&str, &str)], stop: Stop) -> Vec<serde_json::Value> {
         })
         .clone();
     eprintln!(
-        "{envs:?}: suspects {}",
-        serde_json::to_string(&suspects).unwrap()
+        "{envs:?}: suspects {}\ndiagnosis: verdict {}, waits {}, noise (ms) {}, steps {}",
+        serde_json::to_string(&suspects).unwrap(),
+        report["diagnosis"]["verdict"],
+        report["diagnosis"]["wait_phases"],
+        report["diagnosis"]["noise_ms"],
+        report["diagnosis"]["steps"],
     );
     let _ = std::fs::remove_dir_all(dir.parent().unwrap());
     suspects
@@ -496,7 +505,7 @@ fn diagnosis_e_a_window_of_steps() {
 #[test]
 fn diagnosis_f_a_small_delay() {
     // 3 ms on a step of ~15-18 ms (8 ranks on a small machine): 15-20% of a step
-    let s = suspects_of(&slow("4", "forward_backward", "3"), Stop::Never);
+    let s = suspects_of_steps(&slow("4", "forward_backward", "3"), Stop::Never, 2 * STEPS);
     assert_first(&s, 4, "forward_backward", "straggler");
 }
 

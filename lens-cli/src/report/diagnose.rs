@@ -44,12 +44,21 @@
 //! of the median step (scheduling jitter on a loaded machine). An *event*
 //! is an increment above it. Jitter spreads its events over every rank; a
 //! fault concentrates them: a (rank, phase) is a suspect when it has at
-//! least 3 events, at least 3 × as many as the other ranks' average in that
-//! phase plus 2, and its delay is at least 0.5 % of the job's step time.
-//! Suspects are ordered by the exposed time they cost (the frontier's
-//! increments they hold), then by their own delay: a rank whose delay hid
-//! behind a larger one is still listed, with its own delay and no exposed
-//! time. When another rank was nearly as late in the same phase in most of
+//! least 4 events, at least 3 × as many as the other ranks' average in that
+//! phase plus 2 (or twice as many holding 4 × their average excess: heavy
+//! tailed noise on a loaded machine), and its delay is at least 1 % of the
+//! job's step time.
+//! A delay too small for single steps to stand out but present in most of
+//! them is found from each rank's median increment in the phase: a rank
+//! whose median stands 6 scaled MADs (across ranks) above the ranks'
+//! median, or that was above the step's median rank in 80 % of the steps
+//! (a sign test: noise puts a rank there half the time), by at least 3 %
+//! of the median step, is a suspect too, unless other ranks were as late
+//! in most of its steps.
+//! Suspects are ordered by their own delay (a smaller delay hidden behind a
+//! larger one in the same window is still listed, after it), and each
+//! carries the exposed time it holds on the frontier. When another rank
+//! was nearly as late in the same phase in most of
 //! a suspect's steps, the suspect is marked uncertain, as StageFrontier
 //! labels a window where cause and coincidence cannot be told apart.
 //!
@@ -392,21 +401,32 @@ pub(crate) fn diagnose(rows: &[Row], names: &[String], hangs: &HangInput) -> Dia
     }
     // persistent delays too small for single steps to stand out: a rank
     // whose median increment in a phase stands out from the other ranks'
-    // medians (6 scaled MADs across ranks, at least 5 % of the median step)
+    // medians (6 scaled MADs across ranks, at least 3 % of the median step)
     let mut by_rank: BTreeMap<(i64, usize), Vec<f64>> = BTreeMap::new();
+    // steps in which a rank's increment was above the step's median one
+    let mut above: BTreeMap<(i64, usize), u64> = BTreeMap::new();
     for (row, r) in rows.iter().enumerate() {
         for k in (0..k_n).filter(|&k| !wait[k]) {
-            for (i, s) in r.ranks.iter().enumerate() {
-                by_rank.entry((s.rank, k)).or_default().push(own(row, k, i));
+            let incs: Vec<f64> = (0..r.ranks.len()).map(|i| own(row, k, i)).collect();
+            let mid = median(&mut incs.clone());
+            for (s, &inc) in r.ranks.iter().zip(&incs) {
+                by_rank.entry((s.rank, k)).or_default().push(inc);
+                if inc > mid {
+                    *above.entry((s.rank, k)).or_default() += 1;
+                }
             }
         }
     }
     let mut persistent: BTreeMap<(i64, usize), f64> = BTreeMap::new();
     for k in (0..k_n).filter(|&k| !wait[k]) {
-        let medians: Vec<(i64, f64)> = by_rank
+        let medians: Vec<(i64, f64, f64)> = by_rank
             .iter_mut()
             .filter(|((_, kk), v)| *kk == k && v.len() >= 5)
-            .map(|((r, _), v)| (*r, median(v)))
+            .map(|((r, _), v)| {
+                let n = v.len() as f64;
+                let up = above.get(&(*r, k)).copied().unwrap_or(0) as f64 / n;
+                (*r, median(v), up)
+            })
             .collect();
         if medians.len() < 3 {
             continue;
@@ -415,15 +435,21 @@ pub(crate) fn diagnose(rows: &[Row], names: &[String], hangs: &HangInput) -> Dia
         let mid = median(&mut ms);
         let mut dev: Vec<f64> = ms.iter().map(|m| (m - mid).abs()).collect();
         let spread = 1.4826 * median(&mut dev);
-        let bar = (6.0 * spread).max(0.05 * median_step).max(floor / 3.0);
-        for (r, m) in medians {
-            if m - mid > bar {
+        let least = (0.03 * median_step).max(floor / 3.0);
+        for (r, m, up) in medians {
+            // its median stands out from the ranks' medians, or it was
+            // above the step's median rank in 80 % of the steps (a sign
+            // test: noise puts a rank there half the time)
+            let stands_out = m - mid > (6.0 * spread).max(least);
+            let nearly_always = up >= 0.8 && m - mid > least;
+            if stands_out || nearly_always {
                 persistent.insert((r, k), m - mid);
             }
         }
     }
     let mut tally: BTreeMap<(i64, usize), Tally> = BTreeMap::new();
     let mut events_per_phase = vec![0u64; k_n];
+    let mut excess_per_phase = vec![0f64; k_n];
     for (row, r) in rows.iter().enumerate() {
         for k in (0..k_n).filter(|&k| !wait[k]) {
             let (leader, top) = max_of(&l.lead[row][k]);
@@ -442,6 +468,7 @@ pub(crate) fn diagnose(rows: &[Row], names: &[String], hangs: &HangInput) -> Dia
                     continue;
                 }
                 events_per_phase[k] += 1;
+                excess_per_phase[k] += inc * r.span.max(1) as f64;
                 let t = tally.entry((r.ranks[i].rank, k)).or_default();
                 let n = r.span.max(1) as f64;
                 t.own += inc * n;
@@ -484,13 +511,21 @@ pub(crate) fn diagnose(rows: &[Row], names: &[String], hangs: &HangInput) -> Dia
     for ((rank, k), t) in tally {
         let others = events_per_phase[k].saturating_sub(t.events) as f64 / (world - 1.0);
         let events = t.events as f64;
-        let steady = persistent.contains_key(&(rank, k));
-        if !steady && (events < 3.0 || events < 3.0 * others + 2.0 || t.own < 0.005 * total_ns) {
+        let uncertain = t.shared * 2 > t.events;
+        // one-step events: enough of them, concentrated on this rank, and
+        // worth 1 % of the job; a persistent small delay: its median stands
+        // out, and it is this rank's alone in most of its steps (a small
+        // lead that other ranks share is noise, not a suspect)
+        let others_excess = (excess_per_phase[k] - t.own).max(0.0) / (world - 1.0);
+        let concentrated = events >= 3.0 * others + 2.0
+            || (events >= 2.0 * others && t.own >= 4.0 * others_excess);
+        let by_events = events >= 4.0 && concentrated && t.own >= 0.01 * total_ns;
+        let steady = persistent.contains_key(&(rank, k)) && !uncertain;
+        if !by_events && !steady {
             continue;
         }
         let phase = names[k].clone();
         let per_step = t.exposed / t.steps.max(1) as f64;
-        let uncertain = t.shared * 2 > t.events;
         let mut evidence = match t.waited_in.iter().max_by_key(|(_, n)| **n) {
             Some((&w, _)) => {
                 let mut waits = t.waits.clone();
