@@ -63,7 +63,7 @@ for c in "${cases[@]}"; do
     got=$("$lens" report --json "$dir/lens-telemetry" 2>/dev/null | python3 -c '
 import json, sys
 s = json.load(sys.stdin)["suspects"]
-print(" ".join(f"{x[\"rank\"]}:{x[\"phase\"]}" for x in s[:2]) or "none")')
+print(" ".join(str(x["rank"]) + ":" + x["phase"] for x in s[:2]) or "none")')
     first=${got%% *}
     if [ "$first" = "$want" ]; then top1=$((top1 + 1)); fi
     if [[ " $got " == *" $want "* ]]; then top2=$((top2 + 1)); fi

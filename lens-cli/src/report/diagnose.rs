@@ -30,7 +30,8 @@
 //! of those steps. A phase named like a collective (`allreduce`,
 //! `all_gather`, `barrier`, `broadcast`, `reduce_scatter`, `all_to_all`,
 //! `sync`, `wait`, `nccl`, `gloo`) is a wait when the data cannot tell
-//! (balanced runs). Delay is attributed only to work phases; a wait phase
+//! (balanced runs), unless in at least 5 such steps fewer than 30 % left
+//! together. Delay is attributed only to work phases; a wait phase
 //! never gets blame, so the ranks that waited are never suspects. A delay
 //! after the last wait of a step (the optimizer) is seen where it happens,
 //! in its own step; the next step's longer wait on the other ranks is
@@ -313,11 +314,14 @@ pub(crate) fn diagnose(rows: &[Row], names: &[String], hangs: &HangInput) -> Dia
     }
     let wait_in_order: Vec<bool> = (0..k_n)
         .map(|k| {
-            let (yes, of) = absorbed[k];
-            if of >= 3 {
-                yes as f64 >= 0.6 * of as f64
-            } else {
-                named_like_a_collective(&names[k])
+            let (yes, of) = (absorbed[k].0 as f64, absorbed[k].1 as f64);
+            // a phase named like a collective is a wait unless the data
+            // clearly say otherwise; any other phase is one when the data
+            // say so (a loaded machine wakes ranks up from a collective at
+            // slightly different times, so the evidence is a majority)
+            match named_like_a_collective(&names[k]) {
+                true => of < 5.0 || yes >= 0.3 * of,
+                false => of >= 3.0 && yes >= 0.6 * of,
             }
         })
         .collect();
@@ -393,6 +397,9 @@ pub(crate) fn diagnose(rows: &[Row], names: &[String], hangs: &HangInput) -> Dia
         own: f64,
         /// Rows with an event.
         events: u64,
+        /// Rows with an increment above the noise threshold (the rest are
+        /// steps of a persistent delay).
+        over: u64,
         steps: u64,
         shared: u64,
         iterations: Vec<i64>,
@@ -477,6 +484,7 @@ pub(crate) fn diagnose(rows: &[Row], names: &[String], hangs: &HangInput) -> Dia
                 }
                 t.steps += r.span.max(1) as u64;
                 t.events += 1;
+                t.over += u64::from(inc > thr[k]);
                 if t.iterations.len() < 64 {
                     t.iterations.push(iteration_of(r, k));
                 }
@@ -510,7 +518,7 @@ pub(crate) fn diagnose(rows: &[Row], names: &[String], hangs: &HangInput) -> Dia
     let mut suspects: Vec<Suspect> = Vec::new();
     for ((rank, k), t) in tally {
         let others = events_per_phase[k].saturating_sub(t.events) as f64 / (world - 1.0);
-        let events = t.events as f64;
+        let events = t.over as f64;
         let uncertain = t.shared * 2 > t.events;
         // one-step events: enough of them, concentrated on this rank, and
         // worth 1 % of the job; a persistent small delay: its median stands
