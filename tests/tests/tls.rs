@@ -275,13 +275,15 @@ fn a_certificate_from_the_wrong_ca_fails_verification_and_says_so() {
             ("OTEL_EXPORTER_OTLP_CLIENT_KEY", &pki.client_key),
             ("NEMO_LENS_RUN_ID", &run_id),
         ]);
-        // the first failed export is reported on stderr when it happens,
-        // with where it went and why; the probe ends on its own terms (it
-        // returns the shutdown report, spans not exported, as its error)
-        assert!(out.status.code().is_some(), "{}", text(&out));
+        // the failed export is reported on stderr (when it happens, or in
+        // the shutdown's one warning line when it happens there), with
+        // where it went and why; lost telemetry never fails the probe
+        assert!(out.status.success(), "{}", text(&out));
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
-            stderr.contains(&format!("exporting spans to {endpoint}")) && stderr.contains("failed"),
+            (stderr.contains(&format!("exporting spans to {endpoint}"))
+                || stderr.contains(&format!("exporting to {endpoint}")))
+                && stderr.contains("failed"),
             "{protocol}: {}",
             text(&out)
         );

@@ -107,11 +107,7 @@ impl fmt::Display for LossCause {
             LossCause::Unreachable {
                 destination,
                 detail,
-            } => write!(
-                f,
-                "{destination} is unreachable: {}",
-                detail.rsplit(": ").next().unwrap_or(detail)
-            ),
+            } => write!(f, "{destination} is unreachable: {}", innermost(detail)),
             LossCause::TimedOut { destination, after } => {
                 write!(f, "{destination} did not answer within {after:?}")
             }
@@ -150,6 +146,15 @@ impl LossCause {
                 destination,
                 detail,
             }
+        } else if ["certificate", "tls", "handshake", "unknownissuer"]
+            .iter()
+            .any(|w| d.contains(w))
+        {
+            // reached, but the secure connection failed: the words matter
+            LossCause::Exporter {
+                destination,
+                detail,
+            }
         } else if [
             "refused",
             "connect",
@@ -183,6 +188,16 @@ impl LossCause {
             }
         }
     }
+}
+
+/// The transport's innermost words: the last `: `-separated part of an
+/// error chain, without the closing parentheses of the wrappers around it.
+fn innermost(detail: &str) -> &str {
+    let mut last = detail.rsplit(": ").next().unwrap_or(detail);
+    while last.ends_with(')') && last.matches(')').count() > last.matches('(').count() {
+        last = &last[..last.len() - 1];
+    }
+    last
 }
 
 impl SignalReport {
@@ -280,6 +295,14 @@ mod tests {
             LossCause::Unreachable { .. }
         ));
         assert!(matches!(c("status: Internal"), LossCause::Exporter { .. }));
+        let tls =
+            c("network error (error sending request: invalid peer certificate: UnknownIssuer)");
+        assert!(matches!(tls, LossCause::Exporter { .. }), "{tls:?}");
+        let http = c("HTTP export failed: network error (client error (Connect): tcp connect error: Connection refused (os error 111))");
+        assert_eq!(
+            http.to_string(),
+            "http://localhost:4317 is unreachable: Connection refused (os error 111)"
+        );
         assert!(matches!(
             c("the request timed out"),
             LossCause::TimedOut { after, .. } if after == t
