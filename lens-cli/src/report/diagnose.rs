@@ -276,9 +276,8 @@ fn max_of(v: &[f64]) -> (usize, f64) {
 
 /// Diagnoses `rows` (phases named `names`, in the order they run) and the
 /// spans left open.
-pub(crate) fn diagnose(rows: &[Row], names: &[String], hangs: &HangInput) -> Diagnosis {
-    let rows: Vec<&Row> = rows.iter().filter(|r| r.ranks.len() >= 2).collect();
-    let rows: Vec<Row> = rows.into_iter().cloned().collect();
+pub(crate) fn diagnose(mut rows: Vec<Row>, names: &[String], hangs: &HangInput) -> Diagnosis {
+    rows.retain(|r| r.ranks.len() >= 2);
     let k_n = names.len();
     let ranks: std::collections::BTreeSet<i64> = rows
         .iter()
@@ -332,6 +331,7 @@ pub(crate) fn diagnose(rows: &[Row], names: &[String], hangs: &HangInput) -> Dia
     // its optimizer, starts its next step late). Each window is the phases
     // after the wait of one step, then the phases up to the wait of the
     // next; the first step's are read from its start.
+    drop(l);
     let cut = wait_in_order.iter().position(|w| *w);
     let (rows, names, wait, from_prev) = match cut {
         Some(w) if w + 1 < k_n => {
@@ -373,11 +373,14 @@ pub(crate) fn diagnose(rows: &[Row], names: &[String], hangs: &HangInput) -> Dia
             }
             let names: Vec<String> = order.iter().map(|&k| names[k].clone()).collect();
             let wait: Vec<bool> = order.iter().map(|&k| wait_in_order[k]).collect();
+            // one copy of the rows at a time (memory stays bounded)
+            drop(rows);
             (out, names, wait, k_n - w - 1)
         }
         _ => (rows, names.to_vec(), wait_in_order.clone(), 0),
     };
-    let rows: Vec<Row> = rows.into_iter().filter(|r| r.ranks.len() >= 2).collect();
+    let mut rows = rows;
+    rows.retain(|r| r.ranks.len() >= 2);
     let l = leads(&rows, k_n);
     let thr = thresholds(&rows, &l, k_n, floor);
     let own = |row: usize, k: usize, i: usize| own_inc(&l, row, k, i);
@@ -824,7 +827,7 @@ mod tests {
                 0.0
             }
         });
-        let d = diagnose(&rows, &names(), &HangInput::default());
+        let d = diagnose(rows.clone(), &names(), &HangInput::default());
         assert_eq!(first(&d), (5, "data.next_batch"), "{d:#?}");
         assert_eq!(d.suspects.len(), 1, "{d:#?}");
         assert_eq!(d.wait_phases, ["allreduce.grads"]);
@@ -846,7 +849,7 @@ mod tests {
                 0.0
             }
         });
-        let d = diagnose(&rows, &names(), &HangInput::default());
+        let d = diagnose(rows.clone(), &names(), &HangInput::default());
         assert_eq!(first(&d), (6, "optimizer.step"), "{d:#?}");
         assert_eq!(d.suspects.len(), 1, "{d:#?}");
     }
@@ -890,7 +893,7 @@ mod tests {
         ];
         for (rank, phase, extra) in cases {
             let rows = job(8, 40, 0.3 * MS, extra);
-            let d = diagnose(&rows, &names(), &HangInput::default());
+            let d = diagnose(rows.clone(), &names(), &HangInput::default());
             assert_eq!(first(&d), (rank, PHASES[phase]), "{d:#?}");
         }
     }
@@ -902,7 +905,7 @@ mod tests {
             (6, 0) => 6.0 * MS,
             _ => 0.0,
         });
-        let d = diagnose(&rows, &names(), &HangInput::default());
+        let d = diagnose(rows.clone(), &names(), &HangInput::default());
         assert_eq!(first(&d), (2, "data.next_batch"), "{d:#?}");
         assert!(d.suspects.iter().any(|s| s.rank == 6), "{d:#?}");
     }
@@ -911,7 +914,7 @@ mod tests {
     fn balanced_runs_with_jitter_name_no_suspect() {
         for world in [2, 8, 32] {
             let rows = job(world, 60, 1.5 * MS, |_, _, _| 0.0);
-            let d = diagnose(&rows, &names(), &HangInput::default());
+            let d = diagnose(rows.clone(), &names(), &HangInput::default());
             assert!(d.suspects.is_empty(), "{world} ranks: {d:#?}");
             assert!(d.verdict.starts_with("no suspect"), "{}", d.verdict);
         }
@@ -926,7 +929,7 @@ mod tests {
                 0.0
             }
         });
-        let d = diagnose(&rows, &names(), &HangInput::default());
+        let d = diagnose(rows.clone(), &names(), &HangInput::default());
         assert!(!d.suspects.is_empty(), "{d:#?}");
         assert!(d.suspects.iter().all(|s| s.uncertain), "{d:#?}");
     }
@@ -961,7 +964,7 @@ mod tests {
             h.last_step.insert(r, 4);
         }
         let rows = job(8, 5, 0.3 * MS, |_, _, _| 0.0);
-        let d = diagnose(&rows, &names(), &h);
+        let d = diagnose(rows.clone(), &names(), &h);
         assert_eq!(first(&d), (4, "forward_backward"), "{d:#?}");
         assert_eq!(d.suspects[0].kind, Kind::Hang);
         assert_eq!(d.suspects[0].iterations, [5]);
@@ -978,7 +981,7 @@ mod tests {
         for r in 0..4 {
             h.last_step.insert(r, if r == 1 { 3 } else { 9 });
         }
-        let d = diagnose(&[], &names(), &h);
+        let d = diagnose(Vec::new(), &names(), &h);
         assert_eq!(first(&d).0, 1, "{d:#?}");
         assert_eq!(d.suspects[0].kind, Kind::Hang);
     }

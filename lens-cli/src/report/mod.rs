@@ -265,7 +265,7 @@ impl Aggregator {
         order.sort_by(|&a, &b| offset(&names[a]).total_cmp(&offset(&names[b])));
         let ordered: Vec<String> = order.iter().map(|&k| names[k].clone()).collect();
         let rows = self.steps.diagnosis_rows(&order);
-        diagnose::diagnose(&rows, &ordered, &self.hangs)
+        diagnose::diagnose(rows, &ordered, &self.hangs)
     }
 
     /// Finishes the aggregation.
