@@ -287,6 +287,8 @@ fn remember_routes(routes: &Routes) {
 /// `NEMO_LENS_TRACING_GROUPS` / `NEMO_LENS_TRACING_DEFAULT` (what
 /// `lens::tracing::layer()` reads; an invalid value adds nothing here, the
 /// bridge reports it) and those of every layer built so far, each once.
+/// Setup's warning about groups that are off reads it (an SDK build).
+#[cfg(feature = "sdk-core")]
 pub(crate) fn known_routes() -> Vec<(String, &'static SpanGroup)> {
     let mut all: Vec<(String, &'static SpanGroup)> = TracingBridge::from_env()
         .map(|b| routed(&b.routes).collect())

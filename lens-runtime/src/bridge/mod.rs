@@ -56,6 +56,7 @@ mod spec;
 
 use crate::api::groups::SpanGroupFamily;
 use crate::config::ConfigError;
+#[cfg(feature = "sdk-core")]
 pub(crate) use builder::known_routes;
 pub use builder::TracingBridge;
 pub use layer::TracingLayer;
