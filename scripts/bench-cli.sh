@@ -6,6 +6,9 @@
 #   BENCH_RUN=DIR     measure an existing run instead of synthesizing one
 #   BENCH_NULL=1      write the HTML page and traces to /dev/null (no disk
 #                     needed; sizes are then not listed)
+#   BENCH_GZIP=1      synthesize gzip files (a tenth of the disk: 1,024 ranks
+#                     x 10,000 steps is ~2.6 GB instead of ~30 GB)
+#   BENCH_ONLY=report run only `lens report --json` (the diagnosis included)
 set -euo pipefail
 steps=${1:-15625}
 ranks=${2:-64}
@@ -34,12 +37,17 @@ if [ -n "${BENCH_RUN:-}" ]; then
   spans=$("$lens" report --json "$run" | awk '$1 == "\"spans\":" && !n {n = $2 + 0} END {print n}')
 else
   start=$(date +%s.%N)
-  "$lens" synth --ranks "$ranks" --steps "$steps" --microbatches 2 --out "$run" 2>"$work/synth.txt"
+  "$lens" synth --ranks "$ranks" --steps "$steps" --microbatches 2 --out "$run" \
+    ${BENCH_GZIP:+--gzip} 2>"$work/synth.txt"
   end=$(date +%s.%N)
   spans=$(grep -o 'wrote [0-9]*' "$work/synth.txt" | grep -o '[0-9]*')
   bytes=$(du -sb "$run" | cut -f1)
   awk -v n="$spans" -v s="$(echo "$end - $start" | bc)" -v b="$bytes" \
     'BEGIN{printf "%-22s %10d spans %8.2f s %12.0f spans/s   %.0f MB on disk\n", "synth", n, s, n/s, b/1e6}'
+fi
+if [ "${BENCH_ONLY:-}" = report ]; then
+  measure "report --json" "$spans" "$lens" report --json "$run"
+  exit 0
 fi
 measure "report" "$spans" "$lens" report "$run"
 measure "report --json" "$spans" "$lens" report --json "$run"
