@@ -793,3 +793,33 @@ pub fn file_spans(path: &std::path::Path) -> Vec<FileSpan> {
     }
     spans
 }
+
+/// This process's threads: thread id → name (`/proc/self/task`).
+///
+/// ```
+/// assert!(!tests::threads().is_empty());
+/// ```
+pub fn threads() -> std::collections::BTreeMap<String, String> {
+    let mut out = std::collections::BTreeMap::new();
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let name = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        out.insert(
+            task.file_name().to_string_lossy().into_owned(),
+            name.trim().to_owned(),
+        );
+    }
+    out
+}
+
+/// This process's open sockets (`/proc/self/fd`).
+///
+/// ```
+/// let _ = tests::sockets();
+/// ```
+pub fn sockets() -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter(|p| p.to_string_lossy().starts_with("socket:"))
+        .count()
+}

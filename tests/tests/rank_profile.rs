@@ -18,7 +18,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
-use tests::{clean_command, file_spans, run_with_timeout, run_with_timeout_and, Finished};
+use tests::{
+    clean_command, file_spans, run_with_timeout, run_with_timeout_and, sockets, threads, Finished,
+};
 
 /// The phases of a step, in order: the direct children of `train.step`.
 const PHASES: [&str; 4] = [
@@ -34,28 +36,6 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 const CHILD: &str = "LENS_PROFILE_CHILD";
 
 // ---- the child ------------------------------------------------------------
-
-/// This process's threads, by id.
-fn threads() -> std::collections::BTreeMap<String, String> {
-    let mut out = std::collections::BTreeMap::new();
-    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
-        let name = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
-        out.insert(
-            task.file_name().to_string_lossy().into_owned(),
-            name.trim().to_owned(),
-        );
-    }
-    out
-}
-
-/// This process's open sockets.
-fn sockets() -> usize {
-    std::fs::read_dir("/proc/self/fd")
-        .unwrap()
-        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
-        .filter(|p| p.to_string_lossy().starts_with("socket:"))
-        .count()
-}
 
 /// Busy for about `us` microseconds (no syscall: no scheduling noise).
 fn work(us: u64) {

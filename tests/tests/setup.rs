@@ -8,6 +8,7 @@ use lens::otel::trace::Status;
 use lens::{managed_span, span_cm, ExporterKind, LensConfig, SetupError, TelemetryBuilder};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
+use tests::{sockets, threads};
 
 static LOCK: Mutex<()> = Mutex::new(());
 
@@ -33,19 +34,6 @@ fn install_capture(spec: &str) -> (lens::TelemetryHandle, Capture) {
     (h, exporter)
 }
 
-/// The threads of this process: thread id → name.
-fn threads() -> std::collections::BTreeMap<String, String> {
-    let mut out = std::collections::BTreeMap::new();
-    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
-        let name = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
-        out.insert(
-            task.file_name().to_string_lossy().into_owned(),
-            name.trim().to_owned(),
-        );
-    }
-    out
-}
-
 /// Telemetry threads (lens's own, the SDK's processors, tokio workers) that
 /// exist in `after` but not in `before`, by thread id. Other tests' threads
 /// come and go meanwhile, so only names telemetry could start count.
@@ -63,14 +51,6 @@ fn new_threads(
         })
         .map(|(_, name)| name.clone())
         .collect()
-}
-
-fn sockets() -> usize {
-    std::fs::read_dir("/proc/self/fd")
-        .unwrap()
-        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
-        .filter(|p| p.to_string_lossy().starts_with("socket:"))
-        .count()
 }
 
 #[test]
