@@ -32,6 +32,7 @@
 //! stderr) and reported as lost at shutdown; nothing here panics.
 
 use crate::api::semconv;
+use crate::api::span::record::clock::from_system;
 use crate::sdk::export::sink::{Batch, Sink};
 use crate::sdk::report::{LossCause, SignalReport};
 use opentelemetry::Value;
@@ -44,7 +45,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 /// The most distinct child names kept per parent.
 pub(crate) const MAX_PHASES: usize = 16;
@@ -312,8 +313,8 @@ impl Profile {
             }
             return;
         }
-        let start = unix_ns(span.start_time);
-        let dur = unix_ns(span.end_time).saturating_sub(start);
+        let start = from_system(span.start_time);
+        let dur = from_system(span.end_time).saturating_sub(start);
         let mut st = self.lock();
         let children = st.take(id);
         if step {
@@ -360,34 +361,23 @@ impl Profile {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// One line, `\n` included. Plain byte pushes, no `fmt` (the line is
-    /// built on the thread that ends the step).
+    /// One line, `\n` included (once per step: the standard formatting
+    /// is cheap enough, and names go through serde_json's escaping).
     fn encode(&self, s: &StepLine<'_>, out: &mut Vec<u8>) {
+        use std::io::Write as _;
         let m = &self.meta;
-        out.extend_from_slice(b"{\"lensProfile\":{\"v\":1,\"run\":");
+        // writes into a Vec cannot fail
+        let _ = write!(out, "{{\"lensProfile\":{{\"v\":1,\"run\":");
         json_str(out, &m.run);
-        out.extend_from_slice(b",\"rank\":");
-        push_u64(out, u64::from(m.rank));
-        out.extend_from_slice(b",\"world\":");
-        push_u64(out, u64::from(m.world));
-        out.extend_from_slice(b",\"host\":");
+        let _ = write!(out, ",\"rank\":{},\"world\":{},\"host\":", m.rank, m.world);
         json_str(out, &m.host);
         out.extend_from_slice(b",\"step\":");
         json_str(out, cut_str(s.name));
-        out.extend_from_slice(b",\"id\":\"");
-        push_hex16(out, s.id);
-        out.push(b'"');
+        let _ = write!(out, ",\"id\":\"{:016x}\"", s.id);
         if let Some(it) = s.iteration {
-            out.extend_from_slice(b",\"it\":");
-            if it < 0 {
-                out.push(b'-');
-            }
-            push_u64(out, it.unsigned_abs());
+            let _ = write!(out, ",\"it\":{it}");
         }
-        out.extend_from_slice(b",\"t\":\"");
-        push_u64(out, s.start);
-        out.extend_from_slice(b"\",\"d\":");
-        push_u64(out, s.dur);
+        let _ = write!(out, ",\"t\":\"{}\",\"d\":{}", s.start, s.dur);
         if s.open {
             out.extend_from_slice(b",\"open\":true");
         }
@@ -398,39 +388,18 @@ impl Profile {
             }
             out.extend_from_slice(b"{\"n\":");
             json_str(out, &p.name);
-            out.extend_from_slice(b",\"o\":");
-            push_u64(out, p.start.saturating_sub(s.start));
-            out.extend_from_slice(b",\"d\":");
-            push_u64(out, p.dur);
+            let _ = write!(
+                out,
+                ",\"o\":{},\"d\":{}",
+                p.start.saturating_sub(s.start),
+                p.dur
+            );
             if p.open {
                 out.extend_from_slice(b",\"open\":true");
             }
             out.push(b'}');
         }
         out.extend_from_slice(b"]}}\n");
-    }
-}
-
-/// `n` in decimal.
-fn push_u64(out: &mut Vec<u8>, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
-}
-
-/// `n` as 16 lowercase hex digits.
-fn push_hex16(out: &mut Vec<u8>, n: u64) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    for shift in (0..16).rev() {
-        out.push(HEX[((n >> (shift * 4)) & 0xf) as usize]);
     }
 }
 
@@ -489,11 +458,6 @@ fn as_int(v: &Value) -> Option<i64> {
         Value::String(s) => s.as_str().trim().parse().ok(),
         _ => None,
     }
-}
-
-fn unix_ns(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 /// The span processor: every ended span goes to the profile, on the
@@ -587,7 +551,7 @@ mod tests {
         end: u64,
         attrs: Vec<KeyValue>,
     ) -> SpanData {
-        let t = |ns: u64| UNIX_EPOCH + Duration::from_nanos(ns);
+        let t = |ns: u64| crate::api::span::record::clock::to_system(ns);
         SpanData {
             span_context: SpanContext::new(
                 TraceId::from(7u128),
