@@ -274,10 +274,7 @@ fn routed(routes: &Routes) -> impl Iterator<Item = (String, &'static SpanGroup)>
 fn remember_routes(routes: &Routes) {
     let mut built = BUILT_ROUTES.lock().unwrap_or_else(|e| e.into_inner());
     for (t, g) in routed(routes) {
-        if !built
-            .iter()
-            .any(|(bt, bg)| *bt == t && std::ptr::eq(*bg, g))
-        {
+        if !built.iter().any(|(bt, bg)| *bt == t && bg.same(g)) {
             built.push((t, g));
         }
     }
@@ -309,7 +306,7 @@ mod tests {
     use std::sync::atomic::AtomicU64;
 
     static WORD: AtomicU64 = AtomicU64::new(0);
-    const ZROUTE: SpanGroup = SpanGroup::__new("zroute", "zz_bridge", &WORD, 0);
+    static ZROUTE: SpanGroup = SpanGroup::__new("zroute", "zz_bridge", &WORD, 0);
     static FAMILY: SpanGroupFamily = SpanGroupFamily::__new(
         "zz_bridge",
         &WORD,

@@ -34,7 +34,7 @@ pub(super) fn warning(
         routes.iter().filter(|(_, g)| !set.contains(g)).collect();
     let mut off: Vec<&'static SpanGroup> = set.off_in_reached_families();
     for (_, g) in &off_routes {
-        if !off.iter().any(|o| std::ptr::eq(*o, *g)) {
+        if !off.iter().any(|o| o.same(g)) {
             off.push(g);
         }
     }

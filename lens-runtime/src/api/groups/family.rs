@@ -23,6 +23,13 @@ pub struct SpanGroup {
 }
 
 impl SpanGroup {
+    /// Whether `other` is the same group: the same family word and bit. A
+    /// group may be a `const`, whose every use can have its own address,
+    /// so groups are never compared by address.
+    pub(crate) fn same(&self, other: &SpanGroup) -> bool {
+        std::ptr::eq(self.word, other.word) && self.mask == other.mask
+    }
+
     /// Declares a group. Used by `define_span_group!`; `bit` must be below 64.
     #[doc(hidden)]
     pub const fn __new(
