@@ -39,8 +39,17 @@ Exit status:
   2  usage error: an unknown option, a bad value or a missing argument
   3  the input held nothing to report (report, perfetto): no input files, or no spans,
      metrics or logs in them
-  lens exec exits with its command's status instead: the command's exit code, 128+N when
+  lens exec and lens record exit with their command's status instead: the command's exit code, 128+N when
   signal N killed it, 126 when it cannot be executed, 127 when it is not found";
+
+/// Exit status of `lens record`.
+pub(crate) const EXIT_RECORD: &str = "\
+Exit status (the command's, as a shell reports it, whatever the report found):
+  N      the command exited with code N
+  128+N  signal N killed the command
+  126    the command exists but cannot be executed
+  127    the command is not found or cannot be started
+  2      usage error of lens record itself, or --out is not empty (before the command runs)";
 
 /// Exit status of `lens emit-spans`.
 pub(crate) const EXIT_EMIT: &str = "\
@@ -103,6 +112,20 @@ pub(crate) enum Command {
     /// becomes `exec`.
     #[command(after_help = EXIT_EXEC)]
     Exec(ExecArgs),
+    /// Run a command with telemetry on, then print its report:
+    /// `lens record -- cargo run --release`, `lens record -- mpirun -np 4 ./train`.
+    ///
+    /// The command and every rank it starts get the file exporter into a
+    /// fresh run directory (`--out`, default `lens-runs/<run id>`), every
+    /// rank exporting (`all_ranks`), the signal flush, one run id, and,
+    /// unless already set, NEMO_LENS_SPAN_GROUPS=all and
+    /// OTEL_METRIC_EXPORT_INTERVAL=1000; other NEMO_LENS_* / OTEL_*
+    /// variables are kept. When it ends, the report (with its diagnosis)
+    /// is printed and the HTML page written to `<run dir>/report.html`.
+    /// Signals are forwarded and the exit status is the command's, as
+    /// with `lens exec`.
+    #[command(after_help = EXIT_RECORD)]
+    Record(RecordArgs),
     /// Emit spans with given start and end times (shell steps of a job).
     ///
     /// Always enabled (whatever NEMO_LENS_ENABLED says); exporter settings
@@ -128,6 +151,27 @@ pub(crate) struct ExecArgs {
     /// Name of the root span (default: `exec <command's file name>`).
     #[arg(long)]
     pub(crate) name: Option<String>,
+    /// The command and its arguments, after `--`.
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
+    pub(crate) command: Vec<OsString>,
+}
+
+/// `lens record`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct RecordArgs {
+    /// The run directory to create (it must be empty or not exist);
+    /// default `lens-runs/<run id>`.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out: Option<PathBuf>,
+    /// Open the HTML report in a browser afterwards (`$BROWSER`, else
+    /// `xdg-open`).
+    #[arg(long)]
+    pub(crate) open: bool,
     /// The command and its arguments, after `--`.
     #[arg(
         required = true,

@@ -9,6 +9,7 @@
 //! It also adds spans from outside Rust programs, through the lens library
 //! and its `NEMO_LENS_*` configuration: `lens exec` runs a command (a
 //! launcher) under a root span whose trace the command's ranks join,
+//! `lens record` runs a command with telemetry on and reports on it,
 //! `lens emit-spans` emits spans with given times (shell steps), and
 //! `lens slurm-env` prints the SLURM job's resource attributes for
 //! `OTEL_RESOURCE_ATTRIBUTES`.
@@ -21,6 +22,7 @@ mod fuzz;
 mod html;
 mod input;
 mod perfetto;
+mod record;
 mod report;
 mod sketch;
 mod slurm_env;
@@ -52,6 +54,7 @@ fn main() -> ExitCode {
         cli::Command::Perfetto(a) => perfetto::run(&a),
         cli::Command::Synth(a) => synth::run(&a).map_err(Failure::from),
         cli::Command::Exec(a) => return exec::run(&a),
+        cli::Command::Record(a) => return record::run(&a),
         cli::Command::EmitSpans(a) => emit_spans::run(&a),
         cli::Command::SlurmEnv(a) => slurm_env::run(&a),
     };

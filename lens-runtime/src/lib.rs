@@ -79,7 +79,7 @@ pub use config::{ConfigError, ExporterKind, LensConfig, ValidConfig};
 #[cfg(feature = "sdk-core")]
 pub use host::gpus::GpuDevice;
 #[cfg(feature = "sdk-core")]
-pub use host::launcher::shared_run_id;
+pub use host::launcher::{file_safe_run_id, shared_run_id};
 #[cfg(feature = "gpu")]
 pub use sdk::gpu::{register_gpu_metrics, visible_gpus};
 #[cfg(feature = "sdk-core")]

@@ -334,9 +334,9 @@ pub use lens_runtime::{
 pub use lens_runtime::{meter, tracer, SCOPE_NAME};
 #[cfg(feature = "sdk-core")]
 pub use lens_runtime::{
-    setup_telemetry, setup_telemetry_from_env, shared_run_id, ForkSafeIdGenerator, LossCause,
-    OtlpProtocol, RankAwareSampler, SetupError, ShutdownReport, SignalReport, TelemetryBuilder,
-    TelemetryHandle,
+    file_safe_run_id, setup_telemetry, setup_telemetry_from_env, shared_run_id,
+    ForkSafeIdGenerator, LossCause, OtlpProtocol, RankAwareSampler, SetupError, ShutdownReport,
+    SignalReport, TelemetryBuilder, TelemetryHandle,
 };
 pub use lens_runtime::{IntoLink, IntoParentContext, LensSpan, SpanGuard, SpanStatus};
 

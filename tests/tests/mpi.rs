@@ -314,3 +314,42 @@ fn mpirun_with_no_configuration_gives_one_run_id_and_four_ranks() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `lens record -- mpirun -np 4 …`: every rank (started by mpirun, which
+/// hands its environment to local ranks) writes into the run directory,
+/// and the report covers all four.
+#[test]
+fn lens_record_around_mpirun_records_every_rank() {
+    let cwd = std::env::temp_dir().join(format!("lens-mpi-record-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&cwd);
+    std::fs::create_dir_all(&cwd).unwrap();
+    let mut cmd = Command::new(tests::lens_cli_binary());
+    for (k, _) in std::env::vars() {
+        if k.starts_with("NEMO_LENS_") || k.starts_with("OTEL_") || k.starts_with("MEGATRON_OTEL_")
+        {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.current_dir(&cwd)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        .args(["record", "--out", "run", "--", "mpirun"])
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", "4"])
+        .arg(example_binary());
+    let out = cmd.output().expect("lens record -- mpirun");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    for rank in 0..4 {
+        let f = cwd.join(format!("run/rank{rank}.otlp.jsonl"));
+        assert!(
+            f.metadata().is_ok_and(|m| m.len() > 0),
+            "{} is missing or empty\n{stdout}\n{stderr}",
+            f.display()
+        );
+    }
+    assert!(stdout.contains("from 4 rank(s)"), "{stdout}\n{stderr}");
+    assert!(cwd.join("run/report.html").is_file());
+    let _ = std::fs::remove_dir_all(&cwd);
+}

@@ -9,7 +9,7 @@
 //! With telemetry off (or misconfigured) the command still runs, without a
 //! span.
 
-mod signals;
+pub(crate) mod signals;
 
 use std::ffi::{OsStr, OsString};
 use std::io;
@@ -48,7 +48,7 @@ mod attr {
 
 /// How the child ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Outcome {
+pub(crate) enum Outcome {
     /// It could not be started; the code to exit with.
     NotStarted(u8),
     /// It exited with this code.
@@ -69,7 +69,7 @@ impl Outcome {
     }
 
     /// `lens exec`'s exit code, as a shell reports the child's.
-    fn exit_code(self) -> u8 {
+    pub(crate) fn exit_code(self) -> u8 {
         match self {
             Outcome::NotStarted(code) => code,
             Outcome::Exited(code) => u8::try_from(code & 0xff).unwrap_or(1),
@@ -101,7 +101,7 @@ pub(crate) fn run(args: &ExecArgs) -> ExitCode {
     };
     let outcome = match &telemetry {
         Some((_, run_id)) => traced(args, program, rest, run_id),
-        None => run_child(Command::new(program).args(rest), program, None),
+        None => run_child(Command::new(program).args(rest), "exec", program, None),
     };
     if let Some((handle, _)) = &telemetry {
         // a failure is on stderr already (the library reports each one);
@@ -136,7 +136,7 @@ fn traced(args: &ExecArgs, program: &OsStr, rest: &[OsString], run_id: &RunId) -
     if run_id.generated && std::env::var_os(RUN_ID_VAR).is_none() {
         cmd.env(RUN_ID_VAR, &run_id.id);
     }
-    let outcome = run_child(&mut cmd, program, Some(&span));
+    let outcome = run_child(&mut cmd, "exec", program, Some(&span));
     record(&span, outcome);
     outcome
 }
@@ -150,9 +150,16 @@ fn default_name(program: &OsStr) -> String {
     format!("exec {base}")
 }
 
-/// Starts the child, records its pid on `span` (if any) and waits for it.
-fn run_child(cmd: &mut Command, program: &OsStr, span: Option<&SpanGuard>) -> Outcome {
-    match start(cmd, program) {
+/// Starts the child, records its pid on `span` (if any) and waits for it;
+/// a child that cannot start is named on stderr as `lens <who>: cannot run`.
+/// Install [`signals::install`] first for termination signals to reach it.
+pub(crate) fn run_child(
+    cmd: &mut Command,
+    who: &str,
+    program: &OsStr,
+    span: Option<&SpanGuard>,
+) -> Outcome {
+    match start(cmd, who, program) {
         Ok(child) => {
             if let Some(span) = span {
                 span.set_attribute(attr::CHILD_PID, i64::from(child.id()));
@@ -165,7 +172,7 @@ fn run_child(cmd: &mut Command, program: &OsStr, span: Option<&SpanGuard>) -> Ou
 
 /// Spawns the child and registers it for signal forwarding; on failure
 /// says why on stderr and returns the shell's exit code for it.
-fn start(cmd: &mut Command, program: &OsStr) -> Result<Child, u8> {
+fn start(cmd: &mut Command, who: &str, program: &OsStr) -> Result<Child, u8> {
     match cmd.spawn() {
         Ok(child) => {
             signals::child_started(i32::try_from(child.id()).unwrap_or(0));
@@ -173,7 +180,7 @@ fn start(cmd: &mut Command, program: &OsStr) -> Result<Child, u8> {
         }
         Err(e) => {
             let shown = Path::new(program).display();
-            eprintln!("lens exec: cannot run {shown}: {e}");
+            eprintln!("lens {who}: cannot run {shown}: {e}");
             Err(match e.kind() {
                 io::ErrorKind::PermissionDenied => EXIT_NOT_EXECUTABLE,
                 _ => EXIT_NOT_FOUND,

@@ -108,7 +108,17 @@ pub(crate) fn job_run_id(
 }
 
 /// `id` with every character other than `A-Z a-z 0-9 . _ -` made `-`: safe
-/// as part of a file name (no separator, so no way out of its folder).
+/// as part of a file name (no separator, so no way out of its folder), as
+/// the `file` exporter names a rank's file after the run id.
+///
+/// ```
+/// assert_eq!(lens::file_safe_run_id("job/7 step:1"), "job-7-step-1");
+/// ```
+pub fn file_safe_run_id(id: &str) -> String {
+    file_safe(id)
+}
+
+/// [`file_safe_run_id`].
 pub(crate) fn file_safe(id: &str) -> String {
     id.chars()
         .map(|c| match c {
