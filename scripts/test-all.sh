@@ -41,6 +41,9 @@ OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 cargo test -p tests --
 step "the README's first-screen snippet, copied into a fresh crate and run"
 bash scripts/readme-snippet.sh
 
+step "a first report: lens record around the quickstart, its HTML page rendered in headless Chromium"
+bash scripts/first-report.sh
+
 step "cargo doc (warnings are errors: broken or private intra-doc links)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 
