@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Accuracy of `lens report`'s diagnosis on the real synchronized job
-# (examples/ddp_sync: 8 processes, a TCP barrier in allreduce.grads): every
+# (lens/examples/ddp_sync.rs: 8 processes, a TCP barrier in allreduce.grads): every
 # case of tests/tests/sync_job.rs, ROUNDS times each (default 5), and the
 # table of how often the planted rank and phase came first (top-1) or in the
 # first two (top-2); balanced runs count as right when nobody is named.
@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
-cargo build -q -p examples --example ddp_sync
+cargo build -q -p nemo-lens --example ddp_sync
 cargo build -q -p nemo-lens-cli
 job="$CARGO_TARGET_DIR/debug/examples/ddp_sync"
 lens="$CARGO_TARGET_DIR/debug/lens"

@@ -5,8 +5,13 @@
 //! `aggregate_metrics` spans and records gym metrics (`gym.*`).
 //!
 //! ```text
-//! cargo run --release -p examples --example nemo_gym_server              # demo: serve + 8 client requests, then exit
-//! cargo run --release -p examples --example nemo_gym_server -- --serve 127.0.0.1:8000
+//! # demo: serve + 8 client requests, then exit
+//! NEMO_LENS_ENABLED=1 NEMO_LENS_EXPORTER=file NEMO_LENS_SPAN_GROUPS=all \
+//!     cargo run --release -p examples --example nemo_gym_server
+//! lens record -- cargo run --release -p examples --example nemo_gym_server
+//! # serve until Ctrl-C
+//! NEMO_LENS_ENABLED=1 NEMO_LENS_EXPORTER=file NEMO_LENS_SPAN_GROUPS=all \
+//!     cargo run --release -p examples --example nemo_gym_server -- --serve 127.0.0.1:8000
 //! ```
 //!
 //! In the demo, a client plays the RL trainer: it opens a
@@ -128,12 +133,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             .cloned()
             .unwrap_or_else(|| "127.0.0.1:8000".into())
     });
-    let config = examples::example_config(
-        &["NEMO_GYM_OTEL_", "NEMO_LENS_"],
-        &[&nemo_gym::FAMILY],
-        "all",
-    )?;
-    let telemetry = lens::setup_telemetry(config.clone(), 0, 1)?;
+    let telemetry = lens::setup_telemetry_from_env()?;
     let app = Arc::new(App {
         metrics: GymMetrics::new(&telemetry.meter()),
         served: AtomicU64::new(0),
@@ -165,7 +165,14 @@ fn main() -> Result<(), Box<dyn Error>> {
         Ok::<_, Box<dyn Error>>(())
     })?;
     drop(rt);
-    telemetry.shutdown(Duration::from_secs(10));
-    examples::report(&telemetry, &config);
+    // lost telemetry is reported (one warning line), never an error
+    let report = telemetry.shutdown(Duration::from_secs(10));
+    if let Some(path) = telemetry.file_path() {
+        println!(
+            "telemetry went to {} ({} spans)",
+            path.display(),
+            report.traces.exported
+        );
+    }
     Ok(())
 }

@@ -2,8 +2,16 @@
 //!
 //! ```text
 //! cargo build --release -p examples --features mpi --example pretrain_mpi
-//! mpirun -np 4 target/release/examples/pretrain_mpi
+//! mpirun -np 4 -x NEMO_LENS_ENABLED=1 -x NEMO_LENS_EXPORTER=file \
+//!     -x NEMO_LENS_EXPORT_STRATEGY=all_ranks -x MEGATRON_OTEL_SPAN_GROUPS=per_step,microbatch,layer \
+//!     target/release/examples/pretrain_mpi
+//! # the same, recorded and reported on by `lens record`
+//! lens record -- mpirun -np 4 target/release/examples/pretrain_mpi
 //! ```
+//!
+//! The configuration is built in code: each setting read as
+//! `MEGATRON_OTEL_*` first, then `NEMO_LENS_*`, and the rank and world size
+//! taken from the MPI communicator.
 //!
 //! Rank 0 opens each step span and broadcasts its trace context; every rank
 //! parents its stage span on it, so one step is one trace across all ranks.
@@ -30,8 +38,12 @@ fn main() -> Result<(), Box<dyn Error>> {
     let universe = mpi::initialize().ok_or("MPI is already initialised")?;
     let world = universe.world();
     let (rank, size) = (world.rank(), world.size());
-    let config =
-        LensConfig::from_env_with(&["MEGATRON_OTEL_", "NEMO_LENS_"], &[&megatron::FAMILY])?;
+    // MEGATRON_OTEL_X wins over NEMO_LENS_X; span groups of every family
+    // the program links (megatron's among them)
+    let config = LensConfig::from_env_with(
+        &["MEGATRON_OTEL_", "NEMO_LENS_"],
+        &lens::span_group_families(),
+    )?;
     let telemetry = lens::setup_telemetry(config, rank as u32, size as u32)?;
     let comm = MpiCollective(world.duplicate());
 

@@ -1,14 +1,27 @@
 //! Quickstart: a small simulated training loop instrumented with all three
-//! primitives (`#[trace_fn]`, `managed_span!`, `span_cm!`).
+//! primitives (`#[trace_fn]`, `managed_span!`, `span_cm!`). It needs no
+//! environment and no collector: run it, and it writes OTLP JSON lines into
+//! `lens-telemetry/` and prints where.
 //!
 //! ```text
 //! cargo run --release -p examples --example quickstart
-//! NEMO_LENS_SPAN_GROUPS=per_step cargo run --release -p examples --example quickstart
+//! # the same job, recorded and reported on by the `lens` command
+//! lens record -- cargo run --release -p examples --example quickstart
+//! # your own choices win over the ones this program makes for you
+//! NEMO_LENS_SPAN_GROUPS=all cargo run --release -p examples --example quickstart
+//! NEMO_LENS_EXPORTER=otlp OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4317 \
+//!     cargo run --release -p examples --example quickstart
 //! ```
 //!
-//! Groups come from `NEMO_LENS_SPAN_GROUPS` (default here: `per_step`).
+//! The library's own defaults are telemetry off and OTLP to a collector on
+//! `localhost:4317` (what a job that a collector watches wants). This
+//! program, meant to show something on a first run, chooses otherwise in
+//! its own `main` below, only where the `NEMO_LENS_*` variables say nothing:
+//! on, to a file, the `per_step` span groups. A job launched by torchrun,
+//! `mpirun` or `srun` calls `lens::setup_telemetry_from_env()` instead and
+//! is switched on from its environment (see `train_loop` in `nemo-lens`).
 
-use lens::{managed_span, span_cm, trace_fn};
+use lens::{managed_span, span_cm, trace_fn, ExporterKind, LensConfig};
 use std::error::Error;
 use std::time::Duration;
 
@@ -52,16 +65,28 @@ fn evaluate(model: &Model) -> f64 {
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
-    // Configuration comes from NEMO_LENS_* variables; this example turns
-    // telemetry on and writes OTLP JSON lines to a file unless told otherwise
-    // (OTEL_EXPORTER_OTLP_ENDPOINT set: OTLP to that collector).
-    let config = examples::example_config(&["NEMO_LENS_"], &[], "per_step")?;
-    let telemetry = lens::setup_telemetry(config.clone(), 0, 1)?;
+    // Everything the user set (NEMO_LENS_*, OTEL_SERVICE_NAME, ...) ...
+    let mut config = LensConfig::from_env()?;
+    // ... and this program's choices where the user set nothing: record
+    // (unless NEMO_LENS_ENABLED or OTEL_SDK_DISABLED says otherwise), into
+    // lens-telemetry/<run>-rank0.otlp.jsonl, the per-step groups.
+    let user_set = |var: &str| std::env::var(var).is_ok_and(|v| !v.trim().is_empty());
+    if !user_set("NEMO_LENS_ENABLED") && !user_set("OTEL_SDK_DISABLED") {
+        config.enabled = true;
+    }
+    if !user_set("NEMO_LENS_EXPORTER") {
+        config.exporter = ExporterKind::File;
+    }
+    if !user_set("NEMO_LENS_SPAN_GROUPS") {
+        config.span_groups = "per_step".into();
+    }
+    // one process: rank 0 of 1
+    let telemetry = lens::setup_telemetry(config, 0, 1)?;
 
     {
         // join a launcher's trace (TRACEPARENT, e.g. from `lens exec`), if any
         let _launcher = lens::propagation::context_from_env().attach();
-        let _job = managed_span!("job", "job", "service.name" = config.service_name.as_str());
+        let _job = managed_span!("job", "job");
         let mut model = init_model(1024);
         for iteration in 0..3u64 {
             let step = managed_span!("step", "train.step", "dl.iteration" = iteration);
@@ -75,7 +100,19 @@ fn main() -> Result<(), Box<dyn Error>> {
         println!("eval score: {:.3}", evaluate(&model));
     }
 
-    telemetry.shutdown(Duration::from_secs(10));
-    examples::report(&telemetry, &config);
+    // lost telemetry is reported (one warning line), never an error
+    let report = telemetry.shutdown(Duration::from_secs(10));
+    if let Some(path) = telemetry.file_path() {
+        println!(
+            "telemetry went to {} ({} spans)",
+            path.display(),
+            report.traces.exported
+        );
+        // the last line: how to look at what was written
+        println!(
+            "look at it: cargo run --release -p nemo-lens-cli -- report {p}    (or: report --html run.html {p})",
+            p = path.display()
+        );
+    }
     Ok(())
 }

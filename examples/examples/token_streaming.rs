@@ -5,12 +5,14 @@
 //! usage), timed by `lens::metrics::TokenTimer`.
 //!
 //! ```text
-//! cargo run --release -p examples --example token_streaming
-//! NEMO_LENS_SPAN_GROUPS=all cargo run --release -p examples --example token_streaming
+//! NEMO_LENS_ENABLED=1 NEMO_LENS_EXPORTER=file NEMO_LENS_SPAN_GROUPS=per_step \
+//!     cargo run --release -p examples --example token_streaming
+//! # every group (one span per sampled token too), recorded and reported on
+//! lens record -- cargo run --release -p examples --example token_streaming
 //! ```
 //!
-//! Groups come from `NEMO_LENS_SPAN_GROUPS` (default here: `per_step`:
-//! request, prefill and decode spans; `all` adds one span per sampled token).
+//! `per_step`: request, prefill and decode spans; `all` adds one span per
+//! sampled token.
 
 use lens::inference_server as inf;
 use lens::metrics::{InferenceMetrics, InferenceRecord, TokenTimer};
@@ -64,8 +66,7 @@ async fn generate(
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let config = examples::example_config(&["NEMO_LENS_"], &[&inf::FAMILY], "per_step")?;
-    let telemetry = lens::setup_telemetry(config.clone(), 0, 1)?;
+    let telemetry = lens::setup_telemetry_from_env()?;
     let metrics = InferenceMetrics::new(&telemetry.meter());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -78,7 +79,14 @@ fn main() -> Result<(), Box<dyn Error>> {
         }
         println!("streamed {streamed} tokens");
     });
-    telemetry.shutdown(Duration::from_secs(10));
-    examples::report(&telemetry, &config);
+    // lost telemetry is reported (one warning line), never an error
+    let report = telemetry.shutdown(Duration::from_secs(10));
+    if let Some(path) = telemetry.file_path() {
+        println!(
+            "telemetry went to {} ({} spans)",
+            path.display(),
+            report.traces.exported
+        );
+    }
     Ok(())
 }

@@ -3,7 +3,8 @@
 //! lens's strict W3C propagator.
 //!
 //! ```text
-//! cargo run --release -p examples --example w3c_service -- 127.0.0.1:5000
+//! NEMO_LENS_ENABLED=1 NEMO_LENS_EXPORTER=file \
+//!     cargo run --release -p examples --example w3c_service -- 127.0.0.1:5000
 //! # then, from a checkout of w3c/trace-context/test:
 //! python test.py http://127.0.0.1:5000/test
 //! ```
@@ -19,8 +20,9 @@
 //! The first argument is the listen address (default `127.0.0.1:5000`; port
 //! 0 picks a free port). Once listening, the service prints
 //! `w3c_service listening on http://ADDR/test` on stdout. Telemetry is set
-//! up from the `NEMO_LENS_*` variables, enabled by default, exporting from
-//! this process (`all_ranks`) with the `file` exporter unless told otherwise.
+//! up from the `NEMO_LENS_*` variables (`lens::setup_telemetry_from_env`).
+//! Run it with telemetry on, as above: the suite checks that every call
+//! carries a parent id of its own, which only a recording span gives.
 
 use axum::body::Bytes;
 use axum::extract::State;
@@ -28,7 +30,6 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::routing::post;
 use axum::{Json, Router};
 use lens::otel::propagation::{Extractor, Injector};
-use lens::{ExporterKind, LensConfig};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::error::Error;
@@ -165,21 +166,9 @@ fn main() -> Result<(), Box<dyn Error>> {
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:5000".to_owned());
 
-    // Telemetry from NEMO_LENS_* variables; on by default here, exporting
-    // from this process, to a file unless another exporter is chosen. Setup
-    // installs lens's W3C + baggage propagator as the global propagator.
-    let mut config = LensConfig::from_env()?;
-    let env_set = |k: &str| std::env::var_os(k).is_some();
-    if !env_set("NEMO_LENS_ENABLED") {
-        config.enabled = true;
-    }
-    if !env_set("NEMO_LENS_EXPORTER") {
-        config.exporter = ExporterKind::File;
-    }
-    if !env_set("NEMO_LENS_EXPORT_STRATEGY") {
-        config.export_strategy = "all_ranks".into();
-    }
-    let telemetry = lens::setup_telemetry(config, 0, 1)?;
+    // Telemetry from NEMO_LENS_* variables. Setup installs lens's W3C +
+    // baggage propagator as the global propagator.
+    let telemetry = lens::setup_telemetry_from_env()?;
 
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(5))

@@ -75,14 +75,15 @@ pub fn run_ok(cmd: &mut Command) -> std::process::Output {
 }
 
 /// An example binary built by `cargo test --workspace --all-targets` (or
-/// `cargo build -p examples --example NAME`), next to this test's profile.
+/// `cargo build -p nemo-lens --example NAME` for the examples shipped with
+/// `nemo-lens`, `-p examples` for the rest), next to this test's profile.
 pub fn example_binary(name: &str) -> PathBuf {
     built_binary(
         "examples",
         name,
         &format!(
-            "`cargo test --workspace --all-targets` or `cargo build -p examples --example {name}` \
-             (`-p nemo-lens` for the examples shipped with it)"
+            "`cargo test --workspace --all-targets`, or `cargo build -p nemo-lens --example {name}` \
+             (`-p examples` for the examples that need other crates: lens/examples/ holds the others)"
         ),
     )
 }

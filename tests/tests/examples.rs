@@ -1,14 +1,24 @@
-//! The consumer examples run with one command each: file exporter by
-//! default, OTLP when `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
+//! The consumer examples run as their headers say: the quickstart with no
+//! environment at all (it turns telemetry on and picks the file exporter in
+//! its own code), every other example with the `NEMO_LENS_*` variables its
+//! header names, over OTLP when `OTEL_EXPORTER_OTLP_ENDPOINT` is set, and
+//! each under `lens record`. None of them turns telemetry on behind the
+//! user's back: with no environment, only the quickstart records.
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tests::{clean_command, example_binary, get, lens_cli_binary, run_ok, Rotel};
 
-fn run_to_file(name: &str, file: &Path) -> String {
+/// Runs example `name` with telemetry on, to `file`, with `env` as well
+/// (as its header's command line does); checks it printed where the
+/// telemetry went and returns the file's text.
+fn run_to_file(name: &str, file: &Path, env: &[(&str, &str)]) -> String {
     let mut cmd = clean_command(example_binary(name));
-    cmd.env("NEMO_LENS_FILE_PATH", file);
+    cmd.env("NEMO_LENS_ENABLED", "1")
+        .env("NEMO_LENS_EXPORTER", "file")
+        .env("NEMO_LENS_FILE_PATH", file)
+        .envs(env.iter().copied());
     let stdout = String::from_utf8_lossy(&run_ok(&mut cmd).stdout).into_owned();
     assert!(
         stdout.contains(&file.display().to_string()),
@@ -63,9 +73,23 @@ fn has_all(set: &BTreeSet<String>, want: &[&str]) {
     }
 }
 
+/// The README's first command: no environment, no collector, a file.
 #[test]
-fn quickstart_writes_the_file() {
-    let (spans, _, _) = contents(&run_to_file("quickstart", &tmp("quickstart")));
+fn quickstart_writes_the_file_with_no_environment() {
+    let dir = fresh_dir("quickstart-bare");
+    let mut cmd = clean_command(example_binary("quickstart"));
+    cmd.current_dir(&dir);
+    let stdout = String::from_utf8_lossy(&run_ok(&mut cmd).stdout).into_owned();
+    let files = files_under(&dir.join("lens-telemetry"));
+    assert_eq!(files.len(), 1, "one file under lens-telemetry/: {files:?}");
+    // the path as the user's shell would take it: relative to where they ran
+    let written = Path::new("lens-telemetry").join(files[0].file_name().unwrap());
+    assert!(
+        stdout.contains(&format!("telemetry went to {} (", written.display())),
+        "the quickstart prints where its spans went: {stdout}"
+    );
+    let (spans, _, _) = contents(&std::fs::read_to_string(&files[0]).unwrap());
+    let _ = std::fs::remove_dir_all(&dir);
     has_all(
         &spans,
         &[
@@ -87,6 +111,7 @@ fn quickstart_writes_the_file() {
 fn quickstart_prints_a_report_command_that_works() {
     let file = tmp("quickstart-report");
     let mut cmd = clean_command(example_binary("quickstart"));
+    // where the file goes is the only choice made here
     cmd.env("NEMO_LENS_FILE_PATH", &file);
     let stdout = String::from_utf8_lossy(&run_ok(&mut cmd).stdout).into_owned();
     let last = stdout.lines().last().unwrap_or("");
@@ -210,7 +235,14 @@ fn the_tracing_example_shipped_with_nemo_lens_records_each_entry() {
 
 #[test]
 fn megatron_pretrain_spans_metrics_and_logs() {
-    let (spans, metrics, logs) = contents(&run_to_file("megatron_pretrain", &tmp("megatron")));
+    let (spans, metrics, logs) = contents(&run_to_file(
+        "megatron_pretrain",
+        &tmp("megatron"),
+        &[
+            ("NEMO_LENS_LOGS_ENABLED", "1"),
+            ("NEMO_LENS_SPAN_GROUPS", "per_step,microbatch"),
+        ],
+    ));
     has_all(
         &spans,
         &[
@@ -227,7 +259,7 @@ fn megatron_pretrain_spans_metrics_and_logs() {
     );
     assert!(
         !spans.contains("layer.forward"),
-        "layer is not in the example's default spec"
+        "layer is not in the spec of the example's header"
     );
     has_all(
         &metrics,
@@ -250,7 +282,11 @@ fn megatron_pretrain_spans_metrics_and_logs() {
 
 #[test]
 fn nemo_rl_grpo_phases_and_metrics() {
-    let (spans, metrics, _) = contents(&run_to_file("nemo_rl_grpo", &tmp("grpo")));
+    let (spans, metrics, _) = contents(&run_to_file(
+        "nemo_rl_grpo",
+        &tmp("grpo"),
+        &[("NEMO_LENS_SPAN_GROUPS", "per_step,logprob")],
+    ));
     has_all(
         &spans,
         &[
@@ -279,7 +315,11 @@ fn nemo_rl_grpo_phases_and_metrics() {
 
 #[test]
 fn token_streaming_records_ttft_and_tpot() {
-    let (spans, metrics, _) = contents(&run_to_file("token_streaming", &tmp("streaming")));
+    let (spans, metrics, _) = contents(&run_to_file(
+        "token_streaming",
+        &tmp("streaming"),
+        &[("NEMO_LENS_SPAN_GROUPS", "per_step")],
+    ));
     has_all(&spans, &["generate", "prefill", "decode"]);
     assert!(!spans.contains("sample"), "`sample` is only under `all`");
     has_all(
@@ -295,7 +335,11 @@ fn token_streaming_records_ttft_and_tpot() {
 
 #[test]
 fn nemo_gym_server_joins_the_callers_trace() {
-    let text = run_to_file("nemo_gym_server", &tmp("gym"));
+    let text = run_to_file(
+        "nemo_gym_server",
+        &tmp("gym"),
+        &[("NEMO_LENS_SPAN_GROUPS", "all")],
+    );
     let (spans, metrics, _) = contents(&text);
     has_all(
         &spans,
@@ -327,10 +371,13 @@ fn nemo_gym_server_joins_the_callers_trace() {
 }
 
 #[test]
-fn examples_export_over_otlp_when_an_endpoint_is_set() {
+fn examples_export_over_otlp_when_on_and_an_endpoint_is_set() {
     let rotel = Rotel::start();
     let mut cmd = clean_command(example_binary("nemo_rl_grpo"));
-    cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", rotel.grpc_endpoint())
+    // OTLP is the default exporter: on, and where the collector is
+    cmd.env("NEMO_LENS_ENABLED", "1")
+        .env("NEMO_LENS_SPAN_GROUPS", "per_step")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", rotel.grpc_endpoint())
         .env("NEMO_LENS_RUN_ID", "grpo-otlp");
     run_ok(&mut cmd);
     let r = rotel.wait_for(Duration::from_secs(20), "grpo spans and metrics", |r| {
@@ -350,7 +397,9 @@ fn nemo_gym_server_spans_reach_the_collector_in_the_clients_trace() {
     // the tower layer's SERVER spans, under the reqwest client's span
     let rotel = Rotel::start();
     let mut cmd = clean_command(example_binary("nemo_gym_server"));
-    cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", rotel.grpc_endpoint())
+    cmd.env("NEMO_LENS_ENABLED", "1")
+        .env("NEMO_LENS_SPAN_GROUPS", "all")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", rotel.grpc_endpoint())
         .env("NEMO_LENS_RUN_ID", "gym-otlp");
     run_ok(&mut cmd);
     let r = rotel.wait_for(Duration::from_secs(20), "gym server spans", |r| {
@@ -367,4 +416,96 @@ fn nemo_gym_server_spans_reach_the_collector_in_the_clients_trace() {
     let verify = r.spans_named("verify");
     assert_eq!(verify.len(), 8);
     assert!(verify.iter().all(|v| v.trace_id == client.trace_id));
+}
+
+/// A fresh, empty folder for one test.
+fn fresh_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("lens-ex-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The files under `dir` (none when it does not exist), sorted.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+/// Every example that runs to its end by itself (not the MPI one, which
+/// `mpirun` starts, nor the W3C service, which serves until stopped), with
+/// the arguments that keep it short.
+const SELF_CONTAINED: &[(&str, &[&str])] = &[
+    ("quickstart", &[]),
+    ("megatron_pretrain", &[]),
+    ("nemo_rl_grpo", &[]),
+    ("token_streaming", &[]),
+    ("nemo_gym_server", &[]),
+    ("train_loop", &[]),
+    ("tracing_model", &[]),
+    ("ddp_sync", &["--world", "2", "--steps", "3"]),
+];
+
+/// No example turns telemetry on behind the user's back: with no
+/// environment every one but the quickstart (whose `main` chooses a file,
+/// in plain sight) runs, exits 0 and records nothing.
+#[test]
+fn with_no_environment_only_the_quickstart_records() {
+    for (name, args) in SELF_CONTAINED {
+        let dir = fresh_dir(&format!("bare-{name}"));
+        let mut cmd = clean_command(example_binary(name));
+        cmd.args(*args).current_dir(&dir);
+        run_ok(&mut cmd);
+        let files = files_under(&dir.join("lens-telemetry"));
+        if *name == "quickstart" {
+            assert_eq!(files.len(), 1, "the quickstart records: {files:?}");
+        } else {
+            assert!(
+                files.is_empty(),
+                "{name} recorded with no environment: {files:?}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// `lens record -- EXAMPLE` records every example that runs by itself: the
+/// command exits 0, each rank's file in the run directory holds spans, and
+/// the report names the HTML page.
+#[test]
+fn every_example_records_under_lens_record() {
+    for (name, args) in SELF_CONTAINED {
+        let dir = fresh_dir(&format!("record-{name}"));
+        let out_dir = dir.join("run");
+        let mut cmd = clean_command(lens_cli_binary());
+        cmd.current_dir(&dir)
+            .arg("record")
+            .arg("--out")
+            .arg(&out_dir)
+            .arg("--")
+            .arg(example_binary(name))
+            .args(*args);
+        if *name == "tracing_model" {
+            // the bridge records only the targets it is told to route
+            cmd.env(
+                "NEMO_LENS_TRACING_GROUPS",
+                "tracing_model=forward_backward:per_entry",
+            );
+        }
+        let out = run_ok(&mut cmd);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("HTML report:"), "{name}: {stdout}");
+        let ranks = if *name == "ddp_sync" { 2 } else { 1 };
+        for rank in 0..ranks {
+            let file = out_dir.join(format!("rank{rank}.otlp.jsonl"));
+            let text = std::fs::read_to_string(&file)
+                .unwrap_or_else(|e| panic!("{name}: {}: {e}\n{stdout}", file.display()));
+            let (spans, _, _) = contents(&text);
+            assert!(spans.len() >= 3, "{name}, rank {rank}: spans {spans:?}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -12,7 +12,7 @@
 //! jitter name nobody:
 //!
 //! ```text
-//! cargo build -p examples --example ddp_sync && cargo build -p nemo-lens-cli
+//! cargo build -p nemo-lens --example ddp_sync && cargo build -p nemo-lens-cli
 //! cargo test -p tests --test sync_job
 //! ```
 //!

@@ -1,11 +1,21 @@
 //! A NeMo-RL-style GRPO loop: rollout → generation → logprob → reward →
 //! advantage → policy_update spans (the `nemo_rl` family), RL metrics
-//! (`rl.*`) and inference metrics (`gen_ai.*`) for generation.
+//! (`rl.*`) and inference metrics (`gen_ai.*`) for generation. Shipped with
+//! the `nemo-lens` crate.
 //!
 //! ```text
-//! cargo run --release -p examples --example nemo_rl_grpo
-//! OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4317 cargo run --release -p examples --example nemo_rl_grpo
+//! NEMO_LENS_ENABLED=1 NEMO_LENS_EXPORTER=file NEMO_LENS_SPAN_GROUPS=per_step,logprob \
+//!     cargo run --release -p nemo-lens --example nemo_rl_grpo
+//! # every group, recorded and reported on by `lens record`
+//! lens record -- cargo run --release -p nemo-lens --example nemo_rl_grpo
+//! # to a collector (OTLP is the default exporter)
+//! NEMO_LENS_ENABLED=1 OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4317 \
+//!     cargo run --release -p nemo-lens --example nemo_rl_grpo
 //! ```
+//!
+//! The `nemo_rl` family's groups are names in `NEMO_LENS_SPAN_GROUPS` like
+//! the base ones (`per_step`: the step and its phases; `logprob` adds the
+//! logprob pass).
 
 use lens::metrics::{InferenceMetrics, InferenceRecord, RlMetrics, RlRecord};
 use lens::nemo_rl;
@@ -70,12 +80,7 @@ fn policy_update(adv: &[f64]) -> (f64, f64) {
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let config = examples::example_config(
-        &["NEMO_RL_OTEL_", "NEMO_LENS_"],
-        &[&nemo_rl::FAMILY],
-        "per_step,logprob",
-    )?;
-    let telemetry = lens::setup_telemetry(config.clone(), 0, 1)?;
+    let telemetry = lens::setup_telemetry_from_env()?;
     let meter = telemetry.meter();
     let rl = RlMetrics::new(&meter);
     let inference = InferenceMetrics::new(&meter);
@@ -122,7 +127,14 @@ fn main() -> Result<(), Box<dyn Error>> {
         }
     }
 
-    telemetry.shutdown(Duration::from_secs(10));
-    examples::report(&telemetry, &config);
+    // lost telemetry is reported (one warning line), never an error
+    let report = telemetry.shutdown(Duration::from_secs(10));
+    if let Some(path) = telemetry.file_path() {
+        println!(
+            "telemetry went to {} ({} spans)",
+            path.display(),
+            report.traces.exported
+        );
+    }
     Ok(())
 }

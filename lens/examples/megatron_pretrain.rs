@@ -1,15 +1,25 @@
 //! A Megatron-style pretraining loop: the `megatron` span-group family
 //! (microbatch, layer, communication, data_loading), training metrics
 //! (`nv.dl.*`), checkpoint and evaluate spans, and logs bridged to
-//! OpenTelemetry with the active trace and span ids.
+//! OpenTelemetry with the active trace and span ids. Shipped with the
+//! `nemo-lens` crate.
 //!
 //! ```text
-//! cargo run --release -p examples --example megatron_pretrain
-//! MEGATRON_OTEL_SPAN_GROUPS=all cargo run --release -p examples --example megatron_pretrain
-//! OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4317 cargo run --release -p examples --example megatron_pretrain
+//! NEMO_LENS_ENABLED=1 NEMO_LENS_EXPORTER=file NEMO_LENS_LOGS_ENABLED=1 \
+//!     NEMO_LENS_SPAN_GROUPS=per_step,microbatch \
+//!     cargo run --release -p nemo-lens --example megatron_pretrain
+//! # every group of every family, recorded and reported on by `lens record`
+//! NEMO_LENS_LOGS_ENABLED=1 lens record -- cargo run --release -p nemo-lens --example megatron_pretrain
+//! # to a collector (OTLP is the default exporter)
+//! NEMO_LENS_ENABLED=1 NEMO_LENS_LOGS_ENABLED=1 OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4317 \
+//!     cargo run --release -p nemo-lens --example megatron_pretrain
 //! ```
 //!
-//! Variables are read as `MEGATRON_OTEL_*` first, then `NEMO_LENS_*`.
+//! The `megatron` family's groups are names in `NEMO_LENS_SPAN_GROUPS` like
+//! the base ones (`per_step,microbatch`: steps, microbatches, data loading
+//! and communication; `layer` adds a span per layer forward). Without
+//! `NEMO_LENS_LOGS_ENABLED` the log bridge is off and only spans and
+//! metrics are recorded.
 
 use lens::logs::{log, setup_logging_bridge, LogBridgeOptions};
 use lens::megatron;
@@ -55,12 +65,7 @@ fn evaluate(step: u64) -> f64 {
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let config = examples::example_config(
-        &["MEGATRON_OTEL_", "NEMO_LENS_"],
-        &[&megatron::FAMILY],
-        "per_step,microbatch",
-    )?;
-    let telemetry = lens::setup_telemetry(config.clone(), 0, 1)?;
+    let telemetry = lens::setup_telemetry_from_env()?;
     let _bridge = setup_logging_bridge(&telemetry, LogBridgeOptions::new().with_target("trainer"))?;
     let metrics = TrainingMetrics::new(&telemetry.meter());
 
@@ -105,7 +110,14 @@ fn main() -> Result<(), Box<dyn Error>> {
         evaluate(4);
     }
 
-    telemetry.shutdown(Duration::from_secs(10));
-    examples::report(&telemetry, &config);
+    // lost telemetry is reported (one warning line), never an error
+    let report = telemetry.shutdown(Duration::from_secs(10));
+    if let Some(path) = telemetry.file_path() {
+        println!(
+            "telemetry went to {} ({} spans)",
+            path.display(),
+            report.traces.exported
+        );
+    }
     Ok(())
 }

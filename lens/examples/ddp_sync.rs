@@ -1,12 +1,15 @@
 //! A synchronized data-parallel training job: one process per rank, a real
 //! barrier between them over TCP standing in for the gradient all-reduce
 //! (as gloo or NCCL would block), and faults injected from the environment.
+//! Shipped with the `nemo-lens` crate.
 //!
 //! ```text
 //! # 8 ranks, 40 steps, every rank exporting OTLP JSON lines to lens-telemetry/
 //! NEMO_LENS_ENABLED=1 NEMO_LENS_EXPORTER=file NEMO_LENS_EXPORT_STRATEGY=all_ranks \
-//!   NEMO_LENS_SPAN_GROUPS=all cargo run -p examples --example ddp_sync -- --world 8
+//!   NEMO_LENS_SPAN_GROUPS=all cargo run -p nemo-lens --example ddp_sync -- --world 8
 //! lens report lens-telemetry/
+//! # the same, in one command (a fresh run directory, then the report)
+//! lens record -- cargo run -p nemo-lens --example ddp_sync -- --world 8
 //! ```
 //!
 //! Each step is a `train.step` span (group `step`, attribute `dl.iteration`)
@@ -51,20 +54,20 @@
 //!   NEMO_LENS_SPAN_GROUPS=all
 //! # rank 5 is 8 ms late loading data: 7 ranks wait ~8 ms in allreduce.grads
 //! DDP_SLOW_RANK=5 DDP_SLOW_PHASE=data.next_batch DDP_SLOW_MS=8 \
-//!   cargo run -p examples --example ddp_sync -- --world 8
+//!   cargo run -p nemo-lens --example ddp_sync -- --world 8
 //! # rank 6 is slow in the optimizer on every 4th step of steps 10-30
 //! DDP_SLOW_RANK=6 DDP_SLOW_PHASE=optimizer.step DDP_SLOW_MS=10 DDP_SLOW_EVERY=4 \
-//!   DDP_SLOW_STEPS=10-30 cargo run -p examples --example ddp_sync -- --world 8
+//!   DDP_SLOW_STEPS=10-30 cargo run -p nemo-lens --example ddp_sync -- --world 8
 //! # two slow ranks
 //! DDP_SLOW_RANK=2 DDP_SLOW_PHASE=forward_backward DDP_SLOW_MS=12 \
 //!   DDP_SLOW2_RANK=6 DDP_SLOW2_PHASE=data.next_batch DDP_SLOW2_MS=6 \
-//!   cargo run -p examples --example ddp_sync -- --world 8
+//!   cargo run -p nemo-lens --example ddp_sync -- --world 8
 //! # rank 4 hangs in forward_backward at step 5; stop it with Ctrl-C (or
 //! # `kill -TERM <launcher pid>`): each rank flushes its open spans
 //! NEMO_LENS_FLUSH_ON_SIGNAL=1 DDP_HANG_RANK=4 DDP_HANG_PHASE=forward_backward \
-//!   DDP_HANG_STEP=5 cargo run -p examples --example ddp_sync -- --world 8
+//!   DDP_HANG_STEP=5 cargo run -p nemo-lens --example ddp_sync -- --world 8
 //! # a balanced control with up to 3 ms of noise in every phase
-//! DDP_JITTER_MS=3 cargo run -p examples --example ddp_sync -- --world 8
+//! DDP_JITTER_MS=3 cargo run -p nemo-lens --example ddp_sync -- --world 8
 //! ```
 //!
 //! Each rank prints `rank R/W: barrier connected` once it has joined the
