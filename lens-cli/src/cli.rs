@@ -118,8 +118,8 @@ pub(crate) enum Command {
     /// The command and every rank it starts get the file exporter into a
     /// fresh run directory (`--out`, default `lens-runs/<run id>`), every
     /// rank exporting (`all_ranks`), the signal flush, one run id, and,
-    /// unless already set, NEMO_LENS_SPAN_GROUPS=all and
-    /// OTEL_METRIC_EXPORT_INTERVAL=1000; other NEMO_LENS_* / OTEL_*
+    /// unless already set, NEMO_LENS_SPAN_GROUPS=all, NEMO_LENS_LOGS_ENABLED=true
+    /// and OTEL_METRIC_EXPORT_INTERVAL=1000; other NEMO_LENS_* / OTEL_*
     /// variables are kept. When it ends, the report (with its diagnosis)
     /// is printed and the HTML page written to `<run dir>/report.html`.
     /// Signals are forwarded and the exit status is the command's, as

@@ -3,7 +3,7 @@
 //! One command to record and look, as `nsys profile ./app` or `py-spy
 //! record -- cmd` are: the command runs with every `NEMO_LENS_*` setting a
 //! first look needs (the file exporter into a fresh run directory, every
-//! rank exporting, every span group, a metric interval of one second, the
+//! rank exporting, every span group, its logs, a metric interval of one second, the
 //! signal flush, no per-rank banner), and when it has ended the run's report is printed and
 //! its HTML page written beside the files. What the user set otherwise is
 //! kept: `NEMO_LENS_SPAN_GROUPS`, the run id, the metric interval, the
@@ -74,6 +74,8 @@ fn settings(dir: &Path, run_id: &str) -> Vec<Setting> {
         ),
         forced("NEMO_LENS_EXPORT_STRATEGY", "all_ranks"),
         default("NEMO_LENS_SPAN_GROUPS", "all"),
+        // the job's log records beside its spans (the report counts them per rank)
+        default("NEMO_LENS_LOGS_ENABLED", "true"),
         default(RUN_ID_VAR, run_id),
         // a short job's metrics are more than its first and last point
         default("OTEL_METRIC_EXPORT_INTERVAL", "1000"),

@@ -5,7 +5,7 @@
 //! rules. `mpirun` under `lens record` is in `tests/mpi.rs`.
 //!
 //! ```text
-//! cargo build -p examples --example ddp_sync && cargo build -p nemo-lens-cli
+//! cargo build -p nemo-lens --example ddp_sync && cargo build -p nemo-lens-cli
 //! cargo test -p tests --test record
 //! ```
 

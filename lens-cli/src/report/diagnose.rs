@@ -277,6 +277,7 @@ fn max_of(v: &[f64]) -> (usize, f64) {
 /// Diagnoses `rows` (phases named `names`, in the order they run) and the
 /// spans left open.
 pub(crate) fn diagnose(mut rows: Vec<Row>, names: &[String], hangs: &HangInput) -> Diagnosis {
+    let had_steps = !rows.is_empty();
     rows.retain(|r| r.ranks.len() >= 2);
     let k_n = names.len();
     let ranks: std::collections::BTreeSet<i64> = rows
@@ -590,6 +591,12 @@ pub(crate) fn diagnose(mut rows: Vec<Row>, names: &[String], hangs: &HangInput) 
     let suspects = hung;
 
     let verdict = match suspects.first() {
+        None if rows.is_empty() && had_steps => {
+            "no diagnosis: steps from one rank only, nothing to compare them with (for a \
+             job of several ranks, record every rank: `lens record`, or \
+             NEMO_LENS_EXPORT_STRATEGY=all_ranks)"
+                .to_owned()
+        }
         None if rows.is_empty() => {
             "no diagnosis: no steps (spans with `dl.iteration`) on two or more ranks".to_owned()
         }
@@ -973,6 +980,23 @@ mod tests {
             "{}",
             d.verdict
         );
+    }
+
+    #[test]
+    fn one_ranks_steps_get_no_diagnosis_and_say_why() {
+        let d = diagnose(
+            job(1, 10, 0.3 * MS, |_, _, _| 0.0),
+            &names(),
+            &HangInput::default(),
+        );
+        assert!(d.suspects.is_empty());
+        assert!(
+            d.verdict.contains("steps from one rank only"),
+            "{}",
+            d.verdict
+        );
+        let d = diagnose(Vec::new(), &names(), &HangInput::default());
+        assert!(d.verdict.contains("no steps"), "{}", d.verdict);
     }
 
     #[test]
