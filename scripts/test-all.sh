@@ -20,6 +20,9 @@ cargo fmt --manifest-path tests/no-sdk/Cargo.toml -- --check
 cargo fmt --manifest-path tests/minimal/Cargo.toml -- --check
 cargo fmt --manifest-path tests/observer/Cargo.toml -- --check
 
+step "Markdown links: every relative link and repository path in *.md resolves"
+bash scripts/check-links.sh
+
 step "cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets -- -D warnings
 

@@ -9,9 +9,43 @@
 //!   read, and its attribute expressions are not evaluated.
 //! * **Checked at compile time.** `#[trace_fn(group = "stpe")]` does not
 //!   compile; consumer groups are named by path, so rustc checks them too.
+//! * **Never the reason a job fails.** A collector that is down or hangs, a
+//!   full disk: [`shutdown`](TelemetryHandle::shutdown) returns a
+//!   [`ShutdownReport`] within its deadline and prints one warning line; it
+//!   is not an error.
 //! * **Optional.** With `default-features = false` this crate is API +
 //!   macros, with no OpenTelemetry SDK in the dependency tree; spans go to
 //!   whatever global provider the application installs (none: no-op).
+//!
+//! ## Setup, export and shutdown
+//!
+//! ```no_run
+//! use lens::trace_fn;
+//!
+//! #[trace_fn(group = "step", name = "train.step", fields("dl.iteration" = step))]
+//! fn train_step(step: u64) -> f64 {
+//!     0.5 / (step + 1) as f64
+//! }
+//!
+//! fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     // NEMO_LENS_* configure it; rank and world come from torchrun, mpirun or srun
+//!     let telemetry = lens::setup_telemetry_from_env()?;
+//!     for step in 0..3 {
+//!         train_step(step);
+//!     }
+//!     // lost telemetry (collector down, disk full) is one warning line on
+//!     // stderr and a report, never an error: the job's exit status is its own
+//!     telemetry.shutdown(std::time::Duration::from_secs(10));
+//!     Ok(())
+//! }
+//! ```
+//!
+//! Run it with `NEMO_LENS_ENABLED=1 NEMO_LENS_EXPORTER=file
+//! NEMO_LENS_SPAN_GROUPS=per_step cargo run`: the spans go to
+//! `lens-telemetry/<run>-rank0.otlp.jsonl`, which `lens report` reads (or
+//! `lens record -- cargo run` sets the variables and prints the report).
+//! Without setup, sites record into the global OpenTelemetry provider, and
+//! span groups can be switched on in code:
 //!
 //! ```
 //! use lens::{managed_span, span_cm, trace_fn};
@@ -32,10 +66,44 @@
 //! Span groups are switched on from configuration ([`LensConfig`], the
 //! `NEMO_LENS_SPAN_GROUPS` variable) or at run time with
 //! [`set_enabled_span_groups`].
+//!
+//! ## Guides
+//!
+//! The user guides are part of these docs, one module each, under
+//! [`guide`]: [getting started](guide::getting_started),
+//! [configuration](guide::configuration), [span groups](guide::span_groups),
+//! [distributed jobs](guide::distributed), [the `tracing`
+//! bridge](guide::tracing_bridge) (with candle), [metrics](guide::metrics),
+//! [serving](guide::serving), [the `lens` command](guide::lens_command) and
+//! [running at scale](guide::at_scale).
 
 #![deny(missing_docs)]
 
 extern crate self as lens;
+
+/// The user guides: the pages of `docs/guide/` in the repository, included
+/// here so that every Rust block in them is compiled as a doctest.
+#[doc = include_str!("../guide/index.md")]
+pub mod guide {
+    #[doc = include_str!("../guide/getting-started.md")]
+    pub mod getting_started {}
+    #[doc = include_str!("../guide/configuration.md")]
+    pub mod configuration {}
+    #[doc = include_str!("../guide/span-groups.md")]
+    pub mod span_groups {}
+    #[doc = include_str!("../guide/distributed.md")]
+    pub mod distributed {}
+    #[doc = include_str!("../guide/tracing-bridge.md")]
+    pub mod tracing_bridge {}
+    #[doc = include_str!("../guide/metrics.md")]
+    pub mod metrics {}
+    #[doc = include_str!("../guide/serving.md")]
+    pub mod serving {}
+    #[doc = include_str!("../guide/lens-command.md")]
+    pub mod lens_command {}
+    #[doc = include_str!("../guide/at-scale.md")]
+    pub mod at_scale {}
+}
 
 /// Instruments a function, method or `async fn` with a span whose group
 /// gates it.
@@ -257,7 +325,7 @@ pub mod metrics {
 /// The `tracing` bridge: `tracing` spans (candle's, burn's, your server's)
 /// become lens spans in lens's own pipeline, gated by span groups. See
 /// [`TracingBridge`](tracing::TracingBridge) for the configuration and the
-/// README's "Using Lens with `tracing`".
+/// guide, [`guide::tracing_bridge`].
 ///
 /// ```
 /// use lens::logs::tracing_subscriber::{layer::SubscriberExt as _, registry};
@@ -296,7 +364,8 @@ pub mod tracing {
 
 /// Server middleware (feature `tower`): [`ServerLayer`](serving::ServerLayer)
 /// makes one SERVER span per HTTP request, a child of the caller's W3C
-/// context, gated by a span group. See the README's "Serving".
+/// context, gated by a span group. See the guide,
+/// [`guide::serving`].
 ///
 /// ```
 /// let layer = lens::serving::ServerLayer::new(&lens::inference_server::REQUEST);
@@ -326,18 +395,18 @@ pub mod logs {
 
 #[cfg(feature = "sdk-core")]
 pub use lens_runtime::{clear_tracer_provider, set_tracer_provider};
-pub use lens_runtime::{
-    is_export_strategy_registered, rank_is_sampled, register_export_strategy,
-    registered_export_strategies, remove_export_strategy, replace_export_strategy, should_export,
-    StrategyError,
-};
-pub use lens_runtime::{meter, tracer, SCOPE_NAME};
 #[cfg(feature = "sdk-core")]
 pub use lens_runtime::{
     file_safe_run_id, setup_telemetry, setup_telemetry_from_env, shared_run_id,
     ForkSafeIdGenerator, LossCause, OtlpProtocol, RankAwareSampler, SetupError, ShutdownReport,
     SignalReport, TelemetryBuilder, TelemetryHandle,
 };
+pub use lens_runtime::{
+    is_export_strategy_registered, rank_is_sampled, register_export_strategy,
+    registered_export_strategies, remove_export_strategy, replace_export_strategy, should_export,
+    StrategyError,
+};
+pub use lens_runtime::{meter, tracer, SCOPE_NAME};
 pub use lens_runtime::{IntoLink, IntoParentContext, LensSpan, SpanGuard, SpanStatus};
 
 /// The eight base groups and the base family.

@@ -3,7 +3,7 @@
 //! records every instrument once and exits; a real `rotel` collector
 //! receives the metrics and every name, unit, type and attribute is checked.
 //! Plus: recording allocates nothing once an attribute set exists (counting
-//! global allocator), the README lists every metric, and the GPU check
+//! global allocator), docs/guide/metrics.md lists every metric, and the GPU check
 //! `gpu_metrics_on_a_real_gpu` (ignored; `scripts/gpu-check.sh` runs it).
 
 use lens::metrics::{
@@ -489,14 +489,12 @@ fn gpu_metrics_on_without_a_gpu_change_nothing_else() {
 }
 
 #[test]
-fn readme_lists_every_metric() {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
-    let start = readme
-        .find("\n## Metrics\n")
-        .expect("README has a `## Metrics` section");
-    let section = &readme[start + 1..];
-    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |e| e + 3)];
+fn guide_lists_every_metric() {
+    let section = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/guide/metrics.md"
+    ))
+    .unwrap();
     let names = expected()
         .into_iter()
         .map(|e| e.0)
@@ -504,7 +502,7 @@ fn readme_lists_every_metric() {
     for name in names {
         assert!(
             section.contains(&format!("`{name}`")),
-            "README's Metrics section does not list `{name}`"
+            "docs/guide/metrics.md does not list `{name}`"
         );
     }
 }

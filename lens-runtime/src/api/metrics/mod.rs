@@ -23,7 +23,7 @@
 //! set: the attribute arrays are built when a set is created (the inference
 //! set caches one array per operation / provider / model combination, up to
 //! [`MAX_INFERENCE_ATTRIBUTE_SETS`]). Names come from [`crate::api::semconv`];
-//! the README's "Metrics" section has the full table.
+//! `docs/guide/metrics.md` has the full table.
 //!
 //! Choices the design left open, for the training set: the names are
 //! `nv.dl.*` (the counter `nv.dl.iterations` counts what step spans number
