@@ -37,6 +37,11 @@ tr.bad td{color:var(--bad)}
 .s.trunc{background-image:repeating-linear-gradient(45deg,rgba(255,255,255,.45) 0 3px,transparent 3px 7px)}
 .s.err{border:2px solid var(--bad)}
 .s.wait{opacity:.45;background-image:repeating-linear-gradient(-45deg,rgba(255,255,255,.7) 0 2px,transparent 2px 5px)}
+.region{position:absolute;top:0;bottom:0;background:rgba(59,74,102,.13);border-left:1px dashed #8d97ad;border-right:1px dashed #8d97ad}
+.sw.region-sw{background:rgba(59,74,102,.16);border:1px dashed #8d97ad}
+.whole .legend{margin:0 0 6px}
+.whole .s.k-eval,.whole .s.k-ckpt,.whole .s.k-init{min-width:4px}
+.panel h3 .note{font-weight:400}
 .s.culprit{outline:2px solid var(--bad);outline-offset:0;box-shadow:0 0 0 3px rgba(214,39,40,.25)}
 .diag .verdict{font-size:14px;font-weight:600;margin:2px 0 8px}
 .diag td.ev{white-space:normal;text-align:left;color:var(--fg)}
@@ -84,6 +89,12 @@ document.querySelectorAll('.section').forEach(sec=>{
   sec.querySelector('.zin').onclick=()=>set(z*2);
   sec.querySelector('.zout').onclick=()=>set(z/2);
   sec.querySelector('.zreset').onclick=()=>set(1);
+  sec.querySelectorAll('.zfit').forEach(b=>{b.onclick=()=>{
+    const [a,e]=b.dataset.fit.split(',').map(Number);
+    const w=Math.max(e-a,0.0025);
+    set(90/w);
+    scroll.scrollLeft=(a-w*0.05)/100*inner.offsetWidth;
+  };});
   scroll.addEventListener('wheel',e=>{
     if(!(e.ctrlKey||e.metaKey||e.altKey))return;
     e.preventDefault();

@@ -1,5 +1,9 @@
-//! The per-rank timeline: one lane per rank (`data-rank`), steps and their
-//! phases drawn to scale, in up to two sections (first and last steps).
+//! The per-rank timeline: one lane per rank (`data-rank`). First the whole
+//! job, from each rank's first span to its last (model init, the first data
+//! load, evaluation and checkpoints around the steps, the steps' region
+//! marked), with buttons that zoom onto the first and the last steps; then
+//! the first and the last steps with their phases, aligned on the first
+//! step drawn.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -7,25 +11,89 @@ use std::fmt::Write;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::esc;
-use super::timeline::{TSpan, Timeline};
+use super::timeline::{RankTimeline, TSpan, Timeline};
 use crate::report::text::fmt_ns;
 
 /// Lanes drawn per section at most (stragglers always).
 const MAX_LANES: usize = 64;
 const ROW: u32 = 16;
-const PALETTE: [&str; 10] = [
-    "#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#e15759",
-    "#bab0ac", "#ff9da7",
+/// Colours of the other spans, by a hash of the name: no red, which marks
+/// stragglers and failures, and none of the colours of the kinds below.
+const PALETTE: [&str; 8] = [
+    "#4e79a7", "#f28e2b", "#edc948", "#9c755f", "#bab0ac", "#a0cbe8", "#d7b5a6", "#ffbe7d",
 ];
 
-fn color(name: &str, step: bool) -> &'static str {
-    if step {
-        return "#3b4a66";
+/// What a span is, for its colour: the step, and the job phases around
+/// the steps that a person looks for (named as the span groups
+/// `evaluate`, `checkpoint`, `load_checkpoint` and `model_init` name them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A step span (`dl.iteration`).
+    Step,
+    /// Evaluation or validation.
+    Eval,
+    /// Saving or loading a checkpoint.
+    Checkpoint,
+    /// Model or job set-up.
+    Init,
+    /// Anything else.
+    Other,
+}
+
+impl Kind {
+    /// The kind of a span named `name` (`step`: it carries an iteration).
+    /// Words of the name (split at `.`, `_`, `-`, `/`, `:` and spaces) are
+    /// matched ASCII case-insensitively: `eval*`, `validat*`, `val`;
+    /// `checkpoint*`, `ckpt*`, `save*`, `restore*`; `init*`, `setup`.
+    pub(crate) fn of(name: &str, step: bool) -> Kind {
+        if step {
+            return Kind::Step;
+        }
+        let lower = name.to_ascii_lowercase();
+        let words = || lower.split(['.', '_', '-', '/', ':', ' ']);
+        let any = |f: &dyn Fn(&str) -> bool| words().any(f);
+        if any(&|w| {
+            w.starts_with("checkpoint")
+                || w.starts_with("ckpt")
+                || w.starts_with("save")
+                || w.starts_with("restore")
+        }) {
+            Kind::Checkpoint
+        } else if any(&|w| w.starts_with("eval") || w.starts_with("validat") || w == "val") {
+            Kind::Eval
+        } else if any(&|w| w.starts_with("init") || w == "setup") {
+            Kind::Init
+        } else {
+            Kind::Other
+        }
     }
-    let h = name
-        .bytes()
-        .fold(5381u32, |h, b| h.wrapping_mul(33) ^ u32::from(b));
-    PALETTE[(h % PALETTE.len() as u32) as usize]
+
+    /// The colour it is drawn in.
+    fn color(self, name: &str) -> &'static str {
+        match self {
+            Kind::Step => "#3b4a66",
+            Kind::Eval => "#2a9d8f",
+            Kind::Checkpoint => "#7b5ea7",
+            Kind::Init => "#8a9a2b",
+            Kind::Other => {
+                let h = name
+                    .bytes()
+                    .fold(5381u32, |h, b| h.wrapping_mul(33) ^ u32::from(b));
+                PALETTE[(h % PALETTE.len() as u32) as usize]
+            }
+        }
+    }
+
+    /// Its CSS class.
+    fn class(self) -> &'static str {
+        match self {
+            Kind::Step => " k-step",
+            Kind::Eval => " k-eval",
+            Kind::Checkpoint => " k-ckpt",
+            Kind::Init => " k-init",
+            Kind::Other => "",
+        }
+    }
 }
 
 /// What marks a lane (straggler) or a step (slow) in red.
@@ -63,12 +131,12 @@ pub(crate) fn lanes(o: &mut String, tl: &Timeline, m: &Marks<'_>) {
     let max_steps = tl.ranks.values().map(|r| r.steps).max().unwrap_or(0);
     let _ = writeln!(o, "<h2>Timeline</h2>");
     let mut note = format!(
-        "One lane per rank; hover a span for its attributes; zoom with the buttons or Ctrl+wheel. Showing the first {} and the last {} of up to {max_steps} steps per rank.",
+        "One lane per rank; hover a span for its attributes; zoom with the buttons or Ctrl+wheel. The whole job first, then the steps. Showing the first {} and the last {} of up to {max_steps} steps per rank.",
         tl.keep - tl.keep / 2,
         tl.keep / 2
     );
     if !has_tail {
-        note = format!("One lane per rank; hover a span for its attributes; zoom with the buttons or Ctrl+wheel. All {max_steps} steps shown.");
+        note = format!("One lane per rank; hover a span for its attributes; zoom with the buttons or Ctrl+wheel. The whole job first, then the steps. All {max_steps} steps shown.");
     }
     if ranks.len() < tl.ranks.len() {
         note.push_str(&format!(
@@ -95,6 +163,7 @@ pub(crate) fn lanes(o: &mut String, tl: &Timeline, m: &Marks<'_>) {
         section(o, "Spans (no step spans found)", &other, tl, m, false);
         return;
     }
+    overview(o, &ranks, tl, m);
     section(
         o,
         if has_tail { "First steps" } else { "Steps" },
@@ -114,6 +183,125 @@ pub(crate) fn lanes(o: &mut String, tl: &Timeline, m: &Marks<'_>) {
             .collect();
         section(o, "Last steps", &tail, tl, m, true);
     }
+}
+
+/// The whole job on one absolute time axis: per rank, the spans outside
+/// the steps (job root, init, data loading, evaluation, checkpoints) and
+/// the step spans kept, over a band that marks where the steps ran; the
+/// buttons zoom onto the first and the last steps kept.
+fn overview(o: &mut String, ranks: &[i64], tl: &Timeline, m: &Marks<'_>) {
+    let drawn: Vec<(i64, &RankTimeline, Vec<&TSpan>)> = ranks
+        .iter()
+        .filter_map(|r| tl.ranks.get(r).map(|t| (*r, t)))
+        .map(|(r, t)| {
+            let steps = t.head.iter().chain(&t.tail).filter_map(|g| g.spans.first());
+            (r, t, t.other.iter().chain(steps).collect())
+        })
+        .collect();
+    let all = || drawn.iter().flat_map(|d| d.2.iter());
+    let Some(t0) = all().map(|s| s.start).min() else {
+        return;
+    };
+    let t1 = all().map(|s| s.end).max().unwrap_or(t0).max(t0 + 1);
+    // 1% of room on the right: a short checkpoint at the very end stays in
+    // view at its minimum width
+    let t1 = t1.saturating_add((t1 - t0) / 100);
+    let range = (t1 - t0) as f64;
+    let pct = |t: u64| t.saturating_sub(t0) as f64 / range * 100.0;
+    // the zoom targets: the first and the last steps kept, over all lanes
+    let bounds = |groups: &mut dyn Iterator<Item = &TSpan>| {
+        groups.fold(None, |acc: Option<(u64, u64)>, s| {
+            Some(acc.map_or((s.start, s.end), |(a, b)| (a.min(s.start), b.max(s.end))))
+        })
+    };
+    let first = bounds(
+        &mut drawn
+            .iter()
+            .flat_map(|d| d.1.head.iter().filter_map(|g| g.spans.first())),
+    );
+    let last = bounds(
+        &mut drawn
+            .iter()
+            .flat_map(|d| d.1.tail.iter().filter_map(|g| g.spans.first())),
+    );
+    let mut buttons = String::new();
+    for (label, b) in [("first steps", first), ("last steps", last)] {
+        if let Some((a, b)) = b {
+            let _ = write!(
+                buttons,
+                "<button class=\"zfit\" data-fit=\"{:.4},{:.4}\">{label}</button>",
+                pct(a),
+                pct(b)
+            );
+        }
+    }
+    let _ = writeln!(
+        o,
+        "<div class=\"section card whole\"><div class=\"controls\"><b>Whole job</b><span class=\"note\">{}</span><span style=\"flex:1\"></span>{buttons}<button class=\"zout\">−</button><span class=\"zl\">1.0×</span><button class=\"zin\">+</button><button class=\"zreset\">whole job</button></div>",
+        esc(&format!("{} from the first span to the last; the band marks the steps", fmt_ns(t1 - t0)))
+    );
+    let _ = writeln!(
+        o,
+        "<div class=\"legend\"><span class=\"sw\" style=\"background:{}\"></span>step <span class=\"sw\" style=\"background:{}\"></span>evaluation <span class=\"sw\" style=\"background:{}\"></span>checkpoint <span class=\"sw\" style=\"background:{}\"></span>init / set-up <span class=\"sw region-sw\"></span>steps region</div>",
+        Kind::Step.color(""),
+        Kind::Eval.color(""),
+        Kind::Checkpoint.color(""),
+        Kind::Init.color("")
+    );
+    let (mut labels, mut lanes_html) = (String::new(), String::new());
+    for (rank, t, spans) in &drawn {
+        let d = rows_of(spans, &depths(spans));
+        let rows = d.iter().max().map_or(1, |m| m + 1);
+        let h = rows * ROW + 4;
+        let is_strag = m.strag.contains(rank);
+        let cls = if is_strag { " straggler" } else { "" };
+        let _ = write!(
+            labels,
+            "<div class=\"label{cls}\" style=\"height:{h}px\">rank {rank}{}</div>",
+            if is_strag { " ⚠" } else { "" }
+        );
+        let _ = write!(
+            lanes_html,
+            "<div class=\"lane{cls}\" data-rank=\"{rank}\" style=\"height:{h}px\">"
+        );
+        if let (Some((a_it, a)), Some((b_it, b))) = (t.first_step, t.last_step) {
+            let (l, r) = (pct(a), pct(b));
+            let _ = write!(
+                lanes_html,
+                "<div class=\"region\" style=\"left:{l:.4}%;width:{:.4}%\" title=\"{}\"></div>",
+                (r - l).max(0.0),
+                esc(&format!("steps {a_it}–{b_it} ({} step spans)", t.steps))
+            );
+        }
+        for (s, depth) in spans.iter().zip(d) {
+            span(&mut lanes_html, s, (t0, t1), depth, m, *rank);
+        }
+        let _ = write!(lanes_html, "</div>");
+    }
+    let _ = writeln!(
+        o,
+        "<div class=\"tl\"><div class=\"labels\"><div class=\"axis\"></div>{labels}</div><div class=\"scroll\"><div class=\"inner\"><div class=\"axis\">{}</div>{lanes_html}</div></div></div></div>",
+        axis(range)
+    );
+}
+
+/// Ten ticks over `range` ns.
+fn axis(range: f64) -> String {
+    let mut axis = String::new();
+    for i in 0..10 {
+        let label = if i == 0 {
+            "0".to_owned()
+        } else {
+            fmt_ns((range * f64::from(i) / 10.0) as u64)
+        };
+        let _ = write!(
+            axis,
+            "<div class=\"tick\" style=\"left:{}%\">+{}</div>",
+            i * 10,
+            esc(&label)
+        );
+    }
+    axis
 }
 
 /// Rows: the depth in the parent chain, except that spans overlapping a
@@ -163,6 +351,51 @@ fn depths(spans: &[&TSpan]) -> Vec<u32> {
             d
         })
         .collect()
+}
+
+/// Draws one span of `rank`'s lane, clipped to the window `t0..t1`.
+fn span(o: &mut String, s: &TSpan, (t0, t1): (u64, u64), depth: u32, m: &Marks<'_>, rank: i64) {
+    let range = t1.saturating_sub(t0).max(1) as f64;
+    let a = s.start.clamp(t0, t1);
+    let b = s.end.clamp(t0, t1);
+    let left = (a - t0) as f64 / range * 100.0;
+    let width = (b.saturating_sub(a)) as f64 / range * 100.0;
+    let kind = Kind::of(&s.name, s.iteration.is_some());
+    let mut class = String::from("s");
+    class.push_str(kind.class());
+    let slow_its = m.slow.get(&rank);
+    if s.iteration
+        .map(|it| it - it.rem_euclid(m.stride.max(1)))
+        .is_some_and(|it| slow_its.is_some_and(|v| v.binary_search(&it).is_ok()))
+    {
+        class.push_str(" slow");
+    }
+    if m.waits.contains(&s.name) {
+        class.push_str(" wait");
+    }
+    if m.culprit.get(&rank).is_some_and(|p| p.contains(&s.name)) {
+        class.push_str(" culprit");
+    }
+    if s.truncated {
+        class.push_str(" trunc");
+    }
+    if s.error {
+        class.push_str(" err");
+    }
+    let label = if width > 3.0 {
+        esc(&s.name)
+    } else {
+        String::new()
+    };
+    let _ = write!(
+        o,
+        "<div class=\"{class}\" style=\"left:{left:.4}%;width:{width:.4}%;top:{}px;background:{}\" data-n=\"{}\" data-d=\"{}\" data-a=\"{}\">{label}</div>",
+        depth * ROW + 2,
+        kind.color(&s.name),
+        esc(&s.name),
+        esc(&fmt_ns(s.end - s.start)),
+        esc(&s.attrs),
+    );
 }
 
 fn section(
@@ -218,7 +451,6 @@ fn section(
         let h = rows * ROW + 4;
         let is_strag = m.strag.contains(rank);
         let cls = if is_strag { " straggler" } else { "" };
-        let slow_its = m.slow.get(rank);
         let _ = write!(
             labels,
             "<div class=\"label{cls}\" style=\"height:{h}px\">rank {rank}{}</div>",
@@ -229,60 +461,11 @@ fn section(
             "<div class=\"lane{cls}\" data-rank=\"{rank}\" style=\"height:{h}px\">"
         );
         for (s, depth) in all.iter().zip(d) {
-            let a = s.start.max(t0);
-            let b = s.end.min(t1);
-            let left = (a - t0) as f64 / range * 100.0;
-            let width = (b.saturating_sub(a)) as f64 / range * 100.0;
-            let mut class = String::from("s");
-            if s.iteration
-                .map(|it| it - it.rem_euclid(m.stride.max(1)))
-                .is_some_and(|it| slow_its.is_some_and(|v| v.binary_search(&it).is_ok()))
-            {
-                class.push_str(" slow");
-            }
-            if m.waits.contains(&s.name) {
-                class.push_str(" wait");
-            }
-            if m.culprit.get(rank).is_some_and(|p| p.contains(&s.name)) {
-                class.push_str(" culprit");
-            }
-            if s.truncated {
-                class.push_str(" trunc");
-            }
-            if s.error {
-                class.push_str(" err");
-            }
-            let label = if width > 3.0 {
-                esc(&s.name)
-            } else {
-                String::new()
-            };
-            let _ = write!(
-                lanes_html,
-                "<div class=\"{class}\" style=\"left:{left:.4}%;width:{width:.4}%;top:{}px;background:{}\" data-n=\"{}\" data-d=\"{}\" data-a=\"{}\">{label}</div>",
-                depth * ROW + 2,
-                color(&s.name, s.iteration.is_some()),
-                esc(&s.name),
-                esc(&fmt_ns(s.end - s.start)),
-                esc(&s.attrs),
-            );
+            span(&mut lanes_html, s, (t0, t1), depth, m, *rank);
         }
         let _ = write!(lanes_html, "</div>");
     }
-    let mut axis = String::new();
-    for i in 0..10 {
-        let label = if i == 0 {
-            "0".to_owned()
-        } else {
-            fmt_ns((range * f64::from(i) / 10.0) as u64)
-        };
-        let _ = write!(
-            axis,
-            "<div class=\"tick\" style=\"left:{}%\">+{}</div>",
-            i * 10,
-            esc(&label)
-        );
-    }
+    let axis = axis(range);
     let _ = writeln!(
         o,
         "<div class=\"tl\"><div class=\"labels\"><div class=\"axis\"></div>{labels}</div><div class=\"scroll\"><div class=\"inner\"><div class=\"axis\">{axis}</div>{lanes_html}</div></div></div></div>"

@@ -162,7 +162,7 @@ pub(crate) fn render(r: &Report, tl: &Timeline) -> String {
         stride: r.steps.iterations_per_row,
     };
     lanes::lanes(&mut o, tl, &marks);
-    svg::panels(&mut o, &r.series, &strag);
+    svg::panels(&mut o, r, &strag);
     tables(&mut o, r);
     let _ = write!(
         o,

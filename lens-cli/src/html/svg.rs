@@ -1,12 +1,14 @@
-//! Metric panels: one inline SVG per metric, one polyline per rank,
-//! stragglers drawn on top in red.
+//! Series panels: one inline SVG per series, one polyline per rank,
+//! stragglers drawn on top in red. With step spans, the training view:
+//! the step spans' numeric attributes and the metrics on one step axis;
+//! without, the metrics over time.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fmt::Write;
 
 use super::{esc, esc_cut};
 use crate::report::text::fmt_ns;
-use crate::report::Series;
+use crate::report::Report;
 
 /// Panels drawn at most.
 const MAX_PANELS: usize = 16;
@@ -14,35 +16,63 @@ const MAX_PANELS: usize = 16;
 const MAX_LINES: usize = 128;
 
 const W: f64 = 640.0;
-const H: f64 = 190.0;
+const H: f64 = 170.0;
 const PAD_L: f64 = 60.0;
 const PAD_B: f64 = 20.0;
 const PAD_T: f64 = 8.0;
 
-/// Writes the metric panels section.
-pub(crate) fn panels(
-    o: &mut String,
-    series: &BTreeMap<String, BTreeMap<i64, Series>>,
-    stragglers: &BTreeSet<i64>,
-) {
+/// The x axis of a panel.
+#[derive(Debug, Clone, Copy)]
+enum Axis {
+    /// Time since `t0` (ns).
+    Time,
+    /// Iterations.
+    Step,
+}
+
+/// One line of a panel: a rank's `(x, y)` points.
+type Line = (i64, Vec<(f64, f64)>);
+
+/// Writes the training view (step attributes and metrics on the step
+/// axis) when the run has step spans, else the metric panels over time.
+pub(crate) fn panels(o: &mut String, r: &Report, stragglers: &BTreeSet<i64>) {
+    if let Some((x0, x1)) = r.step_axis {
+        if !r.step_series_map.is_empty() || !r.series.is_empty() {
+            training(o, r, stragglers, (x0, x1));
+        }
+        return;
+    }
+    let series = &r.series;
     if series.is_empty() {
         return;
     }
     let _ = writeln!(o, "<h2>Metrics</h2><div class=\"panels\">");
-    let t0 = series
-        .values()
-        .flat_map(|m| m.values())
-        .flat_map(|s| s.points.iter().map(|p| p.0))
-        .min()
-        .unwrap_or(0);
-    let t1 = series
-        .values()
-        .flat_map(|m| m.values())
-        .flat_map(|s| s.points.iter().map(|p| p.0))
-        .max()
-        .unwrap_or(0);
+    let times = || {
+        series
+            .values()
+            .flat_map(|m| m.values())
+            .flat_map(|s| s.points.iter().map(|p| p.0))
+    };
+    let t0 = times().min().unwrap_or(0);
+    let t1 = times().max().unwrap_or(0).max(t0 + 1);
     for (name, by_rank) in series.iter().take(MAX_PANELS) {
-        panel(o, name, by_rank, stragglers, t0, t1.max(t0 + 1));
+        let lines: Vec<Line> = by_rank
+            .iter()
+            .map(|(&rank, s)| {
+                let pts = s.points.iter().map(|&(t, v)| ((t - t0) as f64, v));
+                (rank, pts.collect())
+            })
+            .collect();
+        let what = format!("metric · {}", points(by_rank.values().map(|s| s.count)));
+        panel(
+            o,
+            name,
+            &what,
+            &lines,
+            stragglers,
+            (0.0, (t1 - t0) as f64),
+            Axis::Time,
+        );
     }
     let _ = writeln!(o, "</div>");
     if series.len() > MAX_PANELS {
@@ -54,15 +84,80 @@ pub(crate) fn panels(
     }
 }
 
+/// `N points`, `N points per rank` or `up to N points per rank`: what the
+/// chart has, said rather than drawn as if it were more.
+fn points(counts: impl Iterator<Item = u64>) -> String {
+    let (mut lo, mut hi, mut ranks) = (u64::MAX, 0, 0);
+    for c in counts {
+        (lo, hi, ranks) = (lo.min(c), hi.max(c), ranks + 1);
+    }
+    format!(
+        "{}{hi} point{}{}",
+        if lo < hi { "up to " } else { "" },
+        if hi == 1 { "" } else { "s" },
+        if ranks > 1 { " per rank" } else { "" }
+    )
+}
+
+/// Step attributes, then metrics placed on the step axis: every panel has
+/// the same x range, so the charts line up.
+fn training(o: &mut String, r: &Report, strag: &BTreeSet<i64>, axis: (f64, f64)) {
+    let _ = writeln!(
+        o,
+        "<h2>Training</h2><p class=\"note\">Numeric attributes of the step spans (one point per step) and the metrics (one point per export), on the same step axis: iterations {} to {}. Each chart says how many points it has.</p><div class=\"panels\">",
+        axis.0,
+        axis.1 - 1.0
+    );
+    let mut drawn = 0;
+    for (name, by_rank) in r.step_series_map.iter().take(MAX_PANELS) {
+        let lines: Vec<Line> = by_rank
+            .iter()
+            .map(|(&rank, s)| (rank, s.points.iter().map(|&(i, v)| (i as f64, v)).collect()))
+            .collect();
+        let what = format!(
+            "step attribute · {}",
+            points(by_rank.values().map(|s| s.count))
+        );
+        panel(o, name, &what, &lines, strag, axis, Axis::Step);
+        drawn += 1;
+    }
+    for (name, by_rank) in r.series.iter().take(MAX_PANELS.saturating_sub(drawn)) {
+        let lines: Vec<Line> = by_rank
+            .iter()
+            .map(|(&rank, s)| {
+                let pts = s.points.iter().zip(&s.at_step);
+                (rank, pts.filter_map(|(p, x)| x.map(|x| (x, p.1))).collect())
+            })
+            .collect();
+        let count = by_rank.values().map(|s| s.count).max().unwrap_or(0);
+        let mut what = format!("metric · {}", points(by_rank.values().map(|s| s.count)));
+        if count < 3 {
+            what.push_str(" (exported every OTEL_METRIC_EXPORT_INTERVAL, 10 s by default)");
+        }
+        panel(o, name, &what, &lines, strag, axis, Axis::Step);
+        drawn += 1;
+    }
+    let _ = writeln!(o, "</div>");
+    let all = r.step_series_map.len() + r.series.len();
+    if all > drawn {
+        let _ = writeln!(
+            o,
+            "<p class=\"note\">{} more series not drawn (see the tables and --json).</p>",
+            all - drawn
+        );
+    }
+}
+
 fn panel(
     o: &mut String,
     name: &str,
-    by_rank: &BTreeMap<i64, Series>,
+    what: &str,
+    lines: &[Line],
     strag: &BTreeSet<i64>,
-    t0: u64,
-    t1: u64,
+    (x0, x1): (f64, f64),
+    axis: Axis,
 ) {
-    let vals = by_rank.values().flat_map(|s| s.points.iter().map(|p| p.1));
+    let vals = lines.iter().flat_map(|l| l.1.iter().map(|p| p.1));
     let (mut lo, mut hi) = vals.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
         (a.min(v), b.max(v))
     });
@@ -74,12 +169,14 @@ fn panel(
         lo -= pad;
         hi += pad;
     }
-    let x = |t: u64| PAD_L + (t.saturating_sub(t0)) as f64 / (t1 - t0) as f64 * (W - PAD_L - 4.0);
+    let span = (x1 - x0).max(f64::MIN_POSITIVE);
+    let x = |t: f64| PAD_L + (t - x0).clamp(0.0, span) / span * (W - PAD_L - 4.0);
     let y = |v: f64| PAD_T + (hi - v) / (hi - lo) * (H - PAD_T - PAD_B);
     let _ = write!(
         o,
-        "<div class=\"card panel\"><h3>{}</h3><svg class=\"metric\" data-metric=\"{}\" viewBox=\"0 0 {W} {H}\" xmlns=\"http://www.w3.org/2000/svg\">",
+        "<div class=\"card panel\"><h3>{} <span class=\"note\">{}</span></h3><svg class=\"metric\" data-metric=\"{}\" viewBox=\"0 0 {W} {H}\" xmlns=\"http://www.w3.org/2000/svg\">",
         esc_cut(name),
+        esc(what),
         esc_cut(name)
     );
     for i in 0..=3 {
@@ -90,38 +187,48 @@ fn panel(
     for i in 0..=4 {
         let xx = PAD_L + f64::from(i) / 4.0 * (W - PAD_L - 4.0);
         let anchor = if i == 4 { "end" } else { "start" };
-        let at = ((t1 - t0) as f64 * f64::from(i) / 4.0) as u64;
-        let label = if i == 0 { "0".to_owned() } else { fmt_ns(at) };
+        let at = (x1 - x0) * f64::from(i) / 4.0;
+        let label = match axis {
+            Axis::Time if i == 0 => "+0".to_owned(),
+            Axis::Time => format!("+{}", fmt_ns(at as u64)),
+            Axis::Step if i == 0 => format!("step {}", x0.round()),
+            Axis::Step => format!("{}", (x0 + at).round()),
+        };
         let _ = write!(
             o,
-            "<text x=\"{xx:.1}\" y=\"{}\" text-anchor=\"{anchor}\">+{}</text>",
+            "<text x=\"{xx:.1}\" y=\"{}\" text-anchor=\"{anchor}\">{}</text>",
             H - 5.0,
             esc(&label)
         );
     }
-    let normal = by_rank
+    let normal = lines
         .iter()
         .filter(|(r, _)| !strag.contains(r))
         .take(MAX_LINES);
-    let slow = by_rank.iter().filter(|(r, _)| strag.contains(r));
-    for (rank, s) in normal.chain(slow) {
+    let slow = lines.iter().filter(|(r, _)| strag.contains(r));
+    for (rank, pts) in normal.chain(slow) {
         let class = if strag.contains(rank) {
             " class=\"straggler\""
         } else {
             ""
         };
         let _ = write!(o, "<polyline{class} data-rank=\"{rank}\" points=\"");
-        for &(t, v) in &s.points {
+        for &(t, v) in pts {
             let _ = write!(o, "{:.1},{:.1} ", x(t), y(v));
         }
         let _ = write!(o, "\"><title>rank {rank}</title></polyline>");
-        if s.points.len() <= 20 {
-            for &(t, v) in &s.points {
+        if pts.len() <= 20 {
+            for &(t, v) in pts {
+                let at = match axis {
+                    Axis::Time => String::new(),
+                    Axis::Step => format!(" at step {}", (t * 100.0).round() / 100.0),
+                };
                 let _ = write!(
                     o,
-                    "<circle{class} data-rank=\"{rank}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\"><title>rank {rank}: {}</title></circle>",
+                    "<circle{class} data-rank=\"{rank}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\"><title>rank {rank}{}: {}</title></circle>",
                     x(t),
                     y(v),
+                    esc(&at),
                     esc(&axis_num(v))
                 );
             }
@@ -131,13 +238,13 @@ fn panel(
     let _ = write!(
         o,
         "<div class=\"legend\"><span class=\"sw\" style=\"background:#7d8fb3\"></span>ranks ({})",
-        by_rank.len()
+        lines.len()
     );
-    if by_rank.keys().any(|r| strag.contains(r)) {
-        let names: Vec<String> = by_rank
-            .keys()
-            .filter(|r| strag.contains(r))
-            .map(|r| r.to_string())
+    if lines.iter().any(|(r, _)| strag.contains(r)) {
+        let names: Vec<String> = lines
+            .iter()
+            .filter(|(r, _)| strag.contains(r))
+            .map(|(r, _)| r.to_string())
             .collect();
         let _ = write!(
             o,
@@ -150,6 +257,9 @@ fn panel(
 
 /// A short axis label: 4 significant digits with an SI suffix.
 fn axis_num(v: f64) -> String {
+    if v == 0.0 {
+        return "0".to_owned();
+    }
     let a = v.abs();
     let (x, suffix) = if a >= 1e9 {
         (v / 1e9, "G")

@@ -1,6 +1,8 @@
 //! Bounded timeline capture for the HTML page: per rank, the first and the
-//! last few steps (each with the spans inside it) plus a capped set of
-//! other spans (job roots, checkpoints, truncated and failed spans).
+//! last few steps (each with the spans inside it), where the steps begin
+//! and end, plus a capped set of the other spans (job roots, model init,
+//! data loading, evaluation, checkpoints, truncated and failed spans): the
+//! first ones and the last ones, so that both edges of the job are drawn.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -57,14 +59,42 @@ pub(crate) struct RankTimeline {
     pub(crate) head: Vec<StepGroup>,
     /// The last steps.
     pub(crate) tail: VecDeque<StepGroup>,
-    /// Other spans (roots, checkpoints, truncated, failed), capped.
+    /// Other spans (roots, init, evaluation, checkpoints, truncated,
+    /// failed), capped: the first ones, then (after [`Timeline::finish`])
+    /// the last ones.
     pub(crate) other: Vec<TSpan>,
+    /// The latest other spans once `other` is full (half its cap).
+    late: VecDeque<TSpan>,
+    /// Other spans not kept.
+    pub(crate) other_dropped: u64,
     /// Non-step spans since the last step span.
     recent: Vec<TSpan>,
     /// Cap of `other`.
     other_cap: usize,
     /// Steps seen in all.
     pub(crate) steps: u64,
+    /// The earliest step: (iteration, start ns).
+    pub(crate) first_step: Option<(i64, u64)>,
+    /// The latest-ending step: (iteration, end ns).
+    pub(crate) last_step: Option<(i64, u64)>,
+}
+
+impl RankTimeline {
+    /// Keeps a non-step span: among the first `other_cap`, else among the
+    /// last `other_cap / 2` (truncated and failed ones: up to twice the cap
+    /// among the first).
+    fn keep_other(&mut self, s: TSpan) {
+        let cap = self.other_cap;
+        if self.other.len() < cap || ((s.truncated || s.error) && self.other.len() < 2 * cap) {
+            self.other.push(s);
+            return;
+        }
+        if self.late.len() >= (cap / 2).max(1) {
+            self.late.pop_front();
+            self.other_dropped += 1;
+        }
+        self.late.push_back(s);
+    }
 }
 
 /// The timelines of all ranks.
@@ -74,12 +104,6 @@ pub(crate) struct Timeline {
     pub(crate) ranks: BTreeMap<i64, RankTimeline>,
     /// Steps kept at the start and at the end of each rank.
     pub(crate) keep: usize,
-}
-
-fn keep_other(other: &mut Vec<TSpan>, cap: usize, s: TSpan) {
-    if other.len() < cap || ((s.truncated || s.error) && other.len() < 2 * cap) {
-        other.push(s);
-    }
 }
 
 impl Timeline {
@@ -115,9 +139,15 @@ impl Timeline {
         }
         for s in spans {
             let t = to_tspan(s);
-            if t.iteration.is_some() {
+            if let Some(it) = t.iteration {
                 r.steps += 1;
                 let (start, end) = (t.start, t.end);
+                if r.first_step.is_none_or(|(_, s)| start < s) {
+                    r.first_step = Some((it, start));
+                }
+                if r.last_step.is_none_or(|(_, e)| end > e) {
+                    r.last_step = Some((it, end));
+                }
                 let mut inside = vec![t];
                 let mut rest = Vec::new();
                 for x in r.recent.drain(..) {
@@ -128,7 +158,7 @@ impl Timeline {
                     }
                 }
                 for x in rest {
-                    keep_other(&mut r.other, r.other_cap, x);
+                    r.keep_other(x);
                 }
                 let g = StepGroup { spans: inside };
                 if r.head.len() < head_n {
@@ -144,7 +174,7 @@ impl Timeline {
                 if r.recent.len() > MAX_RECENT {
                     let old: Vec<TSpan> = r.recent.drain(..MAX_RECENT / 2).collect();
                     for x in old {
-                        keep_other(&mut r.other, r.other_cap, x);
+                        r.keep_other(x);
                     }
                 }
             }
@@ -161,8 +191,10 @@ impl Timeline {
             }
             let recent = std::mem::take(&mut r.recent);
             for x in recent {
-                keep_other(&mut r.other, r.other_cap, x);
+                r.keep_other(x);
             }
+            let late = std::mem::take(&mut r.late);
+            r.other.extend(late);
         }
     }
 }

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::metrics::Series;
+use super::series::StepSeries;
 use super::steps::{Heat, StepRow, Straggler};
 use super::{Settings, MAX_LISTED};
 use crate::input::Diagnostics;
@@ -143,6 +144,18 @@ pub(crate) struct MetricRow {
     pub(crate) series: Series,
 }
 
+/// One numeric attribute of one rank's step spans, by iteration.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct StepSeriesRow {
+    /// Attribute key (`loss`, `tokens_per_s`, …).
+    pub(crate) name: String,
+    /// Rank.
+    pub(crate) rank: i64,
+    /// Values.
+    #[serde(flatten)]
+    pub(crate) series: StepSeries,
+}
+
 /// What `--name` / `--rank` selected for the tables.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct FilterDoc {
@@ -203,13 +216,26 @@ pub(crate) struct Report {
     pub(crate) truncated: Listed,
     /// ERROR-status spans.
     pub(crate) errors: Listed,
-    /// Metric last/min/max per rank.
+    /// Numeric attributes of step spans (loss, tokens/s, learning rate)
+    /// per rank: first/last (by iteration), min, max, count and the
+    /// `[iteration, value]` points.
+    pub(crate) step_series: Vec<StepSeriesRow>,
+    /// Numeric step attributes of keys past the first 32 (not tracked).
+    pub(crate) step_attributes_untracked: u64,
+    /// The step axis of the training view: the first iteration and one
+    /// past the last (null without step spans).
+    pub(crate) step_axis: Option<(f64, f64)>,
+    /// Metric first/last (by time), min, max and count per rank, with the
+    /// `[time_ns, value]` points and where each falls on the step axis.
     pub(crate) metrics: Vec<MetricRow>,
     /// Metric points of labels past the first 1000 (not tracked).
     pub(crate) metric_points_untracked: u64,
     /// Metric time series (for HTML).
     #[serde(skip)]
     pub(crate) series: BTreeMap<String, BTreeMap<i64, Series>>,
+    /// Step attribute series: key → rank → series (for text and HTML).
+    #[serde(skip)]
+    pub(crate) step_series_map: BTreeMap<String, BTreeMap<i64, StepSeries>>,
     /// Rank × step heat map (for HTML).
     #[serde(skip)]
     pub(crate) heat: Heat,

@@ -1,5 +1,6 @@
-//! Metric points per (metric, rank): last/min/max and a bounded,
-//! evenly decimated time series for the HTML panels.
+//! Metric points per (metric, rank): first/last/min/max and a bounded,
+//! evenly decimated time series, placed on the step axis for the training
+//! view.
 
 use std::collections::BTreeMap;
 
@@ -20,6 +21,8 @@ const MAX_LABELS: usize = 1000;
 pub(crate) struct Series {
     /// Points seen.
     pub(crate) count: u64,
+    /// Earliest value (by time).
+    pub(crate) first: f64,
     /// Latest value (by time).
     pub(crate) last: f64,
     /// Smallest value.
@@ -27,10 +30,15 @@ pub(crate) struct Series {
     /// Largest value.
     pub(crate) max: f64,
     #[serde(skip)]
-    last_t: u64,
-    /// Kept (time ns, value) points, in arrival order.
+    first_t: u64,
     #[serde(skip)]
+    last_t: u64,
+    /// Kept `[time (Unix ns), value]` points, by time (all of them up to
+    /// 512; an evenly decimated subset beyond).
     pub(crate) points: Vec<(u64, f64)>,
+    /// Where each kept point falls on the step axis (the iteration plus
+    /// the fraction of the way to the next step; null without step spans).
+    pub(crate) at_step: Vec<Option<f64>>,
     #[serde(skip)]
     stride: u64,
     #[serde(skip)]
@@ -42,11 +50,14 @@ impl Series {
         Series {
             cap,
             count: 0,
+            first: f64::NAN,
             last: f64::NAN,
             min: f64::INFINITY,
             max: f64::NEG_INFINITY,
+            first_t: u64::MAX,
             last_t: 0,
             points: Vec::new(),
+            at_step: Vec::new(),
             stride: 1,
         }
     }
@@ -69,6 +80,10 @@ impl Series {
             }
         }
         self.count += 1;
+        if t < self.first_t || self.first.is_nan() {
+            self.first_t = t;
+            self.first = v;
+        }
         if t >= self.last_t {
             self.last_t = t;
             self.last = v;
@@ -146,8 +161,12 @@ impl MetricStore {
         }
     }
 
-    /// Series sorted by metric label, then rank.
+    /// Series sorted by metric label, then rank; points by time.
     pub(crate) fn into_sorted(self) -> BTreeMap<String, BTreeMap<i64, Series>> {
-        self.series.into_iter().collect()
+        let mut out: BTreeMap<String, BTreeMap<i64, Series>> = self.series.into_iter().collect();
+        for s in out.values_mut().flat_map(|r| r.values_mut()) {
+            s.points.sort_by_key(|p| p.0);
+        }
+        out
     }
 }

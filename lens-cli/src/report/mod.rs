@@ -7,6 +7,7 @@ pub(crate) mod diagnose;
 mod doc;
 mod filter;
 mod metrics;
+pub(crate) mod series;
 mod steps;
 pub(crate) mod text;
 
@@ -20,9 +21,10 @@ use crate::input::{Diagnostics, Origin, Sink};
 use crate::sketch::Sketch;
 pub(crate) use csv::render_csv;
 pub(crate) use doc::Report;
-use doc::{FilterDoc, Flagged, Listed, MetricRow, NameRow, RankRow, SpanTotals, StepsDoc};
+use doc::{
+    FilterDoc, Flagged, Listed, MetricRow, NameRow, RankRow, SpanTotals, StepSeriesRow, StepsDoc,
+};
 pub(crate) use filter::{parse_ranks, Filter};
-pub(crate) use metrics::Series;
 pub(crate) use text::render_text;
 
 /// Version of the `--json` document layout.
@@ -77,6 +79,10 @@ pub(crate) struct Aggregator {
     truncated: Listed,
     errors: Listed,
     metrics: metrics::MetricStore,
+    /// Numeric attributes of step spans, by iteration.
+    step_series: series::StepSeriesStore,
+    /// When each rank's steps ran (puts metric points on the step axis).
+    clocks: series::StepClocks,
     world_size: Option<i64>,
     run_ids: BTreeSet<String>,
     unattributed: u64,
@@ -235,6 +241,11 @@ impl Aggregator {
             if !truncated {
                 let last = self.hangs.last_step.entry(rank).or_insert(it);
                 *last = (*last).max(it);
+                self.clocks
+                    .record(rank, it, s.start_time_unix_nano, s.end_time_unix_nano);
+            }
+            for kv in &s.attributes {
+                self.step_series.offer(rank, it, &kv.key, &kv.value);
             }
             let mut phases = Vec::new();
             for (child, ns, start) in children.unwrap_or_default() {
@@ -332,6 +343,29 @@ impl Aggregator {
             }
             metrics_series.retain(|_, by_rank| !by_rank.is_empty());
         }
+        let clocks = self.clocks.finish();
+        for (&rank, s) in metrics_series.values_mut().flat_map(|r| r.iter_mut()) {
+            s.at_step = s.points.iter().map(|&(t, _)| clocks.at(rank, t)).collect();
+        }
+        let step_axis = clocks.axis();
+        let step_attributes_untracked = self.step_series.untracked;
+        let mut step_series = self.step_series.into_sorted();
+        if !filter.ranks.is_empty() {
+            for by_rank in step_series.values_mut() {
+                by_rank.retain(|&rank, _| filter.rank(rank));
+            }
+            step_series.retain(|_, by_rank| !by_rank.is_empty());
+        }
+        let step_rows = step_series
+            .iter()
+            .flat_map(|(name, by_rank)| {
+                by_rank.iter().map(move |(&rank, s)| StepSeriesRow {
+                    name: name.clone(),
+                    rank,
+                    series: s.clone(),
+                })
+            })
+            .collect();
         let metrics = metrics_series
             .iter()
             .flat_map(|(name, by_rank)| {
@@ -389,6 +423,10 @@ impl Aggregator {
             metrics,
             metric_points_untracked,
             series: metrics_series,
+            step_series: step_rows,
+            step_attributes_untracked,
+            step_axis,
+            step_series_map: step_series,
             slow: analysis.slow,
         }
     }

@@ -130,6 +130,7 @@ pub(crate) fn render_text(r: &Report, max_rows: usize) -> String {
     more(&mut o, names.len(), max_rows);
     steps(&mut o, r, max_rows);
     problems(&mut o, r, max_rows);
+    training(&mut o, r, max_rows);
     metrics(&mut o, r, max_rows);
     o
 }
@@ -359,11 +360,71 @@ pub(crate) fn rank_ranges(ranges: &[[i64; 2]], max: usize) -> String {
     shown.join(", ")
 }
 
+/// Characters of a text sparkline at most.
+const SPARK: usize = 24;
+
+/// One series line: `first → last  min  max  N points  ▁▃▅█`.
+fn series_line(
+    o: &mut String,
+    rank: i64,
+    (first, last, min, max, count): (f64, f64, f64, f64, u64),
+    values: &[f64],
+) {
+    let line = format!(
+        "    rank {:<5} {:>11} → {:<11} min {:<11} max {:<11} {:>7} {}  {}",
+        rank,
+        fmt_num(first),
+        fmt_num(last),
+        fmt_num(min),
+        fmt_num(max),
+        count,
+        if count == 1 { "point " } else { "points" },
+        super::series::sparkline(values, min, max, SPARK)
+    );
+    let _ = writeln!(o, "{}", line.trim_end());
+}
+
+/// Numeric attributes of the step spans, per rank, by iteration.
+fn training(o: &mut String, r: &Report, max_rows: usize) {
+    if r.step_series_map.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "\nStep attributes (per rank, by iteration: first → last, min, max, points)"
+    );
+    for (name, by_rank) in &r.step_series_map {
+        let _ = writeln!(o, "  {}", show(name, MAX_TEXT));
+        for (i, (rank, s)) in by_rank.iter().enumerate() {
+            if i == max_rows {
+                more(o, by_rank.len(), max_rows);
+                break;
+            }
+            let values: Vec<f64> = s.points.iter().map(|p| p.1).collect();
+            series_line(o, *rank, (s.first, s.last, s.min, s.max, s.count), &values);
+        }
+    }
+    if r.step_attributes_untracked > 0 {
+        let _ = writeln!(
+            o,
+            "  {} values of attributes past the first 32 not tracked",
+            r.step_attributes_untracked
+        );
+    }
+}
+
+/// Metric series with fewer points than this get the export-interval hint.
+const FEW_POINTS: u64 = 3;
+
 fn metrics(o: &mut String, r: &Report, max_rows: usize) {
     if r.metrics.is_empty() {
         return;
     }
-    let _ = writeln!(o, "\nMetrics (per rank: last / min / max)");
+    let _ = writeln!(
+        o,
+        "\nMetrics (per rank, by time: first → last, min, max, points)"
+    );
+    let mut few = false;
     for (name, by_rank) in &r.series {
         let _ = writeln!(o, "  {}", show(name, MAX_TEXT));
         for (i, (rank, s)) in by_rank.iter().enumerate() {
@@ -371,14 +432,15 @@ fn metrics(o: &mut String, r: &Report, max_rows: usize) {
                 more(o, by_rank.len(), max_rows);
                 break;
             }
-            let _ = writeln!(
-                o,
-                "    rank {:<5} {:>12} {:>12} {:>12}",
-                rank,
-                fmt_num(s.last),
-                fmt_num(s.min),
-                fmt_num(s.max)
-            );
+            few |= s.count < FEW_POINTS;
+            let values: Vec<f64> = s.points.iter().map(|p| p.1).collect();
+            series_line(o, *rank, (s.first, s.last, s.min, s.max, s.count), &values);
         }
+    }
+    if few {
+        let _ = writeln!(
+            o,
+            "  Few points: metrics are exported every OTEL_METRIC_EXPORT_INTERVAL (10 s by default), so a short job's are only a few; a step span's attributes (the loss set on the step span) give one point per step."
+        );
     }
 }

@@ -216,3 +216,63 @@ pub(crate) fn example_binary(name: &str) -> PathBuf {
             )
         })
 }
+
+/// The headless browser on this machine, if any.
+pub(crate) fn chromium() -> Option<String> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|c| {
+            Command::new(c)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .map(str::to_owned)
+}
+
+/// Runs headless Chromium; fails the test if it takes over two minutes.
+pub(crate) fn browser(
+    bin: &str,
+    profile: &Path,
+    extra: &[&str],
+    url: &str,
+) -> std::process::Output {
+    let out_dir = profile.join("out");
+    std::fs::create_dir_all(&out_dir).expect("browser output dir");
+    let (stdout, stderr) = (out_dir.join("stdout"), out_dir.join("stderr"));
+    let mut child = Command::new(bin)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(extra)
+        .arg(url)
+        .stdout(std::fs::File::create(&stdout).expect("stdout file"))
+        .stderr(std::fs::File::create(&stderr).expect("stderr file"))
+        .spawn()
+        .expect("chromium starts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for chromium") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("chromium did not finish within 120 s ({url})");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    std::process::Output {
+        status,
+        stdout: std::fs::read(&stdout).unwrap_or_default(),
+        stderr: std::fs::read(&stderr).unwrap_or_default(),
+    }
+}
