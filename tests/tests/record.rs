@@ -264,3 +264,50 @@ fn run_directories_are_fresh_named_after_the_run_id_and_an_out_with_files_is_ref
     assert!(!cwd.join("ran").exists(), "the command must not have run");
     let _ = std::fs::remove_dir_all(&cwd);
 }
+
+#[test]
+fn open_shows_the_page_with_the_users_browser() {
+    let cwd = work_dir("open");
+    let browser = cwd.join("browser.sh");
+    std::fs::write(
+        &browser,
+        "#!/bin/sh\necho \"$1\" > \"$(dirname \"$0\")/opened\"\n",
+    )
+    .unwrap();
+    std::process::Command::new("chmod")
+        .args(["+x", browser.to_str().unwrap()])
+        .status()
+        .unwrap();
+    let ddp = example_binary("ddp_sync");
+    let f = run(
+        &mut record(
+            &cwd,
+            &[
+                "--open",
+                "--out",
+                "run",
+                "--",
+                ddp.to_str().unwrap(),
+                "--world",
+                "2",
+                "--steps",
+                "3",
+            ],
+            &[("BROWSER", browser.to_str().unwrap())],
+        ),
+        None,
+    );
+    assert!(f.status.success(), "{f:?}");
+    let page = cwd.join("run/report.html").canonicalize().unwrap();
+    // the browser is started, not waited for
+    let opened = cwd.join("opened");
+    for _ in 0..100 {
+        if opened.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let got = std::fs::read_to_string(&opened).unwrap_or_default();
+    assert_eq!(got.trim(), page.to_str().unwrap(), "{f:?}");
+    let _ = std::fs::remove_dir_all(&cwd);
+}
