@@ -2,6 +2,7 @@
 //! gzip), parses each line as OTLP/JSON and hands spans and metrics to a
 //! [`Sink`]. Bad input is reported as `file:line: what`, skipped and counted.
 
+mod carrier;
 mod fast;
 pub(crate) mod files;
 pub(crate) mod otlp;
@@ -447,8 +448,27 @@ fn deliver(
     for rs in &env.resource_spans {
         let origin = Origin::from_attrs(&rs.resource.attributes, file_rank);
         for ss in &rs.scope_spans {
-            diag.spans += ss.spans.len() as u64;
-            sink.spans(&origin, &ss.spans);
+            if !ss.spans.iter().any(carrier::is_carrier) {
+                diag.spans += ss.spans.len() as u64;
+                sink.spans(&origin, &ss.spans);
+                continue;
+            }
+            // profile lines gathered from the ranks that do not export:
+            // each is a step and its phases, of the rank it names
+            for run in ss.spans.split(carrier::is_carrier) {
+                if !run.is_empty() {
+                    diag.spans += run.len() as u64;
+                    sink.spans(&origin, run);
+                }
+            }
+            for c in ss.spans.iter().filter(|s| carrier::is_carrier(s)) {
+                let (_, skipped) = carrier::for_each_line(c, |p| {
+                    let (origin, spans) = profile_spans(p, None);
+                    diag.spans += spans.len() as u64;
+                    sink.spans(&origin, &spans);
+                });
+                diag.skipped_lines += skipped;
+            }
         }
     }
     for rm in &env.resource_metrics {
@@ -574,6 +594,52 @@ mod tests {
         );
         assert_eq!((sink.0, sink.1.as_slice()), (1, &[7][..]));
         assert_eq!(diag.skipped_lines, 0);
+    }
+
+    #[test]
+    fn carrier_spans_deliver_their_profile_lines_not_themselves() {
+        let line = |it: u64| {
+            format!(
+                r#"{{"lensProfile":{{"v":1,"run":"r","rank":5,"world":8,"host":"h","step":"train.step","id":"00000000000000{it:02x}","it":{it},"t":"1000","d":100,"phases":[{{"n":"data.next_batch","o":0,"d":60}},{{"n":"allreduce.grads","o":60,"d":40}}]}}}}"#
+            )
+        };
+        let values: Vec<serde_json::Value> = [line(1), line(2), "not a profile".to_owned()]
+            .into_iter()
+            .map(|l| serde_json::json!({ "stringValue": l }))
+            .collect();
+        let carrier = serde_json::json!({
+            "spanId": "00000000000000ff", "name": "lens.profile",
+            "startTimeUnixNano": "5", "endTimeUnixNano": "5",
+            "attributes": [{"key": "lens.profile.lines", "value": {"arrayValue": {"values": values}}}]
+        });
+        let plain = serde_json::json!({"spanId": "01", "name": "a", "startTimeUnixNano": 5, "endTimeUnixNano": "9"});
+        let env = serde_json::json!({"resourceSpans": [{"resource": {"attributes": [
+            {"key": "nv.dl.rank", "value": {"intValue": "7"}}]},
+            "scopeSpans": [{"spans": [plain.clone(), carrier, plain]}]}]});
+        let text = format!("{env}\n");
+        let mut sink = Count(0, Vec::new());
+        let mut diag = Diagnostics::default();
+        read_lines(
+            Path::new("run-rank7.otlp.jsonl"),
+            text.as_bytes(),
+            &mut sink,
+            &mut diag,
+        );
+        // two plain spans of rank 7; two steps of rank 5, each with two phases
+        assert_eq!(sink.0, 2 + 2 * 3);
+        assert_eq!(diag.spans, 8);
+        assert_eq!(sink.1, [7, 7, 5, 5]);
+        assert_eq!(diag.skipped_lines, 1, "the line that is not a profile");
+        // a span named so but without the attribute is a span
+        let odd = r#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"spanId":"01","name":"lens.profile"}]}]}]}"#;
+        let mut sink = Count(0, Vec::new());
+        read_lines(
+            Path::new("x-rank1.otlp.jsonl"),
+            odd.as_bytes(),
+            &mut sink,
+            &mut diag,
+        );
+        assert_eq!(sink.0, 1);
     }
 
     #[test]

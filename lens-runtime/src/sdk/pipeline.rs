@@ -342,6 +342,20 @@ impl Pipeline {
         })
     }
 
+    /// Hands a finished span straight to the span processor (no sampler):
+    /// the profile lines the exporting rank gathered
+    /// (`sdk::profile::gather`). `false` without traces.
+    pub(crate) fn export_span(&self, span: opentelemetry_sdk::trace::SpanData) -> bool {
+        let Some(p) = &self.spans else {
+            return false;
+        };
+        self.counters
+            .ended
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        p.on_end(span);
+        true
+    }
+
     /// A meter of this pipeline's meter provider (for lens's own
     /// instruments, e.g. GPU metrics).
     pub(crate) fn meter(&self) -> Option<opentelemetry::metrics::Meter> {

@@ -262,8 +262,14 @@ impl TelemetryBuilder {
             self.world_size,
             crate::config::strategy::local_rank_with(crate::vars::var).unwrap_or(0),
         );
+        let root = crate::sdk::profile::gather::root(
+            &self.config,
+            self.strategy.as_ref(),
+            self.world_size,
+        );
         let mut handle = self.install_inner()?;
         handle.placement = placement;
+        handle.gather_root = root;
         Ok(handle)
     }
 

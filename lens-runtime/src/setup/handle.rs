@@ -89,6 +89,9 @@ pub struct TelemetryHandle {
     /// Where this process sits in its job: (rank, world size, local rank).
     pub(super) placement: (u32, u32, u32),
     pub(super) holds_install: AtomicBool,
+    /// The rank [`gather_profiles`](Self::gather_profiles) brings the
+    /// profiles to (the lowest exporting rank), when one exports.
+    pub(super) gather_root: Option<u32>,
 }
 
 impl fmt::Debug for TelemetryHandle {
@@ -121,6 +124,7 @@ impl TelemetryHandle {
             exporting: true,
             placement: (0, 1, 0),
             holds_install: AtomicBool::new(true),
+            gather_root: None,
         }
     }
 
@@ -138,13 +142,14 @@ impl TelemetryHandle {
             file_path: None,
             placement: (0, 1, 0),
             holds_install: AtomicBool::new(false),
+            gather_root: None,
         }
     }
 
     /// A rank that does not export and keeps a per-step profile.
     pub(super) fn profiling(profiling: Profiling, generation: u64, run_id: String) -> Self {
         let mut h = Self::inactive(true, generation, run_id);
-        h.profile_path = Some(profiling.path.clone());
+        h.profile_path = profiling.path.clone();
         h.profile = Mutex::new(Some(profiling));
         h.holds_install = AtomicBool::new(true);
         h
@@ -253,6 +258,54 @@ impl TelemetryHandle {
     /// ```
     pub fn profile_path(&self) -> Option<&Path> {
         self.profile_path.as_deref()
+    }
+
+    /// Brings the per-step profiles that ranks which do not export hold in
+    /// memory (any exporter but `file` and `perfetto`) to the lowest
+    /// exporting rank, which exports them with its spans (as `lens.profile`
+    /// carrier spans that `lens report` reads back), so that a collector's
+    /// output names a slow rank under `single_rank` or `sampled` too.
+    ///
+    /// **A collective: every rank of `comm` calls it**, the same number of
+    /// times (e.g. every 100 steps, and once more before
+    /// [`shutdown`](Self::shutdown)); a rank with nothing to send (it
+    /// exports, writes its profile to a file, or keeps none) takes part with
+    /// nothing. `comm`'s ranks are the job's ranks as lens numbers them.
+    /// Each rank holds at most 256 KiB of lines between two calls (the
+    /// oldest dropped, and reported as lost at shutdown). No thread and no
+    /// connection of lens's: the bytes go over `comm`. Returns the lines
+    /// this call moved: on the exporting rank those it received and
+    /// handed to its exporter, on the others those it sent; an error of
+    /// `comm`, or a root outside it, is an error (never a panic).
+    ///
+    /// ```
+    /// use lens::propagation::LocalCollective;
+    /// let h = lens::setup_telemetry(Default::default(), 0, 1).unwrap();
+    /// let comm = &LocalCollective::group(1)[0];
+    /// assert_eq!(h.gather_profiles(comm).unwrap(), 0); // telemetry is off
+    /// ```
+    pub fn gather_profiles(
+        &self,
+        comm: &dyn crate::api::propagation::Collective,
+    ) -> Result<u64, crate::api::propagation::CollectiveError> {
+        let profile = self
+            .profile
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map(|p| p.profile.clone());
+        let pipeline = self.pipeline();
+        let moved = crate::sdk::profile::gather::gather(
+            comm,
+            self.gather_root,
+            profile.as_deref(),
+            pipeline.as_deref(),
+        )?;
+        Ok(if self.exporting {
+            moved.exported
+        } else {
+            moved.sent
+        })
     }
 
     /// A tracer of the installed provider (a no-op tracer when not exporting).

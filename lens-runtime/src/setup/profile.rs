@@ -1,8 +1,9 @@
-//! The profiling half of setup: a rank that does not export, with the
-//! `file` or `perfetto` exporter, keeps a per-step phase profile
-//! (`sdk::profile`) in a small file of its own. One synchronous processor
-//! on a plain SDK tracer provider: no batch processor, no exporter thread,
-//! no runtime, no connection.
+//! The profiling half of setup: a rank that does not export keeps a
+//! per-step phase profile (`sdk::profile`): with the `file` or `perfetto`
+//! exporter in a small file of its own, with any other exporter in memory
+//! until the ranks gather it (`TelemetryHandle::gather_profiles`). One
+//! synchronous processor on a plain SDK tracer provider: no batch
+//! processor, no exporter thread, no runtime, no connection.
 
 use super::builder::TelemetryBuilder;
 use super::handle::TelemetryHandle;
@@ -14,15 +15,20 @@ use crate::config::{ExporterKind, LensConfig};
 use crate::sdk::profile::{Meta, Profiling};
 use std::sync::Arc;
 
-/// Whether a rank that does not export keeps a profile under `cfg`.
-fn wanted(cfg: &LensConfig) -> bool {
-    cfg.enabled
+/// Whether a rank that does not export keeps a profile under `cfg`:
+/// `Some(true)` in a file (the file exporters), `Some(false)` in memory
+/// (any other exporter), `None` not at all.
+fn wanted(cfg: &LensConfig) -> Option<bool> {
+    let keeps = cfg.enabled
         && cfg.traces_enabled
         && cfg.profile
-        && matches!(cfg.exporter, ExporterKind::File | ExporterKind::Perfetto)
-        // a build that cannot export to a file (or flush on a signal, when
-        // asked) fails on the exporting rank; this one keeps no profile
-        && crate::sdk::features::check(cfg).is_ok()
+        // a build that cannot export (or flush on a signal, when asked)
+        // fails on the exporting rank; this one keeps no profile
+        && crate::sdk::features::check(cfg).is_ok();
+    keeps.then_some(matches!(
+        cfg.exporter,
+        ExporterKind::File | ExporterKind::Perfetto
+    ))
 }
 
 impl TelemetryBuilder {
@@ -31,23 +37,23 @@ impl TelemetryBuilder {
     /// when the file cannot be opened: the job goes on without a profile of
     /// this rank. Installs nothing.
     pub(super) fn open_profile(&self, cfg: &LensConfig, run_id: &str) -> Option<Profiling> {
-        if !wanted(cfg) {
-            return None;
-        }
-        let path = crate::sdk::profile::path_for(cfg, run_id, self.rank);
+        let in_file = wanted(cfg)?;
+        let path = in_file.then(|| crate::sdk::profile::path_for(cfg, run_id, self.rank));
         let meta = Meta {
             run: run_id.to_owned(),
             rank: self.rank,
             world: self.world_size,
             host: crate::host::resource::hostname().unwrap_or_default(),
         };
-        match Profiling::open(&path, meta) {
+        match Profiling::open(path.as_deref(), meta) {
             Ok(p) => Some(p),
             Err(e) => {
                 crate::diag::warn(format_args!(
                     "warning: cannot open the profile file {}: {e}; rank {} keeps no profile \
                      (NEMO_LENS_PROFILE=0 turns the profile off)",
-                    path.display(),
+                    path.as_deref()
+                        .unwrap_or(std::path::Path::new(""))
+                        .display(),
                     self.rank
                 ));
                 None
@@ -107,4 +113,24 @@ fn install(
         );
     }
     TelemetryHandle::profiling(profiling, generation, run_id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_exporters_keep_a_file_others_memory() {
+        let mut cfg = LensConfig {
+            enabled: true,
+            ..Default::default()
+        };
+        assert_eq!(wanted(&cfg), Some(false), "otlp: in memory");
+        cfg.exporter = ExporterKind::Console;
+        assert_eq!(wanted(&cfg), Some(false));
+        cfg.exporter = ExporterKind::File;
+        assert_eq!(wanted(&cfg), Some(true));
+        cfg.profile = false;
+        assert_eq!(wanted(&cfg), None);
+    }
 }

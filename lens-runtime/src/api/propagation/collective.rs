@@ -1,4 +1,5 @@
-//! Broadcasting a trace context from one rank to all over a small collective.
+//! Broadcasting a trace context from one rank to all over a small
+//! collective, and gathering bytes to one rank over the same collective.
 
 use super::bytes::*;
 use super::carrier::*;
@@ -16,10 +17,11 @@ impl fmt::Display for CollectiveError {
 
 impl std::error::Error for CollectiveError {}
 
-/// The one collective lens needs: broadcast bytes from a root rank.
-/// Implemented for MPI (feature `mpi`) and in-process threads
-/// ([`LocalCollective`]); implement it for your own communicator (NCCL,
-/// Gloo, a key-value store) to use [`broadcast_trace_context`].
+/// The collectives lens needs: broadcast bytes from a root rank, and
+/// gather bytes to one (provided, built on the broadcast). Implemented for
+/// MPI (feature `mpi`) and in-process threads ([`LocalCollective`]);
+/// implement it for your own communicator (NCCL, Gloo, a key-value store)
+/// to use [`broadcast_trace_context`] and `TelemetryHandle::gather_profiles`.
 pub trait Collective {
     /// This process's rank in the communicator.
     fn rank(&self) -> usize;
@@ -28,6 +30,58 @@ pub trait Collective {
     /// Every rank calls this; every rank returns `root`'s `data` (the
     /// `data` of other ranks is ignored).
     fn broadcast_bytes(&self, root: usize, data: Vec<u8>) -> Result<Vec<u8>, CollectiveError>;
+
+    /// Every rank calls this: `root` gets every rank's `data`, indexed by
+    /// rank (its own included); the other ranks get `None`. Lens gathers
+    /// the per-step profiles of the ranks that do not export with it
+    /// (`TelemetryHandle::gather_profiles`).
+    ///
+    /// The provided method is built on [`broadcast_bytes`](Self::broadcast_bytes):
+    /// each rank broadcasts its data in turn, so every rank receives every
+    /// rank's data and the call costs `size` broadcasts. Override it with
+    /// your communicator's gather (MPI's `gatherv`, `torch.distributed`'s
+    /// `gather_object`) where the job is large.
+    ///
+    /// ```
+    /// use lens::propagation::{Collective, LocalCollective};
+    /// let comms = LocalCollective::group(3);
+    /// let got: Vec<_> = std::thread::scope(|s| {
+    ///     let hs: Vec<_> = comms
+    ///         .iter()
+    ///         .map(|c| s.spawn(move || c.gather_bytes(1, vec![c.rank() as u8; c.rank()]).unwrap()))
+    ///         .collect();
+    ///     hs.into_iter().map(|h| h.join().unwrap()).collect()
+    /// });
+    /// assert_eq!(got[0], None);
+    /// assert_eq!(got[1], Some(vec![vec![], vec![1], vec![2, 2]]));
+    /// assert_eq!(got[2], None);
+    /// ```
+    fn gather_bytes(
+        &self,
+        root: usize,
+        data: Vec<u8>,
+    ) -> Result<Option<Vec<Vec<u8>>>, CollectiveError> {
+        let (rank, size) = (self.rank(), self.size());
+        if root >= size {
+            return Err(CollectiveError(format!(
+                "root {root} is not below the world size {size}"
+            )));
+        }
+        let mut out = (rank == root).then(|| Vec::with_capacity(size));
+        let mut mine = Some(data);
+        for r in 0..size {
+            let payload = if r == rank {
+                mine.take().unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            let got = self.broadcast_bytes(r, payload)?;
+            if let Some(o) = out.as_mut() {
+                o.push(got);
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// Broadcasts `src_rank`'s current trace context to every rank: **a

@@ -30,15 +30,35 @@
 //! forgotten when it ends, so what is held is bounded by the spans open.
 //! A failed write drops that line, counted by the sink (one warning on
 //! stderr) and reported as lost at shutdown; nothing here panics.
+//!
+//! With any other exporter (`otlp`, `console`) a rank that does not export
+//! writes no file: the same lines are held in memory ([`held`], at most
+//! [`HELD_BYTES`], the oldest dropped and counted) until the job's ranks
+//! call `TelemetryHandle::gather_profiles` together, which brings them to
+//! the exporting rank over the application's `Collective` ([`gather`]).
+//! The exporting rank sends them on as `lens.profile` carrier spans
+//! through its own pipeline, so that they reach a collector, and from its
+//! files `lens report`.
+//!
+//! The line itself is encoded in [`line`].
+
+pub(crate) mod gather;
+mod held;
+mod line;
 
 use crate::api::semconv;
 use crate::api::span::record::clock::from_system;
 use crate::sdk::export::sink::{Batch, Sink};
 use crate::sdk::report::{LossCause, SignalReport};
+use held::Held;
+pub(crate) use held::HELD_BYTES;
+pub(crate) use line::Meta;
+#[cfg(test)]
+use line::MAX_NAME;
+use line::{cut, encode, Phase, StepLine};
 use opentelemetry::Value;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{SpanData, SpanProcessor};
-use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -51,8 +71,6 @@ use std::time::Duration;
 pub(crate) const MAX_PHASES: usize = 16;
 /// The most parents whose children are held while they are open.
 pub(crate) const MAX_PENDING: usize = 4096;
-/// The longest span name kept, in bytes (cut at a character boundary).
-pub(crate) const MAX_NAME: usize = 128;
 /// Spare child lists kept for reuse (no allocation per step once warm).
 const SPARE_LISTS: usize = 64;
 /// The former key of the iteration, still read.
@@ -93,25 +111,6 @@ pub(crate) fn path_for(cfg: &crate::config::LensConfig, run_id: &str, rank: u32)
     }
 }
 
-/// Who wrote the profile: the fields every line carries.
-#[derive(Debug, Clone)]
-pub(crate) struct Meta {
-    pub(crate) run: String,
-    pub(crate) rank: u32,
-    pub(crate) world: u32,
-    pub(crate) host: String,
-}
-
-/// One direct child of a parent, or the sum of its children of one name.
-#[derive(Debug)]
-struct Phase {
-    name: Cow<'static, str>,
-    /// Unix ns.
-    start: u64,
-    dur: u64,
-    open: bool,
-}
-
 #[derive(Debug)]
 struct Pending {
     /// Its place in `State::order` (oldest first).
@@ -137,7 +136,6 @@ impl Hasher for IdHasher {
     }
 }
 
-#[derive(Default)]
 struct State {
     /// Children by parent span id.
     pending: HashMap<u64, Pending, BuildHasherDefault<IdHasher>>,
@@ -146,6 +144,8 @@ struct State {
     next_seq: u64,
     spare: Vec<Vec<Phase>>,
     line: Batch,
+    /// The lines, when they go to no file.
+    held: Option<Held>,
 }
 
 impl State {
@@ -202,13 +202,27 @@ impl State {
     }
 }
 
+/// Where a profile's lines go.
+#[derive(Debug)]
+pub(crate) enum Output {
+    /// Appended to a file, one `write(2)` a line.
+    File(Arc<Sink>),
+    /// Held in memory for a gather, at most this many bytes.
+    Memory(usize),
+}
+
 /// The profile of one rank: its file, what it holds, what it wrote.
 pub(crate) struct Profile {
     meta: Meta,
-    sink: Arc<Sink>,
+    /// The file, when the lines go to one.
+    sink: Option<Arc<Sink>>,
     state: Mutex<State>,
-    /// Lines written.
+    /// Lines written (to the file, or into memory).
     written: AtomicU64,
+    /// Lines held in memory that a gather took.
+    gathered: AtomicU64,
+    /// Whether a gather ever ran (a buffer nobody gathers loses nothing).
+    gathering: std::sync::atomic::AtomicBool,
     /// Parents forgotten because `MAX_PENDING` were held.
     evicted: AtomicU64,
     /// Children dropped because their parent had `MAX_PHASES` names.
@@ -219,7 +233,7 @@ impl fmt::Debug for Profile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Profile")
             .field("meta", &self.meta)
-            .field("destination", &self.sink.destination())
+            .field("destination", &self.sink.as_ref().map(|s| s.destination()))
             .field("written", &self.written.load(Ordering::Relaxed))
             .finish()
     }
@@ -233,23 +247,55 @@ pub(crate) struct Tally {
 }
 
 impl Profile {
-    /// A profile appending to `sink`.
-    pub(crate) fn new(meta: Meta, sink: Arc<Sink>) -> Arc<Profile> {
+    /// A profile whose lines go to `out`.
+    pub(crate) fn new(meta: Meta, out: Output) -> Arc<Profile> {
+        let (sink, held) = match out {
+            Output::File(sink) => (Some(sink), None),
+            Output::Memory(cap) => (None, Some(Held::new(cap))),
+        };
         Arc::new(Profile {
             meta,
             sink,
-            state: Mutex::new(State::default()),
+            state: Mutex::new(State {
+                pending: HashMap::default(),
+                order: BTreeMap::new(),
+                next_seq: 0,
+                spare: Vec::new(),
+                line: Batch::default(),
+                held,
+            }),
             written: AtomicU64::new(0),
+            gathered: AtomicU64::new(0),
+            gathering: std::sync::atomic::AtomicBool::new(false),
             evicted: AtomicU64::new(0),
             dropped_phases: AtomicU64::new(0),
         })
     }
 
-    /// The counts now.
+    /// The counts now: for a file, the lines written and those a write
+    /// lost; in memory, the lines a gather took and, once a gather ran,
+    /// those dropped past the bound or still held (a buffer nobody gathers
+    /// is not a loss: the job did not ask for it).
     pub(crate) fn tally(&self) -> Tally {
-        Tally {
-            written: self.written.load(Ordering::Relaxed),
-            lost: self.sink.dropped_records(),
+        match &self.sink {
+            Some(sink) => Tally {
+                written: self.written.load(Ordering::Relaxed),
+                lost: sink.dropped_records(),
+            },
+            None => {
+                let (dropped, held) = {
+                    let st = self.lock();
+                    st.held.as_ref().map_or((0, 0), |h| (h.dropped(), h.len()))
+                };
+                Tally {
+                    written: self.gathered.load(Ordering::Relaxed),
+                    lost: if self.gathering.load(Ordering::Relaxed) {
+                        dropped + held
+                    } else {
+                        0
+                    },
+                }
+            }
         }
     }
 
@@ -262,15 +308,35 @@ impl Profile {
             exported: now.written.saturating_sub(before.written),
             lost,
             timed_out: false,
-            cause: (lost > 0).then(|| LossCause::WriteFailed {
-                destination: self.sink.destination(),
-                detail: self
-                    .sink
-                    .first_error()
-                    .unwrap_or("the write failed")
-                    .to_owned(),
+            cause: (lost > 0).then(|| match &self.sink {
+                Some(sink) => LossCause::WriteFailed {
+                    destination: sink.destination(),
+                    detail: sink.first_error().unwrap_or("the write failed").to_owned(),
+                },
+                None => LossCause::Exporter {
+                    destination: "the exporting rank (gather_profiles)".to_owned(),
+                    detail: format!(
+                        "profile lines dropped past {} KiB held between gathers, or not \
+                         gathered before shutdown",
+                        HELD_BYTES / 1024
+                    ),
+                },
             }),
         }
+    }
+
+    /// Takes every line held in memory for a gather (none with a file).
+    pub(crate) fn take_held(&self) -> Vec<u8> {
+        self.gathering.store(true, Ordering::Relaxed);
+        let (bytes, n) = {
+            let mut st = self.lock();
+            match st.held.as_mut() {
+                Some(h) => h.take(),
+                None => return Vec::new(),
+            }
+        };
+        self.gathered.fetch_add(n, Ordering::Relaxed);
+        bytes
     }
 
     /// Parents forgotten (too many held) and children dropped (too many
@@ -329,11 +395,19 @@ impl Profile {
                 open: truncated,
                 phases: &phases,
             };
-            let State { line, .. } = &mut *st;
+            let State { line, held, .. } = &mut *st;
             line.buf.clear();
             line.records = 1;
-            self.encode(&step, &mut line.buf);
-            if self.sink.write(line).is_ok() {
+            encode(&self.meta, &step, &mut line.buf);
+            let ok = match (&self.sink, held) {
+                (Some(sink), _) => sink.write(line).is_ok(),
+                (None, Some(h)) => {
+                    h.push(&line.buf);
+                    true
+                }
+                (None, None) => false,
+            };
+            if ok {
                 self.written.fetch_add(1, Ordering::Relaxed);
             }
             if line.buf.capacity() > 64 * 1024 {
@@ -359,95 +433,6 @@ impl Profile {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// One line, `\n` included (once per step: the standard formatting
-    /// is cheap enough, and names go through serde_json's escaping).
-    fn encode(&self, s: &StepLine<'_>, out: &mut Vec<u8>) {
-        use std::io::Write as _;
-        let m = &self.meta;
-        // writes into a Vec cannot fail
-        let _ = write!(out, "{{\"lensProfile\":{{\"v\":1,\"run\":");
-        json_str(out, &m.run);
-        let _ = write!(out, ",\"rank\":{},\"world\":{},\"host\":", m.rank, m.world);
-        json_str(out, &m.host);
-        out.extend_from_slice(b",\"step\":");
-        json_str(out, cut_str(s.name));
-        let _ = write!(out, ",\"id\":\"{:016x}\"", s.id);
-        if let Some(it) = s.iteration {
-            let _ = write!(out, ",\"it\":{it}");
-        }
-        let _ = write!(out, ",\"t\":\"{}\",\"d\":{}", s.start, s.dur);
-        if s.open {
-            out.extend_from_slice(b",\"open\":true");
-        }
-        out.extend_from_slice(b",\"phases\":[");
-        for (i, p) in s.phases.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            out.extend_from_slice(b"{\"n\":");
-            json_str(out, &p.name);
-            let _ = write!(
-                out,
-                ",\"o\":{},\"d\":{}",
-                p.start.saturating_sub(s.start),
-                p.dur
-            );
-            if p.open {
-                out.extend_from_slice(b",\"open\":true");
-            }
-            out.push(b'}');
-        }
-        out.extend_from_slice(b"]}}\n");
-    }
-}
-
-/// A step's line, before encoding.
-struct StepLine<'a> {
-    name: &'a str,
-    id: u64,
-    iteration: Option<i64>,
-    start: u64,
-    dur: u64,
-    open: bool,
-    phases: &'a [Phase],
-}
-
-/// `s` as a JSON string: as is when nothing needs escaping (span names,
-/// as a rule), else with serde_json's escaping.
-fn json_str(out: &mut Vec<u8>, s: &str) {
-    if !s
-        .bytes()
-        .any(|b| b < 0x20 || b == b'"' || b == b'\\' || b == 0x7f)
-    {
-        out.push(b'"');
-        out.extend_from_slice(s.as_bytes());
-        out.push(b'"');
-        return;
-    }
-    if serde_json::to_writer(&mut *out, s).is_err() {
-        out.extend_from_slice(b"\"\"");
-    }
-}
-
-/// `s` cut to at most `MAX_NAME` bytes, at a character boundary.
-fn cut_str(s: &str) -> &str {
-    if s.len() <= MAX_NAME {
-        return s;
-    }
-    let mut end = MAX_NAME;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
-}
-
-fn cut(name: Cow<'static, str>) -> Cow<'static, str> {
-    match name {
-        Cow::Owned(s) if s.len() > MAX_NAME => Cow::Owned(cut_str(&s).to_owned()),
-        Cow::Borrowed(s) => Cow::Borrowed(cut_str(s)),
-        n => n,
     }
 }
 
@@ -484,16 +469,21 @@ impl SpanProcessor for ProfileProcessor {
 pub(crate) struct Profiling {
     pub(crate) provider: opentelemetry_sdk::trace::SdkTracerProvider,
     pub(crate) profile: Arc<Profile>,
-    pub(crate) path: PathBuf,
+    /// The file, when the lines go to one.
+    pub(crate) path: Option<PathBuf>,
 }
 
 impl Profiling {
     /// Opens the profile file at `path` (as the file exporter opens its
-    /// file: created 0600, no symlink, whole lines) and builds a provider
-    /// whose one processor feeds it; every span is sampled.
-    pub(crate) fn open(path: &Path, meta: Meta) -> std::io::Result<Profiling> {
-        let sink = Sink::file(path)?;
-        let profile = Profile::new(meta, sink);
+    /// file: created 0600, no symlink, whole lines), or with no path holds
+    /// the lines in memory ([`HELD_BYTES`]), and builds a provider whose
+    /// one processor feeds the profile; every span is sampled.
+    pub(crate) fn open(path: Option<&Path>, meta: Meta) -> std::io::Result<Profiling> {
+        let out = match path {
+            Some(path) => Output::File(Sink::file(path)?),
+            None => Output::Memory(HELD_BYTES),
+        };
+        let profile = Profile::new(meta, out);
         let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
             .with_id_generator(crate::sdk::ids::ForkSafeIdGenerator::new())
             .with_sampler(opentelemetry_sdk::trace::Sampler::AlwaysOn)
@@ -502,7 +492,7 @@ impl Profiling {
         Ok(Profiling {
             provider,
             profile,
-            path: path.to_owned(),
+            path: path.map(Path::to_owned),
         })
     }
 
@@ -596,7 +586,7 @@ mod tests {
 
     fn open(name: &str) -> (PathBuf, Arc<Profile>) {
         let path = temp(name);
-        let p = Profile::new(meta(), Sink::file(&path).unwrap());
+        let p = Profile::new(meta(), Output::File(Sink::file(&path).unwrap()));
         (path, p)
     }
 
@@ -788,7 +778,10 @@ mod tests {
     #[test]
     fn a_failed_write_is_counted_as_lost() {
         // /dev/full fails every write with ENOSPC
-        let p = Profile::new(meta(), Sink::file(Path::new("/dev/full")).unwrap());
+        let p = Profile::new(
+            meta(),
+            Output::File(Sink::file(Path::new("/dev/full")).unwrap()),
+        );
         p.record(span(
             "data.next_batch",
             0x11,
@@ -819,7 +812,7 @@ mod tests {
             world: 0,
             host: "h\u{1}é".into(),
         };
-        let p = Profile::new(m, Sink::file(&path).unwrap());
+        let p = Profile::new(m, Output::File(Sink::file(&path).unwrap()));
         p.record(span("we\"ird\tname", 0x11, u64::MAX, 0, u64::MAX, vec![]));
         p.record(span(
             "s",
@@ -841,6 +834,129 @@ mod tests {
         assert_eq!(v["phases"][0]["n"], "we\"ird\tname");
         assert_eq!(v["phases"][0]["o"], 0);
         assert_eq!(v["phases"][0]["d"], u64::MAX);
+    }
+
+    /// A memory profile of `rank` that recorded `steps` steps of two phases.
+    fn held_profile(rank: u32, steps: u64, cap: usize) -> Arc<Profile> {
+        let m = Meta { rank, ..meta() };
+        let p = Profile::new(m, Output::Memory(cap));
+        for i in 0..steps {
+            let (s, t) = (0x1000 * (i + 1), T0 + i * 1000);
+            p.record(span("data.next_batch", s + 1, s, t + 10, t + 20, vec![]));
+            p.record(span("forward_backward", s + 2, s, t + 30, t + 90, vec![]));
+            p.record(step(s, i as i64, t, t + 100));
+        }
+        p
+    }
+
+    #[test]
+    fn held_lines_are_gathered_to_the_root_over_a_collective() {
+        use crate::api::propagation::LocalCollective;
+        let comms = LocalCollective::group(4);
+        // ranks 0, 1 and 3 hold lines; rank 2 (the root) exports and holds none
+        let profiles: Vec<Option<Arc<Profile>>> = (0..4u32)
+            .map(|r| (r != 2).then(|| held_profile(r, 3 + u64::from(r), HELD_BYTES)))
+            .collect();
+        let results: Vec<_> = std::thread::scope(|s| {
+            let hs: Vec<_> = comms
+                .iter()
+                .zip(&profiles)
+                .map(|(c, p)| s.spawn(move || gather::collect(c, Some(2), p.as_deref())))
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let results: Vec<_> = results.into_iter().map(Result::unwrap).collect();
+        assert_eq!(results[0], (3, None));
+        assert_eq!(results[1], (4, None));
+        assert_eq!(results[3], (6, None));
+        let parts = results[2]
+            .1
+            .clone()
+            .expect("the root gets every rank's lines");
+        assert_eq!(results[2].0, 0, "the root sends nothing");
+        assert_eq!(parts.len(), 4);
+        assert!(parts[2].is_empty());
+        for (r, want) in [(0usize, 3usize), (1, 4), (3, 6)] {
+            let text = std::str::from_utf8(&parts[r]).unwrap();
+            let lines: Vec<serde_json::Value> = text
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+            assert_eq!(lines.len(), want);
+            for (i, v) in lines.iter().enumerate() {
+                assert_eq!(v["lensProfile"]["rank"], r as u64);
+                assert_eq!(v["lensProfile"]["it"], i as u64);
+                assert_eq!(v["lensProfile"]["phases"].as_array().unwrap().len(), 2);
+            }
+        }
+        // taken: a second gather moves nothing; the counts say what went
+        for p in profiles.iter().flatten() {
+            assert_eq!(p.lock().held.as_ref().unwrap().len(), 0);
+            let r = p.report_since(Tally::default());
+            assert!(r.exported >= 3 && r.lost == 0, "{r:?}");
+        }
+        // the carriers hold every line once, in order, none split
+        let carriers = gather::carriers(&parts, std::time::SystemTime::now());
+        let mut seen = Vec::new();
+        for (c, n) in &carriers {
+            assert_eq!(c.name, gather::CARRIER_NAME);
+            assert!(c.parent_span_id == opentelemetry::trace::SpanId::INVALID);
+            let kv = &c.attributes[0];
+            assert_eq!(kv.key.as_str(), gather::CARRIER_KEY);
+            let Value::Array(opentelemetry::Array::String(lines)) = &kv.value else {
+                panic!("{:?}", kv.value)
+            };
+            assert_eq!(lines.len() as u64, *n);
+            seen.extend(lines.iter().map(|l| l.as_str().to_owned()));
+        }
+        assert_eq!(seen.len(), 13);
+        assert!(seen
+            .iter()
+            .all(|l| l.starts_with("{\"lensProfile\"") && !l.contains('\n')));
+    }
+
+    #[test]
+    fn carriers_stay_under_their_bound_and_skip_what_is_not_utf8() {
+        let line = format!("{{\"lensProfile\":{{\"x\":\"{}\"}}}}\n", "a".repeat(1000));
+        let many = line.repeat(20);
+        let huge = format!("{}\n", "b".repeat(gather::CARRIER_BYTES + 1));
+        let parts = vec![many.into_bytes(), b"\xff\xfe\n".to_vec(), huge.into_bytes()];
+        let c = gather::carriers(&parts, std::time::SystemTime::now());
+        let n: u64 = c.iter().map(|(_, n)| n).sum();
+        assert_eq!(n, 21, "20 lines and the huge one; the bad bytes skipped");
+        assert!(c.len() >= 4);
+        for (span, n) in &c[..c.len() - 1] {
+            let Value::Array(opentelemetry::Array::String(l)) = &span.attributes[0].value else {
+                panic!()
+            };
+            let bytes: usize = l.iter().map(|s| s.as_str().len()).sum();
+            assert!(bytes <= gather::CARRIER_BYTES && *n > 0);
+        }
+        assert_eq!(c.last().unwrap().1, 1, "the huge line alone");
+    }
+
+    #[test]
+    fn a_held_profile_is_bounded_and_reports_its_losses_once_gathered() {
+        let p = held_profile(1, 50, 2048);
+        let line_len = {
+            let st = p.lock();
+            let h = st.held.as_ref().unwrap();
+            assert!(h.len() < 50 && h.len() > 0);
+            h.dropped()
+        };
+        // nobody gathered: no loss reported (the job did not ask for it)
+        let r = p.report_since(Tally::default());
+        assert_eq!((r.exported, r.lost), (0, 0));
+        let held = p.lock().held.as_ref().unwrap().len();
+        let taken = p.take_held();
+        assert_eq!(taken.iter().filter(|b| **b == b'\n').count() as u64, held);
+        assert!(taken.len() <= 2048);
+        let r = p.report_since(Tally::default());
+        assert_eq!((r.exported, r.lost), (held, line_len));
+        assert!(matches!(r.cause, Some(LossCause::Exporter { .. })), "{r:?}");
+        // with a file there is nothing to take
+        let (_, f) = open("take");
+        assert!(f.take_held().is_empty());
     }
 
     #[test]
