@@ -8,6 +8,13 @@
 //! set, one test selected), with `RANK`/`WORLD_SIZE` as a launcher sets
 //! them and nothing else from the developer's shell.
 //!
+//! With the `otlp` exporter (a collector, no shared files) a rank that does
+//! not export holds the lines in memory, and the job's ranks gather them to
+//! the exporting rank every few steps over the application's `Collective`
+//! (`TelemetryHandle::gather_profiles`); here the collective is a small
+//! TCP one between the children and this process (`hub`), which is also
+//! the job's all-reduce barrier.
+//!
 //! ```text
 //! cargo test -p tests --test rank_profile
 //! # the cost per step on the calling thread (callgrind when installed,
@@ -19,7 +26,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 use tests::{
-    clean_command, file_spans, run_with_timeout, run_with_timeout_and, sockets, threads, Finished,
+    clean_command, file_spans, lens_cli_binary, run_with_timeout, run_with_timeout_and, sockets,
+    threads, Finished, Rotel,
 };
 
 /// The phases of a step, in order: the direct children of `train.step`.
@@ -30,6 +38,8 @@ const PHASES: [&str; 4] = [
     "optimizer.step",
 ];
 const STEPS: u64 = 20;
+/// Steps of a job whose profiles are gathered.
+const GATHER_STEPS: u64 = 30;
 const WORLD: u32 = 4;
 const TIMEOUT: Duration = Duration::from_secs(60);
 /// Set in a child: what it does (`rank`, `hang`, `bench`).
@@ -55,8 +65,178 @@ fn one_step(i: u64, us: u64) {
     }
 }
 
+/// A [`lens::propagation::Collective`] over TCP: every broadcast goes
+/// through the parent's [`hub`] (each rank sends `root`, a length and its
+/// bytes; the hub answers every rank with the root's bytes).
+struct TcpCollective {
+    rank: usize,
+    size: usize,
+    stream: std::sync::Mutex<std::net::TcpStream>,
+}
+
+impl TcpCollective {
+    fn connect(addr: &str, rank: usize, size: usize) -> TcpCollective {
+        use std::io::Write;
+        let mut stream = std::net::TcpStream::connect(addr).expect("connect to the hub");
+        stream.set_nodelay(true).unwrap();
+        stream.write_all(&(rank as u32).to_le_bytes()).unwrap();
+        TcpCollective {
+            rank,
+            size,
+            stream: std::sync::Mutex::new(stream),
+        }
+    }
+}
+
+impl lens::propagation::Collective for TcpCollective {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+    fn size(&self) -> usize {
+        self.size
+    }
+    fn broadcast_bytes(
+        &self,
+        root: usize,
+        data: Vec<u8>,
+    ) -> Result<Vec<u8>, lens::propagation::CollectiveError> {
+        use std::io::{Read, Write};
+        let err = |e: std::io::Error| lens::propagation::CollectiveError(e.to_string());
+        let mut s = self.stream.lock().unwrap();
+        let data = if self.rank == root { data } else { Vec::new() };
+        s.write_all(&(root as u32).to_le_bytes()).map_err(err)?;
+        s.write_all(&(data.len() as u64).to_le_bytes())
+            .map_err(err)?;
+        s.write_all(&data).map_err(err)?;
+        let mut len = [0u8; 8];
+        s.read_exact(&mut len).map_err(err)?;
+        let mut out = vec![0u8; u64::from_le_bytes(len) as usize];
+        s.read_exact(&mut out).map_err(err)?;
+        Ok(out)
+    }
+}
+
+/// The parent's side of [`TcpCollective`]: accepts `world` ranks, then
+/// answers broadcast after broadcast until the ranks hang up. Returns the
+/// address and the thread (which returns the broadcasts served).
+fn hub(world: usize) -> (String, std::thread::JoinHandle<u64>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let t = std::thread::spawn(move || {
+        let mut ranks: Vec<Option<std::net::TcpStream>> = (0..world).map(|_| None).collect();
+        for _ in 0..world {
+            let (mut s, _) = listener.accept().unwrap();
+            s.set_nodelay(true).unwrap();
+            s.set_read_timeout(Some(TIMEOUT)).unwrap();
+            let mut r = [0u8; 4];
+            s.read_exact(&mut r).unwrap();
+            ranks[u32::from_le_bytes(r) as usize] = Some(s);
+        }
+        let mut ranks: Vec<_> = ranks.into_iter().map(Option::unwrap).collect();
+        let mut served = 0;
+        loop {
+            let mut root = None;
+            let mut payload = Vec::new();
+            for (r, s) in ranks.iter_mut().enumerate() {
+                let mut head = [0u8; 12];
+                if s.read_exact(&mut head).is_err() {
+                    return served; // the job is over
+                }
+                let want = u32::from_le_bytes(head[..4].try_into().unwrap()) as usize;
+                let len = u64::from_le_bytes(head[4..].try_into().unwrap()) as usize;
+                let mut data = vec![0u8; len];
+                s.read_exact(&mut data).unwrap();
+                assert!(root.is_none_or(|x| x == want), "ranks disagree on the root");
+                root = Some(want);
+                if r == want {
+                    payload = data;
+                }
+            }
+            for s in &mut ranks {
+                s.write_all(&(payload.len() as u64).to_le_bytes()).unwrap();
+                s.write_all(&payload).unwrap();
+            }
+            served += 1;
+        }
+    });
+    (addr, t)
+}
+
+/// A rank of a synchronized job whose profiles are gathered: the phases of
+/// [`one_step`], `allreduce.grads` a barrier over the hub's collective,
+/// `data.next_batch` slower on `LENS_SLOW_RANK`, a gather every 5 steps
+/// and before shutdown.
+fn gather_child() {
+    use lens::propagation::Collective;
+    let rank: usize = std::env::var("RANK").unwrap().parse().unwrap();
+    let world: usize = std::env::var("WORLD_SIZE").unwrap().parse().unwrap();
+    let comm = TcpCollective::connect(&std::env::var("LENS_GATHER_HUB").unwrap(), rank, world);
+    let slow: Option<usize> = std::env::var("LENS_SLOW_RANK")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    let t0 = threads();
+    let s0 = sockets();
+    let handle = lens::setup_telemetry_from_env().expect("setup");
+    let (t1, s1) = (threads(), sockets());
+    let new: Vec<_> = t1.keys().filter(|t| !t0.contains_key(*t)).collect();
+    println!(
+        "exporting={} new_threads={} new_sockets={}",
+        handle.is_exporting(),
+        new.len(),
+        s1.saturating_sub(s0)
+    );
+    let mut moved = 0;
+    for i in 0..GATHER_STEPS {
+        let _step = lens::managed_span!("step", "train.step", "dl.iteration" = i as i64);
+        {
+            let _s = lens::span_cm!("data.next_batch");
+            work(if slow == Some(rank) { 6_000 } else { 500 });
+        }
+        {
+            let _s = lens::span_cm!("forward_backward");
+            work(1_000);
+        }
+        {
+            let _s = lens::span_cm!("allreduce.grads");
+            comm.broadcast_bytes(0, Vec::new()).expect("barrier");
+        }
+        {
+            let _s = lens::span_cm!("optimizer.step");
+            work(300);
+        }
+        drop(_step);
+        if i % 5 == 4 {
+            moved += handle.gather_profiles(&comm).expect("gather");
+        }
+    }
+    moved += handle.gather_profiles(&comm).expect("gather");
+    if !handle.is_exporting() {
+        assert_eq!(s1, s0, "a non-exporting rank opened a socket");
+        assert!(new.is_empty(), "a non-exporting rank started a thread");
+        assert_eq!(
+            sockets(),
+            s0,
+            "a non-exporting rank opened a socket while it ran"
+        );
+    }
+    println!("moved={moved}");
+    let report = handle.shutdown(Duration::from_secs(10));
+    println!(
+        "report exported={} lost={} clean={}",
+        report.traces.exported,
+        report.traces.lost,
+        report.is_clean()
+    );
+    assert!(report.is_clean(), "{report}");
+    println!("child done");
+}
+
 /// The body of a child: one rank.
 fn child(mode: &str) {
+    if mode == "gather" {
+        return gather_child();
+    }
     let t0 = threads();
     let s0 = sockets();
     let handle = lens::setup_telemetry_from_env().expect("setup");
@@ -276,6 +456,157 @@ fn single_rank_file_job_leaves_every_rank_s_profile() {
             }
         }
     }
+}
+
+/// Runs a `WORLD`-rank synchronized job of [`gather_child`]s in `dir`,
+/// rank 1 slow in `data.next_batch`; `envs` for every rank, `last` for the
+/// exporting (last) rank only.
+fn gather_job(dir: &Path, envs: &[(&str, &str)], last: &[(&str, &str)]) -> Vec<Finished> {
+    let (addr, hub) = hub(WORLD as usize);
+    let handles: Vec<_> = (0..WORLD)
+        .map(|r| {
+            let mut e: Vec<(&str, &str)> = envs.to_vec();
+            if r == WORLD - 1 {
+                e.extend_from_slice(last);
+            }
+            e.push(("LENS_GATHER_HUB", &addr));
+            e.push(("LENS_SLOW_RANK", "1"));
+            let mut cmd = rank_command("gather", r, dir, &e);
+            std::thread::spawn(move || run_with_timeout(&mut cmd, TIMEOUT))
+        })
+        .collect();
+    let finished: Vec<Finished> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    for f in &finished {
+        assert_ok(f);
+    }
+    let served = hub.join().unwrap();
+    assert!(served >= GATHER_STEPS, "the barrier ran: {served}");
+    finished
+}
+
+/// `moved=<n>` of a child's output.
+fn moved(f: &Finished) -> u64 {
+    f.stdout
+        .split("moved=")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no moved= in {}", f.stdout))
+}
+
+/// The default strategy with the OTLP exporter and a real collector: the
+/// ranks that do not export open no connection and start no thread, hold
+/// their profiles in memory, and the gathers bring every step of every
+/// rank to the collector as `lens.profile` carrier spans of the last rank.
+#[test]
+fn otlp_job_gathers_every_rank_s_profile_to_the_collector() {
+    let dir = job_dir("gather-otlp");
+    let rotel = Rotel::start();
+    let endpoint = rotel.grpc_endpoint();
+    let envs = [
+        ("NEMO_LENS_EXPORTER", "otlp"),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+    ];
+    let finished = gather_job(&dir, &envs, &[]);
+    assert!(finished[3].stdout.contains("exporting=true"));
+    for f in &finished[..3] {
+        assert!(f.stdout.contains("exporting=false"), "{}", f.stdout);
+        assert!(
+            f.stdout.contains("new_threads=0 new_sockets=0"),
+            "{}",
+            f.stdout
+        );
+        assert_eq!(moved(f), GATHER_STEPS, "every step sent once: {}", f.stdout);
+    }
+    assert_eq!(moved(&finished[3]), 3 * GATHER_STEPS);
+    let got = rotel.wait_for(Duration::from_secs(20), "the carrier spans", |r| {
+        !r.spans_named("lens.profile").is_empty() && !r.spans_named("train.step").is_empty()
+    });
+    let carriers = got.spans_named("lens.profile");
+    let text: String = carriers
+        .iter()
+        .map(|s| tests::get(&s.attributes, "lens.profile.lines").unwrap_or(""))
+        .collect();
+    // every step line of ranks 0, 1 and 2 arrived once (the collector
+    // prints the strings as they are)
+    for r in 0..3 {
+        for it in 0..GATHER_STEPS {
+            let needle = format!("\"rank\":{r},");
+            let step = format!("\"it\":{it},");
+            let n = text
+                .split("lensProfile")
+                .filter(|l| l.contains(&needle) && l.contains(&step))
+                .count();
+            assert_eq!(
+                n,
+                1,
+                "rank {r} step {it} in {}",
+                &text[..text.len().min(2000)]
+            );
+        }
+    }
+    assert_eq!(got.spans_named("train.step").len(), GATHER_STEPS as usize);
+}
+
+/// The same job with the exporting rank writing its spans (and the
+/// carriers) to a file, as a collector's file output would: `lens report`
+/// names the slow rank and its phase from the gathered profiles.
+#[test]
+fn gathered_profiles_reach_the_report_and_name_the_slow_rank() {
+    let dir = job_dir("gather-report");
+    // the other ranks' exporter is otlp with nothing listening: they never
+    // connect (a connection refused would show as a loss at shutdown)
+    let port = tests::free_port().to_string();
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let envs = [
+        ("NEMO_LENS_EXPORTER", "otlp"),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+    ];
+    let finished = gather_job(&dir, &envs, &[("NEMO_LENS_EXPORTER", "file")]);
+    assert_eq!(moved(&finished[3]), 3 * GATHER_STEPS);
+    let tel = dir.join("lens-telemetry");
+    let names: Vec<_> = std::fs::read_dir(&tel)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        ["job-1-rank3.otlp.jsonl"],
+        "one file, no profile files"
+    );
+    let out = Command::new(lens_cli_binary())
+        .args(["report", "--json"])
+        .arg(&tel)
+        .output()
+        .expect("run lens report");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ranks: Vec<u64> = report["ranks"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|r| r["rank"].as_u64()).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        ranks,
+        [0, 1, 2, 3],
+        "every rank is in the report: {}",
+        report["ranks"]
+    );
+    let first = &report["suspects"][0];
+    assert_eq!(first["rank"], 1, "{:#}", report["suspects"]);
+    assert_eq!(
+        first["phase"], "data.next_batch",
+        "{:#}",
+        report["suspects"]
+    );
+    assert_eq!(first["kind"], "straggler");
+    let spans = file_spans(&tel.join("job-1-rank3.otlp.jsonl"));
+    assert!(spans.iter().any(|s| s.name == "lens.profile"));
 }
 
 #[test]
