@@ -19,6 +19,7 @@ row() {
 row "library: API + macros" ""
 row "SDK, console only" "sdk-core"
 row "file and Perfetto" "file"
+row "lean: files + \`tracing\` bridge" "file,tracing"
 row "OTLP/HTTP" "otlp-http"
 row "OTLP/gRPC" "otlp-grpc"
 row "GPU metrics, console" "gpu"

@@ -9,6 +9,13 @@ if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 
   rustup component add rustfmt clippy
 fi
 
+# The oldest Rust the crates claim (the workspace's rust-version):
+# scripts/test-all.sh checks the published crates with it.
+msrv=$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' "$(dirname "$0")/../Cargo.toml")
+if ! rustup run "$msrv" rustc --version >/dev/null 2>&1; then
+  rustup toolchain install "$msrv" --profile minimal
+fi
+
 # Open MPI for the multi-process tests (rsmpi builds against it with
 # libclang), python3 + pip for the test peers.
 need_apt=()

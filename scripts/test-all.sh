@@ -55,6 +55,25 @@ step "cargo package: the publishable crates (nemo-lens, -macros, -runtime, -name
 cargo package --no-verify --allow-dirty -p nemo-lens-names -p nemo-lens-macros \
   -p nemo-lens-perfetto -p nemo-lens-runtime -p nemo-lens -p nemo-lens-cli
 
+step "MSRV: the published crates build with the workspace's rust-version"
+# the toolchain scripts/install-test-deps.sh installed; every feature but
+# `mpi` (as docs.rs builds them), then the API + macros profile
+msrv=$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml)
+echo "rust-version = $msrv"
+cargo "+$msrv" check --locked -p nemo-lens-names -p nemo-lens-macros -p nemo-lens-perfetto \
+  -p nemo-lens-runtime -p nemo-lens -p nemo-lens-cli \
+  --features nemo-lens/sdk,nemo-lens/tracing,nemo-lens/tls,nemo-lens/http,nemo-lens/tower,nemo-lens/reqwest
+cargo "+$msrv" check --locked -p nemo-lens --no-default-features
+
+step "the lean profile (file + tracing, docs/profiles.md): no gRPC or HTTP stack"
+lean=$(cargo tree -p nemo-lens -e normal --prefix none --no-default-features --features file,tracing)
+if grep -Eq '^(tonic|hyper|h2|reqwest|tower|rustls) ' <<<"$lean"; then
+  echo "the file + tracing profile pulls a transport:" >&2
+  grep -E '^(tonic|hyper|h2|reqwest|tower|rustls) ' <<<"$lean" | sort -u >&2
+  exit 1
+fi
+echo "ok: no tonic, hyper, h2, reqwest, tower or rustls"
+
 step "lens without default features: no OpenTelemetry SDK in the tree"
 tree=$(cargo tree --manifest-path tests/no-sdk/Cargo.toml -e normal)
 if grep -q opentelemetry_sdk <<<"$tree"; then
@@ -67,7 +86,7 @@ cargo clippy --manifest-path tests/no-sdk/Cargo.toml --all-targets -- -D warning
 cargo test --manifest-path tests/no-sdk/Cargo.toml
 
 step "feature profiles: each one README.md lists compiles, clippy-clean"
-for features in sdk-core file gpu logs tracing otlp-http otlp-grpc "otlp-http,tls" "otlp-grpc,tls" \
+for features in sdk-core file "file,tracing" gpu logs tracing otlp-http otlp-grpc "otlp-http,tls" "otlp-grpc,tls" \
   "sdk,tracing,tls,http,tower,reqwest"; do
   echo "-- nemo-lens --no-default-features --features $features"
   cargo clippy -p nemo-lens -p nemo-lens-runtime --no-default-features --features "$features" -- -D warnings

@@ -15,6 +15,9 @@
 //! | `api/` | span groups, attributes, guards, futures, semantic conventions, instrument sets, W3C propagation | the OpenTelemetry API only |
 //! | `diag`, `vars` | best-effort diagnostics on stderr; the one reader of the environment | std |
 
+// docs.rs (`--cfg docsrs`): "Available on crate feature … only" badges
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod api;
 #[cfg(feature = "tracing")]
 mod bridge;
