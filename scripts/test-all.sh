@@ -91,7 +91,14 @@ for features in sdk-core file "file,tracing" gpu logs tracing otlp-http otlp-grp
   echo "-- nemo-lens --no-default-features --features $features"
   cargo clippy -p nemo-lens -p nemo-lens-runtime --no-default-features --features "$features" -- -D warnings
 done
-bash scripts/crate-counts.sh
+counts=$(bash scripts/crate-counts.sh)
+echo "$counts"
+# README.md's "Features" section carries this table: it must not go stale
+table=$(awk '/^\| profile \| `nemo-lens` features/,/^$/' README.md | sed '/^$/d')
+if [ "$counts" != "$table" ]; then
+  echo "README.md's crate-count table differs from scripts/crate-counts.sh's output above" >&2
+  exit 1
+fi
 # a setting that needs a missing feature is a setup error naming both
 cargo clippy --manifest-path tests/minimal/Cargo.toml --all-targets -- -D warnings
 cargo test --manifest-path tests/minimal/Cargo.toml
