@@ -700,9 +700,20 @@ fn cost_per_step_and_bytes() {
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
-    let run = |profile: &str, tag: &str| -> (Option<u64>, u64, u64) {
+    // `LENS_PROFILE_COST_EXPORTER=otlp`: the profile held in memory (no
+    // gather: what every step costs between two gathers)
+    let exporter = std::env::var("LENS_PROFILE_COST_EXPORTER").unwrap_or_else(|_| "file".into());
+    let envs = |profile: &'static str| -> Vec<(&'static str, String)> {
+        vec![
+            ("NEMO_LENS_PROFILE", profile.to_owned()),
+            ("NEMO_LENS_EXPORTER", exporter.clone()),
+        ]
+    };
+    let run = |profile: &'static str, tag: &str| -> (Option<u64>, u64, u64) {
+        let e = envs(profile);
+        let e: Vec<(&str, &str)> = e.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let dir = job_dir(tag);
-        let mut cmd = rank_command("bench", 0, &dir, &[("NEMO_LENS_PROFILE", profile)]);
+        let mut cmd = rank_command("bench", 0, &dir, &e);
         cmd.env("LENS_PROFILE_BENCH_STEPS", steps.to_string());
         let wall = run_with_timeout(&mut cmd, Duration::from_secs(300));
         assert_ok(&wall);
@@ -719,7 +730,7 @@ fn cost_per_step_and_bytes() {
         if callgrind {
             let out = dir.join("callgrind.out");
             let exe = std::env::current_exe().unwrap();
-            let vg = rank_command("bench", 0, &dir, &[("NEMO_LENS_PROFILE", profile)]);
+            let vg = rank_command("bench", 0, &dir, &e);
             let args: Vec<_> = vg.get_args().map(|a| a.to_owned()).collect();
             let mut cmd = Command::new("valgrind");
             for (k, v) in vg.get_envs() {
@@ -752,7 +763,7 @@ fn cost_per_step_and_bytes() {
     // the warm-up steps are collected too
     let per = |ir: Option<u64>| ir.map(|i| i / (steps + 100));
     println!(
-        "profile on: {:?} instructions/step, {ns_on} ns/step; off: {:?} instructions/step, \
+        "exporter {exporter}: profile on: {:?} instructions/step, {ns_on} ns/step; off: {:?} instructions/step, \
          {ns_off} ns/step; {} bytes/step",
         per(ir_on),
         per(ir_off),

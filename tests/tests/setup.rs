@@ -64,9 +64,12 @@ fn disabled_and_non_exporting_ranks_start_nothing() {
         managed_span!("job", "x").is_none(),
         "no group may be enabled"
     );
-    // enabled, but single_rank exports from the last rank only
+    // enabled, but single_rank exports from the last rank only (with the
+    // profile off: on, the rank records its steps' phases in memory, with
+    // no thread and no socket either; tests/rank_profile.rs checks that)
     let mut cfg = enabled("all");
     cfg.export_strategy = "single_rank".into();
+    cfg.profile = false;
     let h2 = lens::setup_telemetry(cfg, 0, 8).unwrap();
     assert!(h2.is_enabled() && !h2.is_exporting());
     assert!(
