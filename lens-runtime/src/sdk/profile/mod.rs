@@ -951,6 +951,7 @@ mod tests {
         let taken = p.take_held();
         assert_eq!(taken.iter().filter(|b| **b == b'\n').count() as u64, held);
         assert!(taken.len() <= 2048);
+        assert!(p.lock().held.as_ref().unwrap().len() == 0);
         let r = p.report_since(Tally::default());
         assert_eq!((r.exported, r.lost), (held, line_len));
         assert!(matches!(r.cause, Some(LossCause::Exporter { .. })), "{r:?}");
