@@ -247,10 +247,11 @@ pub mod propagation {
 pub mod metrics {
     pub use crate::generation::Generation;
     pub use lens_runtime::{
-        GymMetrics, GymRecord, InferenceMetrics, InferenceRecord, RlMetrics, RlRecord, TokenTimer,
-        TrainingMetrics, TrainingRecord, DURATION_MS_BUCKETS, GEN_AI_DURATION_BUCKETS_S,
-        GEN_AI_TOKEN_BUCKETS, GEN_AI_TPOT_BUCKETS_S, GEN_AI_TTFT_BUCKETS_S,
-        MAX_INFERENCE_ATTRIBUTE_SETS, STEP_DURATION_BUCKETS_S,
+        fine_bucket_boundaries, GymMetrics, GymRecord, InferenceMetrics, InferenceRecord,
+        RlMetrics, RlRecord, TokenTimer, TrainingMetrics, TrainingRecord, DURATION_MS_BUCKETS,
+        GEN_AI_DURATION_BUCKETS_S, GEN_AI_TOKEN_BUCKETS, GEN_AI_TPOT_BUCKETS_S,
+        GEN_AI_TTFT_BUCKETS_S, MAX_INFERENCE_ATTRIBUTE_SETS, SDK_DEFAULT_BUCKETS,
+        STEP_DURATION_BUCKETS_S,
     };
 }
 
@@ -326,18 +327,18 @@ pub mod logs {
 
 #[cfg(feature = "sdk-core")]
 pub use lens_runtime::{clear_tracer_provider, set_tracer_provider};
-pub use lens_runtime::{
-    is_export_strategy_registered, rank_is_sampled, register_export_strategy,
-    registered_export_strategies, remove_export_strategy, replace_export_strategy, should_export,
-    StrategyError,
-};
-pub use lens_runtime::{meter, tracer, SCOPE_NAME};
 #[cfg(feature = "sdk-core")]
 pub use lens_runtime::{
     file_safe_run_id, setup_telemetry, setup_telemetry_from_env, shared_run_id,
     ForkSafeIdGenerator, LossCause, OtlpProtocol, RankAwareSampler, SetupError, ShutdownReport,
     SignalReport, TelemetryBuilder, TelemetryHandle,
 };
+pub use lens_runtime::{
+    is_export_strategy_registered, rank_is_sampled, register_export_strategy,
+    registered_export_strategies, remove_export_strategy, replace_export_strategy, should_export,
+    StrategyError,
+};
+pub use lens_runtime::{meter, tracer, SCOPE_NAME};
 pub use lens_runtime::{IntoLink, IntoParentContext, LensSpan, SpanGuard, SpanStatus};
 
 /// The eight base groups and the base family.
