@@ -45,10 +45,10 @@ pub use api::groups::{
     SpanGroup, SpanGroupError, SpanGroupFamily, SpanGroupSet,
 };
 pub use api::metrics::{
-    GymMetrics, GymRecord, InferenceMetrics, InferenceRecord, RlMetrics, RlRecord, TokenTimer,
-    TrainingMetrics, TrainingRecord, DURATION_MS_BUCKETS, GEN_AI_DURATION_BUCKETS_S,
-    GEN_AI_TOKEN_BUCKETS, GEN_AI_TPOT_BUCKETS_S, GEN_AI_TTFT_BUCKETS_S,
-    MAX_INFERENCE_ATTRIBUTE_SETS, STEP_DURATION_BUCKETS_S,
+    fine_bucket_boundaries, GymMetrics, GymRecord, InferenceMetrics, InferenceRecord, RlMetrics,
+    RlRecord, TokenTimer, TrainingMetrics, TrainingRecord, DURATION_MS_BUCKETS,
+    GEN_AI_DURATION_BUCKETS_S, GEN_AI_TOKEN_BUCKETS, GEN_AI_TPOT_BUCKETS_S, GEN_AI_TTFT_BUCKETS_S,
+    MAX_INFERENCE_ATTRIBUTE_SETS, SDK_DEFAULT_BUCKETS, STEP_DURATION_BUCKETS_S,
 };
 #[cfg(feature = "http")]
 pub use api::propagation::http;

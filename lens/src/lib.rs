@@ -317,10 +317,11 @@ pub mod propagation {
 pub mod metrics {
     pub use crate::generation::Generation;
     pub use lens_runtime::{
-        GymMetrics, GymRecord, InferenceMetrics, InferenceRecord, RlMetrics, RlRecord, TokenTimer,
-        TrainingMetrics, TrainingRecord, DURATION_MS_BUCKETS, GEN_AI_DURATION_BUCKETS_S,
-        GEN_AI_TOKEN_BUCKETS, GEN_AI_TPOT_BUCKETS_S, GEN_AI_TTFT_BUCKETS_S,
-        MAX_INFERENCE_ATTRIBUTE_SETS, STEP_DURATION_BUCKETS_S,
+        fine_bucket_boundaries, GymMetrics, GymRecord, InferenceMetrics, InferenceRecord,
+        RlMetrics, RlRecord, TokenTimer, TrainingMetrics, TrainingRecord, DURATION_MS_BUCKETS,
+        GEN_AI_DURATION_BUCKETS_S, GEN_AI_TOKEN_BUCKETS, GEN_AI_TPOT_BUCKETS_S,
+        GEN_AI_TTFT_BUCKETS_S, MAX_INFERENCE_ATTRIBUTE_SETS, SDK_DEFAULT_BUCKETS,
+        STEP_DURATION_BUCKETS_S,
     };
 }
 

@@ -75,8 +75,15 @@ fn a_faked_slurm_environment_and_the_override() {
         ("SLURM_LOCALID", "1"),
     ];
     let (id, files) = run_in(&dir, &slurm);
-    assert_eq!(id, "4242.1");
-    assert_eq!(files, ["4242.1-rank5.otlp.jsonl"]);
+    // the job's id, as the Python library makes it (issue 43); the step is
+    // the slurm.step.id attribute
+    assert_eq!(id, "4242");
+    assert_eq!(files, ["4242-rank5.otlp.jsonl"]);
+    let text = std::fs::read_to_string(dir.join("lens-telemetry/4242-rank5.otlp.jsonl")).unwrap();
+    assert!(
+        text.contains(r#"{"key":"slurm.step.id","value":{"stringValue":"1"}}"#),
+        "{text}"
+    );
     // NEMO_LENS_RANK / NEMO_LENS_WORLD_SIZE / NEMO_LENS_RUN_ID always win
     let mut vars = slurm.to_vec();
     vars.extend([

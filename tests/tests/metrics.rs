@@ -8,8 +8,7 @@
 
 use lens::metrics::{
     GymMetrics, GymRecord, InferenceMetrics, InferenceRecord, RlMetrics, RlRecord, TrainingMetrics,
-    TrainingRecord, DURATION_MS_BUCKETS, GEN_AI_DURATION_BUCKETS_S, GEN_AI_TOKEN_BUCKETS,
-    STEP_DURATION_BUCKETS_S,
+    TrainingRecord, SDK_DEFAULT_BUCKETS, STEP_DURATION_BUCKETS_S,
 };
 use lens::semconv as sc;
 use std::process::Command;
@@ -183,22 +182,22 @@ fn expected() -> Vec<(&'static str, Kind, &'static str)> {
     vec![
         (sc::METRIC_GEN_AI_SERVER_REQUEST_DURATION, Histogram, "s"),
         (sc::METRIC_GEN_AI_CLIENT_TOKEN_USAGE, Histogram, "{token}"),
-        (sc::METRIC_RL_REWARD_MEAN, Gauge, "1"),
-        (sc::METRIC_RL_KL_DIVERGENCE, Gauge, "1"),
-        (sc::METRIC_RL_POLICY_LOSS, Gauge, "1"),
-        (sc::METRIC_RL_VALUE_LOSS, Gauge, "1"),
-        (sc::METRIC_RL_ENTROPY, Gauge, "1"),
-        (sc::METRIC_RL_RESPONSE_LENGTH_MEAN, Gauge, "{token}"),
-        (sc::METRIC_RL_GRAD_NORM, Gauge, "1"),
-        (sc::METRIC_RL_LEARNING_RATE, Gauge, "1"),
+        (sc::METRIC_RL_REWARD_MEAN, Gauge, ""),
+        (sc::METRIC_RL_KL_DIVERGENCE, Gauge, ""),
+        (sc::METRIC_RL_POLICY_LOSS, Gauge, ""),
+        (sc::METRIC_RL_VALUE_LOSS, Gauge, ""),
+        (sc::METRIC_RL_ENTROPY, Gauge, ""),
+        (sc::METRIC_RL_RESPONSE_LENGTH_MEAN, Gauge, ""),
+        (sc::METRIC_RL_GRAD_NORM, Gauge, ""),
+        (sc::METRIC_RL_LEARNING_RATE, Gauge, ""),
         (sc::METRIC_RL_THROUGHPUT_TOKENS_PER_SEC, Gauge, "{token}/s"),
         (sc::METRIC_RL_GENERATION_DURATION_MS, Histogram, "ms"),
         (sc::METRIC_RL_ROLLOUT_DURATION_MS, Histogram, "ms"),
         (sc::METRIC_GYM_SERVER_REQUEST_DURATION_MS, Histogram, "ms"),
         (sc::METRIC_GYM_ROLLOUT_DURATION_MS, Histogram, "ms"),
         (sc::METRIC_GYM_VERIFY_DURATION_MS, Histogram, "ms"),
-        (sc::METRIC_GYM_VERIFY_SUCCESS_RATE, Gauge, "1"),
-        (sc::METRIC_GYM_SERVERS_ACTIVE, Gauge, "{server}"),
+        (sc::METRIC_GYM_VERIFY_SUCCESS_RATE, Gauge, ""),
+        (sc::METRIC_GYM_SERVERS_ACTIVE, Gauge, ""),
         (sc::METRIC_NV_DL_STEP_DURATION, Histogram, "s"),
         (sc::METRIC_NV_DL_LOSS, Gauge, "1"),
         (sc::METRIC_NV_DL_GRAD_NORM, Gauge, "1"),
@@ -342,8 +341,8 @@ fn every_instrument_arrives_as_specified() {
     );
     assert_eq!(num(get(&d.points[sets[1].1].fields, "Sum")), 0.2);
     let b = bounds(d, 0);
-    assert_eq!(bounds(d, 1), GEN_AI_DURATION_BUCKETS_S);
-    assert_eq!(b, GEN_AI_DURATION_BUCKETS_S);
+    assert_eq!(bounds(d, 1), SDK_DEFAULT_BUCKETS);
+    assert_eq!(b, SDK_DEFAULT_BUCKETS);
 
     // token usage: one point per token type
     let t = metric(sc::METRIC_GEN_AI_CLIENT_TOKEN_USAGE);
@@ -368,7 +367,7 @@ fn every_instrument_arrives_as_specified() {
         ]
     );
     let b = bounds(t, 0);
-    assert_eq!(b, GEN_AI_TOKEN_BUCKETS);
+    assert_eq!(b, SDK_DEFAULT_BUCKETS);
 
     // values and bounds of the rest; no attributes on their points
     let gauges = [
@@ -403,31 +402,31 @@ fn every_instrument_arrives_as_specified() {
             sc::METRIC_RL_GENERATION_DURATION_MS,
             1200.0,
             1,
-            &DURATION_MS_BUCKETS[..],
+            &SDK_DEFAULT_BUCKETS[..],
         ),
         (
             sc::METRIC_RL_ROLLOUT_DURATION_MS,
             3400.0,
             1,
-            &DURATION_MS_BUCKETS[..],
+            &SDK_DEFAULT_BUCKETS[..],
         ),
         (
             sc::METRIC_GYM_SERVER_REQUEST_DURATION_MS,
             12.0,
             1,
-            &DURATION_MS_BUCKETS[..],
+            &SDK_DEFAULT_BUCKETS[..],
         ),
         (
             sc::METRIC_GYM_ROLLOUT_DURATION_MS,
             800.0,
             1,
-            &DURATION_MS_BUCKETS[..],
+            &SDK_DEFAULT_BUCKETS[..],
         ),
         (
             sc::METRIC_GYM_VERIFY_DURATION_MS,
             30.0,
             1,
-            &DURATION_MS_BUCKETS[..],
+            &SDK_DEFAULT_BUCKETS[..],
         ),
         (
             sc::METRIC_NV_DL_STEP_DURATION,

@@ -228,6 +228,7 @@ fn config_default(var: &str) -> Option<String> {
         "NEMO_LENS_QUIET" => c.quiet.to_string(),
         "NEMO_LENS_FLUSH_ON_SIGNAL" => c.flush_on_signal.to_string(),
         "NEMO_LENS_GPU_METRICS" => c.gpu_metrics.to_string(),
+        "NEMO_LENS_FINE_BUCKETS" => c.fine_buckets.to_string(),
         "NEMO_LENS_REDACT_KEYS" => {
             if c.redact_keys.is_empty() {
                 "none".to_owned()
@@ -356,7 +357,12 @@ fn metrics_are_the_semconv_constants_with_their_kind_and_unit() {
             .unwrap_or_else(|| panic!("{name}: doc does not start with {head:?}: {doc}"))
             .1;
         let kind = rest.split(',').next().unwrap().trim();
-        let unit = rest.split('`').nth(1).unwrap();
+        let after = rest.split_once(',').map_or("", |(_, r)| r.trim());
+        let unit = if after.starts_with("no unit") {
+            "none"
+        } else {
+            rest.split('`').nth(1).unwrap()
+        };
         want.insert(value.clone(), format!("{kind}, {unit}"));
     }
     let rows = section(&t, "Metrics");

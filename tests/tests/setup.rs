@@ -283,6 +283,9 @@ fn resource_attributes_with_caller_precedence() {
     let get = |k: &str| exporter.resource_attr(k);
     assert_eq!(get("nv.dl.rank").as_deref(), Some("3"));
     assert_eq!(get("nv.dl.world_size").as_deref(), Some("8"));
+    // the released Python library's names too (issue 43)
+    assert_eq!(get("dl.rank").as_deref(), Some("3"));
+    assert_eq!(get("dl.world_size").as_deref(), Some("8"));
     assert_eq!(get("nemo.run.id").as_deref(), Some("run7"));
     assert_eq!(get("service.instance.id").as_deref(), Some("run7-rank3"));
     assert_eq!(get("nemo.user.id").as_deref(), Some("alice"));

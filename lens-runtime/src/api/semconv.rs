@@ -65,6 +65,13 @@ pub const NV_DL_RANK: &str = "nv.dl.rank";
 pub const NV_DL_WORLD_SIZE: &str = "nv.dl.world_size";
 /// `nv.dl.local_rank`: rank within the node.
 pub const NV_DL_LOCAL_RANK: &str = "nv.dl.local_rank";
+/// `dl.rank`: global rank of this process, the name the released Python
+/// library (0.1.0, 0.2.0) writes. Lens writes it beside [`NV_DL_RANK`], so a
+/// filter written for either Python release matches the Rust ranks.
+pub const DL_RANK: &str = "dl.rank";
+/// `dl.world_size`: number of ranks, the released Python library's name,
+/// written beside [`NV_DL_WORLD_SIZE`].
+pub const DL_WORLD_SIZE: &str = "dl.world_size";
 
 // === dl.* (the Python library's names, in both its 0.1.0 and Nightly
 // `nemo.lens.semconv`) ===
@@ -192,8 +199,9 @@ pub const SLURM_JOB_SOURCES: &[(&str, &[&str])] = &[
     (SLURM_PARTITION, &["SLURM_JOB_PARTITION", "SLURM_PARTITION"]),
     (SLURM_CLUSTER_NAME, &["SLURM_CLUSTER_NAME"]),
 ];
-/// `slurm.step.id` (`SLURM_STEP_ID`): the job step (task stage of
-/// `lens slurm-env`)
+/// `slurm.step.id` (`SLURM_STEP_ID`): the job step, written by every rank
+/// inside an `srun` step (the run id is the job's, as the Python library
+/// makes it) and by the task stage of `lens slurm-env`
 pub const SLURM_STEP_ID: &str = "slurm.step.id";
 /// `slurm.procid` (`SLURM_PROCID`): the task's rank in the step
 pub const SLURM_PROCID: &str = "slurm.procid";
@@ -266,23 +274,23 @@ pub const RL_NUM_ROLLOUTS: &str = "rl.num_rollouts";
 pub const RL_REWARD: &str = "rl.reward";
 /// `rl.generation.backend`: the generation engine, e.g. `vllm`.
 pub const RL_GENERATION_BACKEND: &str = "rl.generation.backend";
-/// Metric `rl.reward.mean`: gauge, `1`, mean reward of the last batch.
+/// Metric `rl.reward.mean`: gauge, no unit, mean reward of the last batch.
 pub const METRIC_RL_REWARD_MEAN: &str = "rl.reward.mean";
-/// Metric `rl.kl_divergence`: gauge, `1`, KL divergence to the reference
+/// Metric `rl.kl_divergence`: gauge, no unit, KL divergence to the reference
 /// policy.
 pub const METRIC_RL_KL_DIVERGENCE: &str = "rl.kl_divergence";
-/// Metric `rl.policy_loss`: gauge, `1`.
+/// Metric `rl.policy_loss`: gauge, no unit.
 pub const METRIC_RL_POLICY_LOSS: &str = "rl.policy_loss";
-/// Metric `rl.value_loss`: gauge, `1`.
+/// Metric `rl.value_loss`: gauge, no unit.
 pub const METRIC_RL_VALUE_LOSS: &str = "rl.value_loss";
-/// Metric `rl.entropy`: gauge, `1`, policy entropy.
+/// Metric `rl.entropy`: gauge, no unit, policy entropy.
 pub const METRIC_RL_ENTROPY: &str = "rl.entropy";
-/// Metric `rl.response_length.mean`: gauge, `{token}`, mean generated
+/// Metric `rl.response_length.mean`: gauge, no unit, mean generated
 /// response length.
 pub const METRIC_RL_RESPONSE_LENGTH_MEAN: &str = "rl.response_length.mean";
-/// Metric `rl.grad_norm`: gauge, `1`.
+/// Metric `rl.grad_norm`: gauge, no unit.
 pub const METRIC_RL_GRAD_NORM: &str = "rl.grad_norm";
-/// Metric `rl.learning_rate`: gauge, `1`.
+/// Metric `rl.learning_rate`: gauge, no unit.
 pub const METRIC_RL_LEARNING_RATE: &str = "rl.learning_rate";
 /// Metric `rl.throughput.tokens_per_sec`: gauge, `{token}/s`.
 pub const METRIC_RL_THROUGHPUT_TOKENS_PER_SEC: &str = "rl.throughput.tokens_per_sec";
@@ -309,10 +317,10 @@ pub const METRIC_GYM_SERVER_REQUEST_DURATION_MS: &str = "gym.server.request_dura
 pub const METRIC_GYM_ROLLOUT_DURATION_MS: &str = "gym.rollout.duration_ms";
 /// Metric `gym.verify.duration_ms`: histogram, `ms`, one verification.
 pub const METRIC_GYM_VERIFY_DURATION_MS: &str = "gym.verify.duration_ms";
-/// Metric `gym.verify.success_rate`: gauge, `1`, fraction of verifications
+/// Metric `gym.verify.success_rate`: gauge, no unit, fraction of verifications
 /// that passed.
 pub const METRIC_GYM_VERIFY_SUCCESS_RATE: &str = "gym.verify.success_rate";
-/// Metric `gym.servers.active`: gauge, `{server}`, environment servers
+/// Metric `gym.servers.active`: gauge, no unit, environment servers
 /// currently serving.
 pub const METRIC_GYM_SERVERS_ACTIVE: &str = "gym.servers.active";
 

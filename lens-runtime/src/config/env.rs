@@ -171,6 +171,7 @@ impl LensConfig {
         env.bool("FLUSH_ON_SIGNAL", &mut c.flush_on_signal)?;
         env.bool("QUIET", &mut c.quiet)?;
         env.bool("GPU_METRICS", &mut c.gpu_metrics)?;
+        env.bool("FINE_BUCKETS", &mut c.fine_buckets)?;
         env.bool("PROFILE", &mut c.profile)?;
         c.wandb_entity = env.plain("WANDB_ENTITY").map(|v| v.trim().to_owned());
         c.wandb_project = env.plain("WANDB_PROJECT").map(|v| v.trim().to_owned());

@@ -153,6 +153,14 @@ pub struct LensConfig {
     /// Register GPU instruments read through NVML (`NEMO_LENS_GPU_METRICS`,
     /// default false).
     pub gpu_metrics: bool,
+    /// Give the histograms the Python library shares (`rl.*`, `gym.*`
+    /// durations, `gen_ai.server.request.duration`,
+    /// `gen_ai.client.token.usage`) finer bucket boundaries
+    /// ([`crate::fine_bucket_boundaries`]) through a view
+    /// (`NEMO_LENS_FINE_BUCKETS`, default false: the SDK's default
+    /// boundaries, the Python library's, so both languages' points sum into
+    /// one series).
+    pub fine_buckets: bool,
     /// On a rank that does not export, with the `file` or `perfetto`
     /// exporter, keep a compact per-step phase profile (each step's direct
     /// children: name, offset, duration) and append it to
@@ -208,6 +216,7 @@ impl Default for LensConfig {
             quiet: false,
             flush_on_signal: false,
             gpu_metrics: false,
+            fine_buckets: false,
             profile: true,
             span_group_families: Vec::new(),
             redact_keys: Vec::new(),

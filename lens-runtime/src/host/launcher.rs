@@ -15,8 +15,10 @@
 //! None set: rank 0 of 1. A value that is not a number, or a rank outside
 //! the world, is a configuration error naming the variable.
 //!
-//! Run id, the first that is set: `NEMO_LENS_RUN_ID`; the SLURM job id (with
-//! `.<step>` when `SLURM_STEP_ID` is set); `TORCHELASTIC_RUN_ID` (not its
+//! Run id, the first that is set: `NEMO_LENS_RUN_ID`; the SLURM job id
+//! (`SLURM_JOB_ID`, as the Python library takes it: every step of one
+//! allocation is one run, each step's processes carry `slurm.step.id`);
+//! `TORCHELASTIC_RUN_ID` (not its
 //! placeholder `none`); the Open MPI job id (`OMPI_MCA_ess_base_jobid`); the
 //! PMIx namespace (`PMIX_NAMESPACE`). In a launcher's id, characters other
 //! than ASCII letters, digits, `.`, `_` and `-` become `-`, since the id
@@ -96,11 +98,9 @@ pub(crate) fn job_run_id(
     if let Some(id) = configured.map(str::trim).filter(|s| !s.is_empty()) {
         return Some(id.to_owned());
     }
+    // SLURM_JOB_ID alone, as the Python library: one run id for both
+    // languages in one allocation (the step is the `slurm.step.id` attribute)
     let id = get("SLURM_JOB_ID")
-        .map(|job| match get("SLURM_STEP_ID") {
-            Some(step) => format!("{job}.{step}"),
-            None => job,
-        })
         .or_else(|| get("TORCHELASTIC_RUN_ID").filter(|s| s != "none"))
         .or_else(|| get("OMPI_MCA_ess_base_jobid"))
         .or_else(|| get("PMIX_NAMESPACE"))?;
@@ -129,7 +129,7 @@ pub(crate) fn file_safe(id: &str) -> String {
 }
 
 /// The run id every rank of this job shares, by the rule setup uses:
-/// `config.run_id` (`NEMO_LENS_RUN_ID`), else the SLURM job id and step,
+/// `config.run_id` (`NEMO_LENS_RUN_ID`), else the SLURM job id,
 /// `TORCHELASTIC_RUN_ID`, the Open MPI job id or the PMIx namespace read
 /// through `lookup`; `None` when nothing names one (setup then makes a
 /// random id, [`TelemetryHandle::run_id`](crate::TelemetryHandle::run_id)).
@@ -216,7 +216,8 @@ mod tests {
         assert_eq!(id(&[("SLURM_JOB_ID", "123")]).as_deref(), Some("123"));
         assert_eq!(
             id(&[("SLURM_JOB_ID", "123"), ("SLURM_STEP_ID", "4")]).as_deref(),
-            Some("123.4")
+            Some("123"),
+            "the Python library's run id: the job's, not the step's"
         );
         assert_eq!(id(&[("TORCHELASTIC_RUN_ID", "none")]), None);
         assert_eq!(

@@ -81,6 +81,9 @@ pub(crate) fn lens_attributes(
         KeyValue::new(sc::TELEMETRY_SDK_VERSION, env!("CARGO_PKG_VERSION")),
         KeyValue::new(sc::NV_DL_RANK, i64::from(rank)),
         KeyValue::new(sc::NV_DL_WORLD_SIZE, i64::from(world_size)),
+        // the released Python library's names (0.1.0, 0.2.0), beside Nightly's
+        KeyValue::new(sc::DL_RANK, i64::from(rank)),
+        KeyValue::new(sc::DL_WORLD_SIZE, i64::from(world_size)),
         KeyValue::new(sc::NEMO_RUN_ID, run_id.to_owned()),
         KeyValue::new(sc::SERVICE_INSTANCE_ID, format!("{run_id}-rank{rank}")),
     ];
@@ -238,9 +241,14 @@ fn slurm(d: &Detect<'_>) -> Vec<KeyValue> {
     if !in_job {
         return Vec::new();
     }
+    let step = d
+        .first(&["SLURM_STEP_ID", "SLURM_STEPID"])
+        .map(|s| KeyValue::new(sc::SLURM_STEP_ID, s));
     sc::SLURM_JOB_SOURCES
         .iter()
         .filter_map(|&(k, vars)| Some(KeyValue::new(k, Value::from(d.first(vars)?))))
+        // the step, which the run id leaves out (it is the job's, as Python's)
+        .chain(step)
         .collect()
 }
 
@@ -535,6 +543,11 @@ mod tests {
             Some(Value::from("from-input"))
         );
         assert_eq!(raw(&other, "slurm.ntasks"), None);
+        assert_eq!(raw(&other, "slurm.step.id"), None, "no step: not in srun");
+        // inside an srun step: the step, which the run id leaves out
+        let mut in_step = other.clone();
+        in_step.insert("SLURM_STEP_ID", "3");
+        assert_eq!(raw(&in_step, "slurm.step.id"), Some(Value::from("3")));
         // outside a job (no SLURM_JOB_ID): nothing, even with other SLURM_*
         let no_job = HashMap::from([("SLURM_NTASKS", "16"), ("SLURM_JOB_PARTITION", "batch")]);
         assert!(slurm(&detect(&no_job, Path::new("/nonexistent"))).is_empty());

@@ -28,6 +28,24 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// The opt-in view of `NEMO_LENS_FINE_BUCKETS`: the finer boundaries of
+/// [`crate::fine_bucket_boundaries`] for the histograms the Python
+/// library shares; every other instrument as it is.
+fn fine_bucket_view(
+    i: &opentelemetry_sdk::metrics::Instrument,
+) -> Option<opentelemetry_sdk::metrics::Stream> {
+    let bounds = crate::fine_bucket_boundaries(i.name())?;
+    opentelemetry_sdk::metrics::Stream::builder()
+        .with_aggregation(
+            opentelemetry_sdk::metrics::Aggregation::ExplicitBucketHistogram {
+                boundaries: bounds.to_vec(),
+                record_min_max: true,
+            },
+        )
+        .build()
+        .ok()
+}
+
 /// Builds the span processor of a custom exporter (`with_span_exporter`).
 pub(crate) type ProcessorFactory =
     Box<dyn FnOnce(Arc<SpanCounters>, BatchSettings, Redactor) -> BatchProcessor + Send>;
@@ -259,7 +277,10 @@ impl Pipeline {
 
         let metric_counters = Arc::new(MetricCounters::default());
         let meter_provider = if cfg.metrics_enabled {
-            let b = SdkMeterProvider::builder().with_resource(res.clone());
+            let mut b = SdkMeterProvider::builder().with_resource(res.clone());
+            if cfg.fine_buckets {
+                b = b.with_view(fine_bucket_view);
+            }
             let interval = otel.metric_interval;
             let mc = &metric_counters;
             fn reader<E: PushMetricExporter>(

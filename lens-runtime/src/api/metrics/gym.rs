@@ -65,7 +65,8 @@ impl GymMetrics {
     /// let _gym = lens::metrics::GymMetrics::with_attributes(&meter, [KeyValue::new("env", "math")]);
     /// ```
     pub fn with_attributes(meter: &Meter, attributes: impl IntoIterator<Item = KeyValue>) -> Self {
-        let h = |name, desc| histogram(meter, name, UNIT_MS, desc, &DURATION_MS_BUCKETS);
+        // the Python library's instruments: SDK boundaries, gauges unitless
+        let h = |name, desc| shared_histogram(meter, name, UNIT_MS, desc);
         GymMetrics {
             request_duration: h(
                 sc::METRIC_GYM_SERVER_REQUEST_DURATION_MS,
@@ -79,15 +80,13 @@ impl GymMetrics {
                 sc::METRIC_GYM_VERIFY_DURATION_MS,
                 "Duration of one verification.",
             ),
-            verify_success_rate: gauge(
+            verify_success_rate: unitless_gauge(
                 meter,
                 sc::METRIC_GYM_VERIFY_SUCCESS_RATE,
-                UNIT_ONE,
                 "Fraction of verifications that passed.",
             ),
             servers_active: meter
                 .u64_gauge(sc::METRIC_GYM_SERVERS_ACTIVE)
-                .with_unit(UNIT_SERVER)
                 .with_description("Environment servers currently serving.")
                 .build(),
             attrs: attributes.into_iter().collect(),

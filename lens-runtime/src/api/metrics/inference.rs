@@ -133,12 +133,13 @@ impl InferenceMetrics {
     /// ```
     pub fn with_attributes(meter: &Meter, attributes: impl IntoIterator<Item = KeyValue>) -> Self {
         let extra: Box<[KeyValue]> = attributes.into_iter().collect();
-        let duration = histogram(
+        // the two instruments the Python library shares: its boundaries (the
+        // SDK's; NEMO_LENS_FINE_BUCKETS opts into the GenAI conventions' ones)
+        let duration = shared_histogram(
             meter,
             sc::METRIC_GEN_AI_SERVER_REQUEST_DURATION,
             UNIT_S,
             "Generative AI server request duration such as time-to-last byte or last output token.",
-            &GEN_AI_DURATION_BUCKETS_S,
         );
         let ttft = histogram(
             meter,
@@ -158,7 +159,6 @@ impl InferenceMetrics {
             .u64_histogram(sc::METRIC_GEN_AI_CLIENT_TOKEN_USAGE)
             .with_unit(UNIT_TOKEN)
             .with_description("Number of input and output tokens used.")
-            .with_boundaries(GEN_AI_TOKEN_BUCKETS.to_vec())
             .build();
         let default = InferenceAttrs::build(
             sc::GEN_AI_OPERATION_NAME_TEXT_COMPLETION,

@@ -30,7 +30,12 @@
 //! with `dl.iteration`, the Python library's attribute); the step duration
 //! is in seconds (`nv.dl.step.duration`, as OpenTelemetry recommends for
 //! durations) while the `rl.*` / `gym.*` durations keep the
-//! `_ms` names and `ms` unit of the Python library; loss, gradient norm and
+//! `_ms` names and `ms` unit of the Python library. The instruments the
+//! Python library also creates (`rl.*`, `gym.*`, `gen_ai.server.request.duration`,
+//! `gen_ai.client.token.usage`) are its exactly: no unit where it gives none,
+//! and the SDK's default histogram boundaries ([`SDK_DEFAULT_BUCKETS`]), so
+//! one series holds both languages' points; `NEMO_LENS_FINE_BUCKETS` opts
+//! into finer boundaries ([`fine_bucket_boundaries`]). Loss, gradient norm and
 //! learning rate are dimensionless gauges (`1`) holding the last step's
 //! value; TFLOP/s uses the UCUM annotation form `{TFLOP}/s`.
 
@@ -41,8 +46,9 @@ mod rl;
 mod training;
 
 pub use common::{
-    DURATION_MS_BUCKETS, GEN_AI_DURATION_BUCKETS_S, GEN_AI_TOKEN_BUCKETS, GEN_AI_TPOT_BUCKETS_S,
-    GEN_AI_TTFT_BUCKETS_S, MAX_INFERENCE_ATTRIBUTE_SETS, STEP_DURATION_BUCKETS_S,
+    fine_bucket_boundaries, DURATION_MS_BUCKETS, GEN_AI_DURATION_BUCKETS_S, GEN_AI_TOKEN_BUCKETS,
+    GEN_AI_TPOT_BUCKETS_S, GEN_AI_TTFT_BUCKETS_S, MAX_INFERENCE_ATTRIBUTE_SETS,
+    SDK_DEFAULT_BUCKETS, STEP_DURATION_BUCKETS_S,
 };
 pub use gym::{GymMetrics, GymRecord};
 pub use inference::{InferenceMetrics, InferenceRecord, TokenTimer};
@@ -130,7 +136,8 @@ mod tests {
             ]
         );
         let bounds: Vec<f64> = h.data_points().next().unwrap().bounds().collect();
-        assert_eq!(bounds, GEN_AI_DURATION_BUCKETS_S);
+        // the Python library's boundaries (the SDK's), unless fine buckets
+        assert_eq!(bounds, SDK_DEFAULT_BUCKETS);
 
         let t = find(&all, sc::METRIC_GEN_AI_CLIENT_TOKEN_USAGE);
         assert_eq!(t.unit(), "{token}");
@@ -152,7 +159,7 @@ mod tests {
         };
         assert_eq!(points, vec![(base("input"), 100), (base("output"), 20)]);
         let bounds: Vec<f64> = h.data_points().next().unwrap().bounds().collect();
-        assert_eq!(bounds, GEN_AI_TOKEN_BUCKETS);
+        assert_eq!(bounds, SDK_DEFAULT_BUCKETS);
     }
 
     #[test]
@@ -293,16 +300,16 @@ mod tests {
         let rms = collect(&p, &e);
         let all = flat(&rms);
         for (name, unit, v) in [
-            (sc::METRIC_RL_REWARD_MEAN, "1", 0.5),
-            (sc::METRIC_RL_KL_DIVERGENCE, "1", 0.01),
-            (sc::METRIC_RL_POLICY_LOSS, "1", 0.2),
-            (sc::METRIC_RL_VALUE_LOSS, "1", 0.3),
-            (sc::METRIC_RL_ENTROPY, "1", 1.1),
-            (sc::METRIC_RL_RESPONSE_LENGTH_MEAN, "{token}", 250.0),
-            (sc::METRIC_RL_GRAD_NORM, "1", 0.9),
-            (sc::METRIC_RL_LEARNING_RATE, "1", 1e-6),
+            (sc::METRIC_RL_REWARD_MEAN, "", 0.5),
+            (sc::METRIC_RL_KL_DIVERGENCE, "", 0.01),
+            (sc::METRIC_RL_POLICY_LOSS, "", 0.2),
+            (sc::METRIC_RL_VALUE_LOSS, "", 0.3),
+            (sc::METRIC_RL_ENTROPY, "", 1.1),
+            (sc::METRIC_RL_RESPONSE_LENGTH_MEAN, "", 250.0),
+            (sc::METRIC_RL_GRAD_NORM, "", 0.9),
+            (sc::METRIC_RL_LEARNING_RATE, "", 1e-6),
             (sc::METRIC_RL_THROUGHPUT_TOKENS_PER_SEC, "{token}/s", 5000.0),
-            (sc::METRIC_GYM_SERVERS_ACTIVE, "{server}", 3.0),
+            (sc::METRIC_GYM_SERVERS_ACTIVE, "", 3.0),
             (sc::METRIC_NV_DL_LOSS, "1", 2.0),
         ] {
             assert_eq!(gauge_value(&all, name), (unit.to_owned(), v), "{name}");

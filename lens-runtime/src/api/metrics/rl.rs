@@ -14,21 +14,21 @@ use opentelemetry::KeyValue;
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct RlRecord {
-    /// → gauge `rl.reward.mean` (`1`).
+    /// → gauge `rl.reward.mean` (no unit, as in Python).
     pub reward_mean: Option<f64>,
-    /// → gauge `rl.kl_divergence` (`1`).
+    /// → gauge `rl.kl_divergence` (no unit, as in Python).
     pub kl_divergence: Option<f64>,
-    /// → gauge `rl.policy_loss` (`1`).
+    /// → gauge `rl.policy_loss` (no unit, as in Python).
     pub policy_loss: Option<f64>,
-    /// → gauge `rl.value_loss` (`1`).
+    /// → gauge `rl.value_loss` (no unit, as in Python).
     pub value_loss: Option<f64>,
-    /// → gauge `rl.entropy` (`1`).
+    /// → gauge `rl.entropy` (no unit, as in Python).
     pub entropy: Option<f64>,
-    /// → gauge `rl.response_length.mean` (`{token}`).
+    /// → gauge `rl.response_length.mean` (no unit, as in Python).
     pub response_length_mean: Option<f64>,
-    /// → gauge `rl.grad_norm` (`1`).
+    /// → gauge `rl.grad_norm` (no unit, as in Python).
     pub grad_norm: Option<f64>,
-    /// → gauge `rl.learning_rate` (`1`).
+    /// → gauge `rl.learning_rate` (no unit, as in Python).
     pub learning_rate: Option<f64>,
     /// → gauge `rl.throughput.tokens_per_sec` (`{token}/s`).
     pub tokens_per_sec: Option<f64>,
@@ -82,30 +82,27 @@ impl RlMetrics {
     /// let _rl = lens::metrics::RlMetrics::with_attributes(&meter, [KeyValue::new("algo", "grpo")]);
     /// ```
     pub fn with_attributes(meter: &Meter, attributes: impl IntoIterator<Item = KeyValue>) -> Self {
-        let g = |name, unit, desc| gauge(meter, name, unit, desc);
-        let h = |name, desc| histogram(meter, name, UNIT_MS, desc, &DURATION_MS_BUCKETS);
+        // no unit where the Python library gives none; its histograms'
+        // boundaries (the SDK's)
+        let g = |name, desc| unitless_gauge(meter, name, desc);
+        let h = |name, desc| shared_histogram(meter, name, UNIT_MS, desc);
         RlMetrics {
-            reward_mean: g(
-                sc::METRIC_RL_REWARD_MEAN,
-                UNIT_ONE,
-                "Mean reward of the last batch.",
-            ),
+            reward_mean: g(sc::METRIC_RL_REWARD_MEAN, "Mean reward of the last batch."),
             kl_divergence: g(
                 sc::METRIC_RL_KL_DIVERGENCE,
-                UNIT_ONE,
                 "KL divergence between the policy and the reference policy.",
             ),
-            policy_loss: g(sc::METRIC_RL_POLICY_LOSS, UNIT_ONE, "Policy loss."),
-            value_loss: g(sc::METRIC_RL_VALUE_LOSS, UNIT_ONE, "Value loss."),
-            entropy: g(sc::METRIC_RL_ENTROPY, UNIT_ONE, "Policy entropy."),
+            policy_loss: g(sc::METRIC_RL_POLICY_LOSS, "Policy loss."),
+            value_loss: g(sc::METRIC_RL_VALUE_LOSS, "Value loss."),
+            entropy: g(sc::METRIC_RL_ENTROPY, "Policy entropy."),
             response_length_mean: g(
                 sc::METRIC_RL_RESPONSE_LENGTH_MEAN,
-                UNIT_TOKEN,
                 "Mean length of generated responses.",
             ),
-            grad_norm: g(sc::METRIC_RL_GRAD_NORM, UNIT_ONE, "Gradient norm."),
-            learning_rate: g(sc::METRIC_RL_LEARNING_RATE, UNIT_ONE, "Learning rate."),
-            tokens_per_sec: g(
+            grad_norm: g(sc::METRIC_RL_GRAD_NORM, "Gradient norm."),
+            learning_rate: g(sc::METRIC_RL_LEARNING_RATE, "Learning rate."),
+            tokens_per_sec: gauge(
+                meter,
                 sc::METRIC_RL_THROUGHPUT_TOKENS_PER_SEC,
                 UNIT_TOKENS_PER_S,
                 "Token throughput.",
