@@ -20,9 +20,9 @@ pub struct GymRecord {
     pub rollout_duration_ms: Option<f64>,
     /// → histogram `gym.verify.duration_ms` (`ms`).
     pub verify_duration_ms: Option<f64>,
-    /// → gauge `gym.verify.success_rate` (`1`, 0..1).
+    /// → gauge `gym.verify.success_rate` (0..1; no unit, as in Python).
     pub verify_success_rate: Option<f64>,
-    /// → gauge `gym.servers.active` (`{server}`).
+    /// → gauge `gym.servers.active` (no unit, as in Python).
     pub servers_active: Option<u64>,
 }
 
