@@ -7,6 +7,8 @@
 //! caused it and, for `#[trace_fn]`, the user's item is still emitted so the
 //! only error shown is ours.
 
+#![forbid(unsafe_code)]
+
 use proc_macro::TokenStream;
 use proc_macro2::TokenStream as TokenStream2;
 use quote::quote;

@@ -10,6 +10,7 @@
 //! ```
 
 #![no_std]
+#![forbid(unsafe_code)]
 
 /// The base family's groups, in bit order (bit `i` of word 0 is
 /// `BASE_GROUPS[i]`).

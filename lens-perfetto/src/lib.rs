@@ -10,5 +10,7 @@
 //! assert_eq!(lanes.lane(0, 0, 3, 9), 1); // overlaps without nesting
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod packing;
 pub mod proto;

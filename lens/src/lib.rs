@@ -78,6 +78,8 @@
 //! [running at scale](guide::at_scale).
 
 #![deny(missing_docs)]
+// the facade re-exports; every unsafe block lives in lens-runtime
+#![forbid(unsafe_code)]
 // docs.rs (`--cfg docsrs`): "Available on crate feature … only" badges
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
