@@ -96,7 +96,8 @@ fn setup_error(builder: TelemetryBuilder) -> String {
 #[test]
 fn a_bad_value_in_code_gives_the_variable_s_error_naming_the_method() {
     let _s = serial();
-    let cases: [(&str, &str, &str, fn(TelemetryBuilder) -> TelemetryBuilder); 3] = [
+    type InCode = fn(TelemetryBuilder) -> TelemetryBuilder;
+    let cases: [(&str, &str, &str, InCode); 3] = [
         (
             "OTEL_EXPORTER_OTLP_ENDPOINT",
             "collector:4317",
