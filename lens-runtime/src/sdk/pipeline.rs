@@ -39,19 +39,7 @@ pub(crate) type ProcessorFactory =
 pub(crate) type ReaderFactory =
     Box<dyn FnOnce(MeterProviderBuilder, Duration) -> MeterProviderBuilder + Send>;
 
-/// Why a pipeline could not be built: an exporter could not be built.
-pub(crate) type BuildError = crate::setup::SetupError;
-
-/// An exporter error `what` caused by `source`.
-fn exporter_error(
-    what: String,
-    source: impl std::error::Error + Send + Sync + 'static,
-) -> BuildError {
-    BuildError::Exporter {
-        what,
-        source: Some(Box::new(source)),
-    }
-}
+pub(crate) use crate::sdk::export::BuildError;
 
 /// Where every signal goes; decided once per setup.
 enum Backend {
@@ -142,14 +130,14 @@ impl Pipeline {
             && ((cfg.traces_enabled && inp.span_processor.is_none())
                 || (cfg.metrics_enabled && inp.metric_reader.is_none())
                 || cfg.logs_enabled);
-        let runtime = if needs_otlp {
-            Some(
-                ExportRuntime::new()
-                    .map_err(|e| exporter_error("cannot start the export runtime".to_owned(), e))?,
-            )
-        } else {
-            None
-        };
+        let runtime =
+            if needs_otlp {
+                Some(ExportRuntime::new().map_err(|e| {
+                    BuildError::caused("cannot start the export runtime".to_owned(), e)
+                })?)
+            } else {
+                None
+            };
         let cannot_open = |p: &Path, e: std::io::Error| {
             let from = if cfg.file_path.is_some() {
                 "NEMO_LENS_FILE_PATH"
@@ -157,7 +145,7 @@ impl Pipeline {
                 "the default path, named after the run id (NEMO_LENS_RUN_ID, else SLURM_JOB_ID)"
             };
             let shown: String = p.display().to_string().chars().take(120).collect();
-            exporter_error(format!("cannot open {shown} (from {from})"), e)
+            BuildError::caused(format!("cannot open {shown} (from {from})"), e)
         };
         // `perfetto`: spans into the trace files, metrics and log records
         // into the JSON lines file beside them (opened only when needed)

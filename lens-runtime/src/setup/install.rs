@@ -60,6 +60,10 @@ impl TelemetryBuilder {
             span_processor: self.span_processor,
             metric_reader: self.metric_reader,
             extra: self.extra,
+        })
+        .map_err(|e| SetupError::Exporter {
+            what: e.what,
+            source: e.source,
         })?;
         let mut pipeline = pipeline;
         let recorder = pipeline.recorder.take();

@@ -9,6 +9,7 @@
     allow(dead_code)
 )]
 
+use super::build_error::BuildError;
 use super::endpoint::{Signal, LOGS, METRICS, TRACES};
 use super::runtime::OnRuntime;
 use crate::config::otel::{OtelEnv, OtlpProtocol};
@@ -73,14 +74,8 @@ fn secure_for(signal: Signal, endpoint: &str, from: &str) -> Result<Secure, Stri
     ))
 }
 
-fn build_err(
-    signal: Signal,
-    e: impl std::error::Error + Send + Sync + 'static,
-) -> crate::setup::SetupError {
-    crate::setup::SetupError::Exporter {
-        what: format!("cannot build the OTLP {} exporter", signal.name),
-        source: Some(Box::new(e)),
-    }
+fn build_err(signal: Signal, e: impl std::error::Error + Send + Sync + 'static) -> BuildError {
+    BuildError::caused(format!("cannot build the OTLP {} exporter", signal.name), e)
 }
 
 /// `protocol` for `signal` needs a feature this build lacks.
@@ -161,15 +156,14 @@ macro_rules! otlp_exporter {
         pub(crate) fn $name(
             otel: &OtelEnv,
             handle: &Handle,
-        ) -> Result<OnRuntime<opentelemetry_otlp::$ty>, crate::setup::SetupError> {
-            use crate::setup::SetupError;
+        ) -> Result<OnRuntime<opentelemetry_otlp::$ty>, BuildError> {
             #[allow(unused_imports)]
             use opentelemetry_otlp::WithExportConfig;
             let signal = $signal;
             let protocol = otel.protocols[signal.index];
             let code = otel.endpoint.as_deref();
-            available(signal, protocol).map_err(SetupError::exporter)?;
-            let tls = secure(signal, protocol, code).map_err(SetupError::exporter)?;
+            available(signal, protocol).map_err(BuildError::new)?;
+            let tls = secure(signal, protocol, code).map_err(BuildError::new)?;
             let _enter = handle.enter();
             let b = opentelemetry_otlp::$ty::builder();
             let e = match protocol {
@@ -212,7 +206,7 @@ macro_rules! otlp_exporter {
                             use opentelemetry_otlp::WithHttpConfig;
                             b.with_http_client(
                                 t.http_client(signal, otel.otlp_timeout)
-                                    .map_err(SetupError::exporter)?,
+                                    .map_err(BuildError::new)?,
                             )
                         }
                         None => b,
@@ -220,7 +214,7 @@ macro_rules! otlp_exporter {
                     b.build()
                 }
                 #[allow(unreachable_patterns)]
-                _ => return Err(SetupError::exporter(missing(signal, protocol))),
+                _ => return Err(BuildError::new(missing(signal, protocol))),
             }
             .map_err(|e| build_err(signal, e))?;
             let _ = tls;
@@ -232,9 +226,9 @@ macro_rules! otlp_exporter {
         pub(crate) fn $name(
             otel: &OtelEnv,
             _: &Handle,
-        ) -> Result<OnRuntime<NoOtlp>, crate::setup::SetupError> {
+        ) -> Result<OnRuntime<NoOtlp>, BuildError> {
             let protocol = otel.protocols[$signal.index];
-            Err(crate::setup::SetupError::exporter(missing($signal, protocol)))
+            Err(BuildError::new(missing($signal, protocol)))
         }
     };
 }
