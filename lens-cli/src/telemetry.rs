@@ -83,7 +83,7 @@ pub(crate) fn install(mut cfg: LensConfig, tag: &str) -> Result<(TelemetryHandle
         .gpu_metrics(false)
         .with_export_strategy(|_, _, _| true)
         .install()
-        .map_err(|e| format!("telemetry setup failed: {e}"))?;
+        .map_err(|e| format!("telemetry setup failed: {e:?}"))?;
     Ok((handle, run_id))
 }
 

@@ -45,6 +45,11 @@ const ALLOWED_SDK_ITEMS: &[&str] = &[
     "opentelemetry_sdk::trace::SpanExporter",
     "opentelemetry_sdk::trace::Sampler",
     "opentelemetry_sdk::metrics::exporter::PushMetricExporter",
+    // `TelemetryBuilder::with_span_processor`, `with_metric_reader`, `with_view`
+    "opentelemetry_sdk::trace::SpanProcessor",
+    "opentelemetry_sdk::metrics::PeriodicReader",
+    "opentelemetry_sdk::metrics::Instrument",
+    "opentelemetry_sdk::metrics::Stream",
     "opentelemetry_sdk::logs::SdkLoggerProvider",
 ];
 

@@ -32,7 +32,7 @@ pub(crate) fn run(args: &EmitSpansArgs) -> Result<(), Failure> {
         return Err(usage("--service is empty".into()));
     }
     let plan = plan::plan(&args.spans).map_err(usage)?;
-    let mut cfg = LensConfig::from_env().map_err(|e| fail(e.to_string()))?;
+    let mut cfg = LensConfig::from_env().map_err(|e| fail(format!("{e:?}")))?;
     // this command exists to emit spans: on whatever the switches say
     cfg.enabled = true;
     cfg.traces_enabled = true;

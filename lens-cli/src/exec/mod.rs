@@ -95,7 +95,7 @@ pub(crate) fn run(args: &ExecArgs) -> ExitCode {
         },
         Ok(_) => None,
         Err(e) => {
-            eprintln!("lens exec: {e}; running the command without a span");
+            eprintln!("lens exec: {e:?}; running the command without a span");
             None
         }
     };

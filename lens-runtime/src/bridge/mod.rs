@@ -102,14 +102,14 @@ pub fn tracing_layer_with(families: &[&'static SpanGroupFamily]) -> TracingLayer
 fn report(e: &ConfigError) {
     #[cfg(feature = "sdk-core")]
     crate::diag::warn(format_args!(
-        "{e}; the tracing bridge records nothing (use TracingBridge::from_env to handle the error)"
+        "{e:?}; the tracing bridge records nothing (use TracingBridge::from_env to handle the error)"
     ));
     #[cfg(not(feature = "sdk-core"))]
     {
         use std::io::Write as _;
         let _ = writeln!(
             std::io::stderr(),
-            "lens: {e}; the tracing bridge records nothing (use TracingBridge::from_env to handle the error)"
+            "lens: {e:?}; the tracing bridge records nothing (use TracingBridge::from_env to handle the error)"
         );
     }
 }

@@ -1,14 +1,33 @@
 //! Why a configuration value is invalid.
 
 use crate::api::groups::SpanGroupError;
+use std::error::Error;
 use std::fmt;
 
 /// A configuration error. Every variant names the variable (or field), the
 /// value and what is accepted.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// `{e}` (Display) is this error's own line; [`source`](Error::source)
+/// gives the error inside, if any. `{e:?}` (Debug) is the whole chain on
+/// one line, which is what `fn main() -> Result<(), Box<dyn Error>>`
+/// prints:
+///
+/// ```
+/// use lens::ConfigError;
+/// let e = lens::LensConfig::from_lookup(&["NEMO_LENS_"], &[], |k| {
+///     (k == "NEMO_LENS_SPAN_GROUPS").then(|| "default,stpe".to_owned())
+/// })
+/// .unwrap_err();
+/// assert_eq!(e.to_string(), r#"invalid value "default,stpe" for NEMO_LENS_SPAN_GROUPS"#);
+/// let source = std::error::Error::source(&e).unwrap().to_string();
+/// assert!(source.starts_with("unknown span group or preset `stpe`"));
+/// assert_eq!(format!("{e:?}"), format!("{e}: {source}"));
+/// ```
+#[derive(Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
     /// A value that does not parse.
+    #[error("invalid value {value:?} for {variable}; expected {expected}")]
     InvalidValue {
         /// The environment variable or config field.
         variable: String,
@@ -18,6 +37,7 @@ pub enum ConfigError {
         expected: String,
     },
     /// A span-group spec naming an unknown group or preset.
+    #[error("invalid value {value:?} for {variable}")]
     UnknownSpanGroup {
         /// The environment variable or config field.
         variable: String,
@@ -28,33 +48,23 @@ pub enum ConfigError {
     },
 }
 
-impl fmt::Display for ConfigError {
+/// The whole chain: the error's line, then each source's, joined by `: `.
+impl fmt::Debug for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ConfigError::InvalidValue {
-                variable,
-                value,
-                expected,
-            } => write!(
-                f,
-                "invalid value {value:?} for {variable}; expected {expected}"
-            ),
-            ConfigError::UnknownSpanGroup {
-                variable,
-                value,
-                source,
-            } => write!(f, "invalid value {value:?} for {variable}: {source}"),
-        }
+        write_chain(self, f)
     }
 }
 
-impl std::error::Error for ConfigError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            ConfigError::UnknownSpanGroup { source, .. } => Some(source),
-            ConfigError::InvalidValue { .. } => None,
-        }
+/// Writes `e` and each of its sources on one line, joined by `: ` (the
+/// Debug form of lens's errors: what `main` prints when it returns one).
+pub(crate) fn write_chain(e: &dyn Error, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    write!(f, "{e}")?;
+    let mut next = e.source();
+    while let Some(s) = next {
+        write!(f, ": {s}")?;
+        next = s.source();
     }
+    Ok(())
 }
 
 pub(crate) fn invalid(variable: &str, value: &str, expected: &str) -> ConfigError {

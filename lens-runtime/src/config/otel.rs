@@ -4,6 +4,7 @@
 //! installed.
 
 use super::ConfigError;
+use opentelemetry_sdk::trace::Sampler;
 use std::time::Duration;
 
 /// Default span queue: large enough for a per-layer `all` preset burst
@@ -53,13 +54,83 @@ pub(crate) fn env_number<T: std::str::FromStr>(
     }
 }
 
+/// The settings given in code (`TelemetryBuilder`), each over its
+/// `OTEL_*` variable: code over environment over default.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct CodeSettings {
+    /// `with_endpoint`, over `OTEL_EXPORTER_OTLP_[<SIGNAL>_]ENDPOINT`.
+    pub(crate) endpoint: Option<String>,
+    /// `with_otlp_protocol`, over `OTEL_EXPORTER_OTLP_[<SIGNAL>_]PROTOCOL`.
+    pub(crate) protocol: Option<OtlpProtocol>,
+    /// `with_export_timeout`, over `OTEL_BSP_EXPORT_TIMEOUT` and
+    /// `OTEL_EXPORTER_OTLP_[<SIGNAL>_]TIMEOUT`.
+    pub(crate) export_timeout: Option<Duration>,
+    /// `with_sampler`, over `OTEL_TRACES_SAMPLER(_ARG)`.
+    pub(crate) sampler: Option<Sampler>,
+}
+
+/// The name a code setting is reported under in errors.
+pub(crate) const CODE_ENDPOINT: &str = "TelemetryBuilder::with_endpoint";
+/// The name a code timeout is reported under in errors.
+pub(crate) const CODE_EXPORT_TIMEOUT: &str = "TelemetryBuilder::with_export_timeout";
+
+/// What an OTLP endpoint may be.
+const ENDPOINT_EXPECTED: &str = "an http:// or https:// URL such as http://localhost:4317";
+
+/// Checks an OTLP endpoint (`variable` names where it came from): an
+/// `http://` or `https://` URL with a host, no whitespace. The same check
+/// for the environment and for code.
+pub(crate) fn check_endpoint(variable: &str, value: &str) -> Result<(), ConfigError> {
+    let v = value.trim();
+    let lower = v.to_ascii_lowercase();
+    let rest = lower
+        .strip_prefix("http://")
+        .or_else(|| lower.strip_prefix("https://"));
+    let ok = match rest {
+        Some(rest) => {
+            let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+            !host.is_empty()
+                && !host.starts_with(':')
+                && !v.chars().any(|c| c.is_whitespace() || c.is_control())
+        }
+        None => false,
+    };
+    match ok {
+        true => Ok(()),
+        false => Err(invalid(variable, value.to_owned(), ENDPOINT_EXPECTED)),
+    }
+}
+
+/// Checks an export timeout (`variable` names where it came from): at
+/// most a day, as for every `OTEL_*` duration; zero means the default.
+pub(crate) fn check_timeout(
+    variable: &str,
+    timeout: Duration,
+) -> Result<Option<Duration>, ConfigError> {
+    let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+    in_a_day(variable, ms).map(|d| d.filter(|d| !d.is_zero()))
+}
+
 /// Everything read from standard `OTEL_*` variables (and the few
-/// `NEMO_LENS_*` ones setup alone uses), validated up front.
+/// `NEMO_LENS_*` ones setup alone uses) and the settings given in code,
+/// validated up front.
 pub(crate) struct OtelEnv {
     pub(crate) protocols: [OtlpProtocol; 3],
     pub(crate) batch: BatchSettings,
     pub(crate) log_batch: LogBatch,
     pub(crate) export_timeout: Duration,
+    /// The OTLP exporters' own timeout, when given in code (else theirs:
+    /// `OTEL_EXPORTER_OTLP_[<SIGNAL>_]TIMEOUT`, else 10 s).
+    pub(crate) otlp_timeout: Option<Duration>,
+    /// The OTLP endpoint given in code, over every endpoint variable.
+    pub(crate) endpoint: Option<String>,
+    /// The sampler: in code, else `OTEL_TRACES_SAMPLER(_ARG)`; `None`:
+    /// none named (the SDK's default, parent-based always-on).
+    pub(crate) sampler: Option<Sampler>,
+    /// Whether the sampler is known to be the default,
+    /// `parentbased_always_on` (lens's own span path then decides without
+    /// calling it).
+    pub(crate) default_sampler: bool,
     pub(crate) metric_interval: Duration,
     pub(crate) signal_flush_timeout: Duration,
     /// `OTEL_PROPAGATORS`: which of W3C TraceContext and Baggage the global
@@ -122,24 +193,58 @@ fn env_count(var: &str, max: usize) -> Result<Option<usize>, ConfigError> {
     }
 }
 
+/// What a duration variable may be.
+const MILLIS_EXPECTED: &str = "a duration in milliseconds (0 to 86400000)";
+
 /// Milliseconds, at most a day.
 fn env_millis(var: &str) -> Result<Option<Duration>, ConfigError> {
-    const DAY_MS: u64 = 86_400_000;
-    let expected = "a duration in milliseconds (0 to 86400000)";
-    match env_number::<u64>(var, expected)? {
+    match env_number::<u64>(var, MILLIS_EXPECTED)? {
         None => Ok(None),
-        Some(ms) if ms <= DAY_MS => Ok(Some(Duration::from_millis(ms))),
-        Some(ms) => Err(invalid(var, ms.to_string(), expected)),
+        Some(ms) => in_a_day(var, ms),
+    }
+}
+
+/// `ms` milliseconds of `var`, if at most a day.
+fn in_a_day(var: &str, ms: u64) -> Result<Option<Duration>, ConfigError> {
+    const DAY_MS: u64 = 86_400_000;
+    match ms <= DAY_MS {
+        true => Ok(Some(Duration::from_millis(ms))),
+        false => Err(invalid(var, ms.to_string(), MILLIS_EXPECTED)),
     }
 }
 
 impl OtelEnv {
-    pub(crate) fn read() -> Result<Self, ConfigError> {
-        let protocols = [
+    /// Reads and checks the variables, then puts `code` over them (checked
+    /// as the variables are, with the same errors).
+    pub(crate) fn read(code: &CodeSettings) -> Result<Self, ConfigError> {
+        let mut protocols = [
             OtlpProtocol::for_signal("TRACES", env)?,
             OtlpProtocol::for_signal("METRICS", env)?,
             OtlpProtocol::for_signal("LOGS", env)?,
         ];
+        if let Some(p) = code.protocol {
+            protocols = [p; 3];
+        }
+        for signal in ["", "TRACES_", "METRICS_", "LOGS_"] {
+            let var = format!("OTEL_EXPORTER_OTLP_{signal}ENDPOINT");
+            if let Some(v) = env(&var).filter(|v| !v.trim().is_empty()) {
+                check_endpoint(&var, &v)?;
+            }
+        }
+        if let Some(e) = &code.endpoint {
+            check_endpoint(CODE_ENDPOINT, e)?;
+        }
+        // one parse of `OTEL_TRACES_SAMPLER(_ARG)`, whoever reads it
+        let (sampler, default_sampler) = match &code.sampler {
+            Some(s) => (Some(s.clone()), false),
+            None => (
+                match env("OTEL_TRACES_SAMPLER") {
+                    Some(_) => Some(sampler_from_lookup(env)?),
+                    None => None,
+                },
+                names_default_sampler(&env),
+            ),
+        };
         let queue = env_count("OTEL_BSP_MAX_QUEUE_SIZE", MAX_QUEUE_SIZE_LIMIT)?
             .unwrap_or(DEFAULT_MAX_QUEUE_SIZE);
         let batch_size = env_count("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", MAX_QUEUE_SIZE_LIMIT)?
@@ -176,9 +281,16 @@ impl OtelEnv {
                 ));
             }
         }
-        let export_timeout = env_millis("OTEL_BSP_EXPORT_TIMEOUT")?
+        let mut export_timeout = env_millis("OTEL_BSP_EXPORT_TIMEOUT")?
             .filter(|d| !d.is_zero())
             .unwrap_or(DEFAULT_EXPORT_TIMEOUT);
+        let otlp_timeout = match code.export_timeout {
+            Some(t) => check_timeout(CODE_EXPORT_TIMEOUT, t)?,
+            None => None,
+        };
+        if let Some(t) = otlp_timeout {
+            export_timeout = t;
+        }
         let metric_interval = env_millis("OTEL_METRIC_EXPORT_INTERVAL")?
             .filter(|d| !d.is_zero())
             .unwrap_or(DEFAULT_METRIC_EXPORT_INTERVAL);
@@ -222,6 +334,10 @@ impl OtelEnv {
             },
             log_batch,
             export_timeout,
+            otlp_timeout,
+            endpoint: code.endpoint.as_ref().map(|e| e.trim().to_owned()),
+            sampler,
+            default_sampler,
             metric_interval,
             signal_flush_timeout,
             propagators: Propagators::parse(env)?,
@@ -300,4 +416,59 @@ impl OtlpProtocol {
         }
         Ok(OtlpProtocol::Grpc)
     }
+}
+
+/// Whether `OTEL_TRACES_SAMPLER` (read through `lookup`) names the default,
+/// `parentbased_always_on` (or is unset).
+pub(crate) fn names_default_sampler(lookup: &impl Fn(&str) -> Option<String>) -> bool {
+    sampler_name(lookup).is_none()
+}
+
+/// The sampler `OTEL_TRACES_SAMPLER` names, lowercased; `None` for the
+/// default (unset, empty or `parentbased_always_on`).
+fn sampler_name(lookup: &impl Fn(&str) -> Option<String>) -> Option<String> {
+    lookup("OTEL_TRACES_SAMPLER")
+        .map(|v| v.trim().to_ascii_lowercase())
+        .filter(|n| !n.is_empty() && n != "parentbased_always_on")
+}
+
+/// The sampler named by `OTEL_TRACES_SAMPLER` / `OTEL_TRACES_SAMPLER_ARG`
+/// (`always_on`, `always_off`, `traceidratio`, `parentbased_always_on`,
+/// `parentbased_always_off`, `parentbased_traceidratio`), read through
+/// `lookup`; unset: `parentbased_always_on`. Unknown names and bad ratios are
+/// errors naming the variable.
+pub(crate) fn sampler_from_lookup(
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<Sampler, ConfigError> {
+    let name = sampler_name(&lookup);
+    let ratio = || -> Result<f64, ConfigError> {
+        match lookup("OTEL_TRACES_SAMPLER_ARG") {
+            None => Ok(1.0),
+            Some(v) => match v.trim().parse::<f64>() {
+                Ok(r) if (0.0..=1.0).contains(&r) => Ok(r),
+                _ => Err(ConfigError::InvalidValue {
+                    variable: "OTEL_TRACES_SAMPLER_ARG".into(),
+                    value: v,
+                    expected: "a ratio in [0, 1]".into(),
+                }),
+            },
+        }
+    };
+    Ok(match name.as_deref() {
+        None => Sampler::ParentBased(Box::new(Sampler::AlwaysOn)),
+        Some("always_on") => Sampler::AlwaysOn,
+        Some("always_off") => Sampler::AlwaysOff,
+        Some("traceidratio") => Sampler::TraceIdRatioBased(ratio()?),
+        Some("parentbased_always_off") => Sampler::ParentBased(Box::new(Sampler::AlwaysOff)),
+        Some("parentbased_traceidratio") => {
+            Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(ratio()?)))
+        }
+        Some(other) => {
+            return Err(ConfigError::InvalidValue {
+                variable: "OTEL_TRACES_SAMPLER".into(),
+                value: other.to_owned(),
+                expected: "one of: always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio".into(),
+            })
+        }
+    })
 }

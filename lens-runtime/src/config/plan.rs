@@ -3,7 +3,7 @@
 //! configuration; setup reads nothing else.
 
 use super::lens::LensConfig;
-use super::otel::OtelEnv;
+use super::otel::{CodeSettings, OtelEnv};
 use super::strategy::{self, StrategyError, StrategyFn};
 use super::validate::ValidConfig;
 use super::ConfigError;
@@ -37,11 +37,16 @@ impl From<ConfigError> for PlanError {
 }
 
 impl Plan {
-    /// Checks `config` and the environment; `custom` replaces the named
-    /// export strategy (whose name is then not checked).
-    pub(crate) fn new(config: LensConfig, custom: Option<StrategyFn>) -> Result<Plan, PlanError> {
+    /// Checks `config`, the environment and the settings given in `code`;
+    /// `custom` replaces the named export strategy (whose name is then not
+    /// checked).
+    pub(crate) fn new(
+        config: LensConfig,
+        custom: Option<StrategyFn>,
+        code: &CodeSettings,
+    ) -> Result<Plan, PlanError> {
         let (config, groups) = ValidConfig::new(config, custom.is_none())?.into_parts();
-        let otel = OtelEnv::read()?;
+        let otel = OtelEnv::read(code)?;
         let decide: StrategyFn = match custom {
             Some(f) => f,
             None => {

@@ -14,16 +14,29 @@ pub(crate) const BUILTIN_STRATEGIES: &[&str] =
     &["all_ranks", "single_rank", "sampled", "first_rank_per_node"];
 
 /// An export-strategy registry error.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// ```
+/// let e = lens::remove_export_strategy("no_such", false).unwrap_err();
+/// assert!(e.to_string().starts_with("unknown export strategy `no_such`"));
+/// ```
+#[derive(Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum StrategyError {
     /// The name is empty or blank.
+    #[error("an export strategy needs a non-empty name")]
     EmptyName,
     /// A strategy of that name exists; use `replace_export_strategy`.
+    #[error(
+        "export strategy `{0}` is already registered; use `replace_export_strategy` to replace it"
+    )]
     AlreadyRegistered(String),
     /// Built-ins are protected unless `allow_builtin` is set.
+    #[error(
+        "`{0}` is a built-in export strategy; pass `allow_builtin = true` to replace or remove it"
+    )]
     BuiltinProtected(String),
     /// No strategy of that name.
+    #[error("unknown export strategy `{name}`; registered strategies are: {}", registered.join(", "))]
     Unknown {
         /// The name asked for.
         name: String,
@@ -32,28 +45,13 @@ pub enum StrategyError {
     },
 }
 
-impl fmt::Display for StrategyError {
+/// The whole chain on one line: what `main` prints when it returns this
+/// error.
+impl fmt::Debug for StrategyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            StrategyError::EmptyName => f.write_str("an export strategy needs a non-empty name"),
-            StrategyError::AlreadyRegistered(n) => write!(
-                f,
-                "export strategy `{n}` is already registered; use `replace_export_strategy` to replace it"
-            ),
-            StrategyError::BuiltinProtected(n) => write!(
-                f,
-                "`{n}` is a built-in export strategy; pass `allow_builtin = true` to replace or remove it"
-            ),
-            StrategyError::Unknown { name, registered } => write!(
-                f,
-                "unknown export strategy `{name}`; registered strategies are: {}",
-                registered.join(", ")
-            ),
-        }
+        crate::config::error::write_chain(self, f)
     }
 }
-
-impl std::error::Error for StrategyError {}
 
 struct Entry {
     name: String,

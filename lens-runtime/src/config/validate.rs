@@ -20,7 +20,8 @@ impl LensConfig {
     /// let valid = cfg.validate().unwrap();
     /// assert!(valid.span_groups().contains(&lens::groups::JOB));
     /// cfg.span_groups = "default,stpe".into();
-    /// let msg = cfg.validate().unwrap_err().to_string();
+    /// // `{:?}`: the error and its source, the unknown name and the valid ones
+    /// let msg = format!("{:?}", cfg.validate().unwrap_err());
     /// assert!(msg.contains("stpe") && msg.contains("step"));
     /// ```
     pub fn validate(&self) -> Result<ValidConfig, ConfigError> {

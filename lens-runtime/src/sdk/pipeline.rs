@@ -17,11 +17,15 @@ mod losses;
 use crate::sdk::processors::{log_processor, own_recorder, own_span_path, CountEnded};
 use crate::sdk::redact::Redactor;
 use crate::sdk::report::ShutdownReport;
-use crate::sdk::sampler::{names_default_sampler, sampler_from_lookup, RankAwareSampler};
+use crate::sdk::sampler::RankAwareSampler;
 use opentelemetry_sdk::logs::SdkLoggerProvider;
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
-use opentelemetry_sdk::metrics::{MeterProviderBuilder, PeriodicReader, SdkMeterProvider};
-use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider, ShouldSample, SpanProcessor};
+use opentelemetry_sdk::metrics::{
+    Instrument, MeterProviderBuilder, PeriodicReader, SdkMeterProvider, Stream,
+};
+use opentelemetry_sdk::trace::{
+    Sampler, SdkTracerProvider, ShouldSample, SpanProcessor, TracerProviderBuilder,
+};
 use opentelemetry_sdk::Resource;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -53,14 +57,7 @@ pub(crate) type ProcessorFactory =
 pub(crate) type ReaderFactory =
     Box<dyn FnOnce(MeterProviderBuilder, Duration) -> MeterProviderBuilder + Send>;
 
-/// Why a pipeline could not be built.
-#[derive(Debug)]
-pub(crate) enum BuildError {
-    /// A configuration value is invalid (the sampler variables).
-    Config(crate::config::ConfigError),
-    /// An exporter could not be built.
-    Exporter(String),
-}
+pub(crate) use crate::sdk::export::BuildError;
 
 /// Where every signal goes; decided once per setup.
 enum Backend {
@@ -79,7 +76,30 @@ pub(crate) struct Inputs<'a> {
     pub(crate) redactor: &'a Redactor,
     pub(crate) span_processor: Option<ProcessorFactory>,
     pub(crate) metric_reader: Option<ReaderFactory>,
+    /// Span processors, metric readers and views added in code.
+    pub(crate) extra: Extras,
 }
+
+/// Adds one span processor given in code to the tracer provider.
+pub(crate) type AddSpanProcessor =
+    Box<dyn FnOnce(TracerProviderBuilder) -> TracerProviderBuilder + Send>;
+/// A metric view given in code.
+pub(crate) type View = Arc<dyn Fn(&Instrument) -> Option<Stream> + Send + Sync>;
+
+/// What the builder adds beside lens's own exporters.
+#[derive(Default)]
+pub(crate) struct Extras {
+    /// `with_span_processor`, in order, after lens's processor.
+    pub(crate) span_processors: Vec<AddSpanProcessor>,
+    /// `with_metric_reader`, beside lens's reader.
+    pub(crate) metric_readers: Vec<ReaderFactoryExtra>,
+    /// `with_view`, in order.
+    pub(crate) views: Vec<View>,
+}
+
+/// Adds one metric reader given in code to the meter provider.
+pub(crate) type ReaderFactoryExtra =
+    Box<dyn FnOnce(MeterProviderBuilder) -> MeterProviderBuilder + Send>;
 
 /// The providers of one exporting setup.
 pub(crate) struct Pipeline {
@@ -128,13 +148,14 @@ impl Pipeline {
             && ((cfg.traces_enabled && inp.span_processor.is_none())
                 || (cfg.metrics_enabled && inp.metric_reader.is_none())
                 || cfg.logs_enabled);
-        let runtime = if needs_otlp {
-            Some(ExportRuntime::new().map_err(|e| {
-                BuildError::Exporter(format!("cannot start the export runtime: {e}"))
-            })?)
-        } else {
-            None
-        };
+        let runtime =
+            if needs_otlp {
+                Some(ExportRuntime::new().map_err(|e| {
+                    BuildError::caused("cannot start the export runtime".to_owned(), e)
+                })?)
+            } else {
+                None
+            };
         let cannot_open = |p: &Path, e: std::io::Error| {
             let from = if cfg.file_path.is_some() {
                 "NEMO_LENS_FILE_PATH"
@@ -142,7 +163,7 @@ impl Pipeline {
                 "the default path, named after the run id (NEMO_LENS_RUN_ID, else SLURM_JOB_ID)"
             };
             let shown: String = p.display().to_string().chars().take(120).collect();
-            BuildError::Exporter(format!("cannot open {shown} (from {from}): {e}"))
+            BuildError::caused(format!("cannot open {shown} (from {from})"), e)
         };
         // `perfetto`: spans into the trace files, metrics and log records
         // into the JSON lines file beside them (opened only when needed)
@@ -171,7 +192,6 @@ impl Pipeline {
             (None, Some(rt)) => Backend::Otlp(rt.handle()),
             (None, None) => Backend::Console,
         };
-        let exporter_err = BuildError::Exporter;
         let counters = Arc::new(SpanCounters::default());
         let mut destinations = match &backend {
             Backend::File(_) => {
@@ -185,7 +205,7 @@ impl Pipeline {
                 "stdout".to_owned(),
                 "stdout".to_owned(),
             ],
-            Backend::Otlp(_) => export::otlp_destinations(otel.protocols),
+            Backend::Otlp(_) => export::otlp_destinations(otel),
         };
         if let Some(files) = &perfetto {
             destinations[0] = files.path().display().to_string();
@@ -226,24 +246,23 @@ impl Pipeline {
                             batch_processor(console::console(), c, batch, r)
                         }
                         (None, Backend::Otlp(h)) => {
-                            let e = export::otlp_spans(otel.protocols[0], h)
-                                .map_err(exporter_err)?
-                                .with_timeout(otel.export_timeout);
+                            let e = export::otlp_spans(otel, h)?.with_timeout(otel.export_timeout);
                             batch_processor(e, c, batch, r)
                         }
                     }
                 }
             };
             spans = Some(processor.clone());
-            let own_path = own_span_path();
+            // a span processor given in code sees spans only on the SDK's
+            // path (lens's own recorder bypasses the provider's processors)
+            let own_path = own_span_path() && inp.extra.span_processors.is_empty();
             let own_processor = processor.clone();
-            let lookup = crate::config::otel::env;
             // the SDK's default, which the provider uses when none is set
             let mut rec_sampler: Box<dyn ShouldSample> =
                 Box::new(Sampler::ParentBased(Box::new(Sampler::AlwaysOn)));
             // whether the recorder may decide as `parentbased_always_on`
             // without calling the sampler
-            let mut default_sampling = names_default_sampler(&lookup);
+            let mut default_sampling = otel.default_sampler;
             let mut b = SdkTracerProvider::builder()
                 .with_resource(res.clone())
                 .with_id_generator(ForkSafeIdGenerator::new())
@@ -252,15 +271,20 @@ impl Pipeline {
                     counters: counters.clone(),
                 });
             if cfg.sampler_enabled {
-                let inner = sampler_from_lookup(lookup).map_err(BuildError::Config)?;
+                let inner = otel
+                    .sampler
+                    .clone()
+                    .unwrap_or(Sampler::ParentBased(Box::new(Sampler::AlwaysOn)));
                 let s = RankAwareSampler::new(inp.rank, cfg.export_sample_rate, inner);
                 default_sampling &= s.keeps_rank();
                 rec_sampler = Box::new(s.clone());
                 b = b.with_sampler(s);
-            } else if lookup("OTEL_TRACES_SAMPLER").is_some() {
-                let s = sampler_from_lookup(lookup).map_err(BuildError::Config)?;
+            } else if let Some(s) = otel.sampler.clone() {
                 rec_sampler = Box::new(s.clone());
                 b = b.with_sampler(s);
+            }
+            for add in inp.extra.span_processors {
+                b = add(b);
             }
             if own_path {
                 recorder = Some(own_recorder(
@@ -292,6 +316,13 @@ impl Pipeline {
                     .with_interval(interval)
                     .build()
             }
+            let mut b = b;
+            for add in inp.extra.metric_readers {
+                b = add(b);
+            }
+            for view in inp.extra.views {
+                b = b.with_view(move |i: &Instrument| view(i));
+            }
             let b = match inp.metric_reader {
                 Some(f) => f(b, interval),
                 None => match &backend {
@@ -301,11 +332,9 @@ impl Pipeline {
                         mc,
                     )),
                     Backend::Console => b.with_reader(reader(console::console(), interval, mc)),
-                    Backend::Otlp(h) => b.with_reader(reader(
-                        export::otlp_metrics(otel.protocols[1], h).map_err(exporter_err)?,
-                        interval,
-                        mc,
-                    )),
+                    Backend::Otlp(h) => {
+                        b.with_reader(reader(export::otlp_metrics(otel, h)?, interval, mc))
+                    }
                 },
             };
             Some(b.build())
@@ -327,12 +356,9 @@ impl Pipeline {
                 Backend::Console => {
                     b.with_log_processor(log_processor(console::console(), lb, r, c))
                 }
-                Backend::Otlp(h) => b.with_log_processor(log_processor(
-                    export::otlp_logs(otel.protocols[2], h).map_err(exporter_err)?,
-                    lb,
-                    r,
-                    c,
-                )),
+                Backend::Otlp(h) => {
+                    b.with_log_processor(log_processor(export::otlp_logs(otel, h)?, lb, r, c))
+                }
             };
             Some(b.build())
         } else {

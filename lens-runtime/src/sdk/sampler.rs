@@ -3,7 +3,6 @@
 //! (parent-based by default, or `OTEL_TRACES_SAMPLER`).
 
 use crate::config::strategy::rank_is_sampled;
-use crate::config::ConfigError;
 use opentelemetry::trace::{Link, SpanKind, TraceContextExt, TraceId, TraceState};
 use opentelemetry::{Context, KeyValue};
 use opentelemetry_sdk::trace::{Sampler, SamplingDecision, SamplingResult, ShouldSample};
@@ -89,64 +88,10 @@ fn parent_trace_state(parent: Option<&Context>) -> TraceState {
         .unwrap_or_default()
 }
 
-/// Whether `OTEL_TRACES_SAMPLER` (read through `lookup`) names the default,
-/// `parentbased_always_on` (or is unset).
-pub(crate) fn names_default_sampler(lookup: &impl Fn(&str) -> Option<String>) -> bool {
-    sampler_name(lookup).is_none()
-}
-
-/// The sampler `OTEL_TRACES_SAMPLER` names, lowercased; `None` for the
-/// default (unset, empty or `parentbased_always_on`).
-fn sampler_name(lookup: &impl Fn(&str) -> Option<String>) -> Option<String> {
-    lookup("OTEL_TRACES_SAMPLER")
-        .map(|v| v.trim().to_ascii_lowercase())
-        .filter(|n| !n.is_empty() && n != "parentbased_always_on")
-}
-
-/// The sampler named by `OTEL_TRACES_SAMPLER` / `OTEL_TRACES_SAMPLER_ARG`
-/// (`always_on`, `always_off`, `traceidratio`, `parentbased_always_on`,
-/// `parentbased_always_off`, `parentbased_traceidratio`), read through
-/// `lookup`; unset: `parentbased_always_on`. Unknown names and bad ratios are
-/// errors naming the variable.
-pub(crate) fn sampler_from_lookup(
-    lookup: impl Fn(&str) -> Option<String>,
-) -> Result<Sampler, ConfigError> {
-    let name = sampler_name(&lookup);
-    let ratio = || -> Result<f64, ConfigError> {
-        match lookup("OTEL_TRACES_SAMPLER_ARG") {
-            None => Ok(1.0),
-            Some(v) => match v.trim().parse::<f64>() {
-                Ok(r) if (0.0..=1.0).contains(&r) => Ok(r),
-                _ => Err(ConfigError::InvalidValue {
-                    variable: "OTEL_TRACES_SAMPLER_ARG".into(),
-                    value: v,
-                    expected: "a ratio in [0, 1]".into(),
-                }),
-            },
-        }
-    };
-    Ok(match name.as_deref() {
-        None => Sampler::ParentBased(Box::new(Sampler::AlwaysOn)),
-        Some("always_on") => Sampler::AlwaysOn,
-        Some("always_off") => Sampler::AlwaysOff,
-        Some("traceidratio") => Sampler::TraceIdRatioBased(ratio()?),
-        Some("parentbased_always_off") => Sampler::ParentBased(Box::new(Sampler::AlwaysOff)),
-        Some("parentbased_traceidratio") => {
-            Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(ratio()?)))
-        }
-        Some(other) => {
-            return Err(ConfigError::InvalidValue {
-                variable: "OTEL_TRACES_SAMPLER".into(),
-                value: other.to_owned(),
-                expected: "one of: always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio".into(),
-            })
-        }
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::otel::sampler_from_lookup;
     use opentelemetry::trace::{SpanContext, SpanId, TraceFlags};
 
     fn parent(sampled: bool, state: &str) -> Context {
@@ -246,7 +191,7 @@ mod examples {
 
     #[test]
     fn sampler_from_lookup() {
-        use crate::sdk::sampler::sampler_from_lookup;
+        use crate::config::otel::sampler_from_lookup;
         let s = sampler_from_lookup(|k| match k {
             "OTEL_TRACES_SAMPLER" => Some("parentbased_traceidratio".into()),
             "OTEL_TRACES_SAMPLER_ARG" => Some("0.25".into()),

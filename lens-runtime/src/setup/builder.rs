@@ -5,22 +5,42 @@ use super::error::SetupError;
 use super::handle::{next_generation, take_over, teardown_globals, TelemetryHandle, LIVE_HANDLES};
 use super::signal;
 use crate::api::groups::{set_enabled_span_groups, SpanGroupSet};
-use crate::config::otel::env;
+use crate::config::otel::{env, CodeSettings, OtlpProtocol};
 use crate::config::plan::{Plan, PlanError};
 use crate::config::strategy::StrategyFn;
 use crate::config::LensConfig;
 use crate::host::resource::{self};
-use crate::sdk::pipeline::{batch_processor, ProcessorFactory, ReaderFactory};
+use crate::sdk::pipeline::{batch_processor, Extras, ProcessorFactory, ReaderFactory};
 use opentelemetry::KeyValue;
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
-use opentelemetry_sdk::metrics::PeriodicReader;
-use opentelemetry_sdk::trace::SpanExporter;
+use opentelemetry_sdk::metrics::{Instrument, PeriodicReader, Stream};
+use opentelemetry_sdk::trace::{Sampler, SpanExporter, SpanProcessor};
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Sets telemetry up with options beyond the configuration.
+///
+/// # Precedence
+///
+/// A setting given here wins over its environment variable, which wins
+/// over the default: **code over environment over default**.
+///
+/// | method | overrides |
+/// |---|---|
+/// | [`with_endpoint`](Self::with_endpoint) | `OTEL_EXPORTER_OTLP_ENDPOINT` and `OTEL_EXPORTER_OTLP_<SIGNAL>_ENDPOINT` |
+/// | [`with_otlp_protocol`](Self::with_otlp_protocol) | `OTEL_EXPORTER_OTLP_PROTOCOL` and `OTEL_EXPORTER_OTLP_<SIGNAL>_PROTOCOL` |
+/// | [`with_export_timeout`](Self::with_export_timeout) | `OTEL_BSP_EXPORT_TIMEOUT` and `OTEL_EXPORTER_OTLP_[<SIGNAL>_]TIMEOUT` |
+/// | [`with_sampler`](Self::with_sampler) | `OTEL_TRACES_SAMPLER`, `OTEL_TRACES_SAMPLER_ARG` |
+///
+/// [`with_span_processor`](Self::with_span_processor),
+/// [`with_metric_reader`](Self::with_metric_reader) and
+/// [`with_view`](Self::with_view) add to what the configuration sets up.
+/// A value given here is checked as its variable is, with the same error
+/// (naming the method instead of the variable), when
+/// [`install`](Self::install) runs.
 ///
 /// ```
 /// use lens::LensConfig;
@@ -43,6 +63,8 @@ pub struct TelemetryBuilder {
     pub(super) strategy: Option<StrategyFn>,
     pub(super) allow_reinit: bool,
     pub(super) k8s_dir: Option<PathBuf>,
+    pub(super) code: CodeSettings,
+    pub(super) extra: Extras,
 }
 
 impl fmt::Debug for TelemetryBuilder {
@@ -56,6 +78,10 @@ impl fmt::Debug for TelemetryBuilder {
             .field("custom_metric_reader", &self.metric_reader.is_some())
             .field("custom_strategy", &self.strategy.is_some())
             .field("allow_reinit", &self.allow_reinit)
+            .field("code", &self.code)
+            .field("span_processors", &self.extra.span_processors.len())
+            .field("metric_readers", &self.extra.metric_readers.len())
+            .field("views", &self.extra.views.len())
             .finish()
     }
 }
@@ -105,7 +131,137 @@ impl TelemetryBuilder {
             strategy: None,
             allow_reinit: false,
             k8s_dir: None,
+            code: CodeSettings::default(),
+            extra: Extras::default(),
         }
+    }
+
+    /// Sends OTLP telemetry to `endpoint`, over `OTEL_EXPORTER_OTLP_ENDPOINT`
+    /// and the per-signal `OTEL_EXPORTER_OTLP_<SIGNAL>_ENDPOINT`. As with
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT`, it is the base URL: over HTTP,
+    /// `/v1/traces`, `/v1/metrics` and `/v1/logs` are appended. Checked
+    /// as the variable is (an `http://` or `https://` URL).
+    ///
+    /// ```
+    /// let b = lens::TelemetryBuilder::new(Default::default(), 0, 1)
+    ///     .with_endpoint("http://collector.internal:4317");
+    /// # let _ = b;
+    /// let mut cfg = lens::LensConfig::default();
+    /// cfg.enabled = true;
+    /// let e = lens::TelemetryBuilder::new(cfg, 0, 1)
+    ///     .with_endpoint("collector:4317")
+    ///     .install()
+    ///     .unwrap_err();
+    /// assert!(e.to_string().contains("TelemetryBuilder::with_endpoint"));
+    /// ```
+    pub fn with_endpoint(mut self, endpoint: impl Into<String>) -> Self {
+        self.code.endpoint = Some(endpoint.into());
+        self
+    }
+
+    /// Uses `protocol` for every OTLP signal, over
+    /// `OTEL_EXPORTER_OTLP_PROTOCOL` and the per-signal
+    /// `OTEL_EXPORTER_OTLP_<SIGNAL>_PROTOCOL`.
+    ///
+    /// ```
+    /// use lens::OtlpProtocol;
+    /// let b = lens::TelemetryBuilder::new(Default::default(), 0, 1)
+    ///     .with_otlp_protocol(OtlpProtocol::HttpProtobuf)
+    ///     .with_endpoint("http://localhost:4318");
+    /// # let _ = b;
+    /// ```
+    pub fn with_otlp_protocol(mut self, protocol: OtlpProtocol) -> Self {
+        self.code.protocol = Some(protocol);
+        self
+    }
+
+    /// Gives one export at most `timeout`, over `OTEL_BSP_EXPORT_TIMEOUT`
+    /// (the span processor's) and `OTEL_EXPORTER_OTLP_[<SIGNAL>_]TIMEOUT`
+    /// (the OTLP exporters'). Checked as those variables are: at most a
+    /// day; zero means the default.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let b = lens::TelemetryBuilder::new(Default::default(), 0, 1)
+    ///     .with_export_timeout(Duration::from_secs(5));
+    /// # let _ = b;
+    /// ```
+    pub fn with_export_timeout(mut self, timeout: Duration) -> Self {
+        self.code.export_timeout = Some(timeout);
+        self
+    }
+
+    /// Samples spans with `sampler`, over `OTEL_TRACES_SAMPLER` and
+    /// `OTEL_TRACES_SAMPLER_ARG`. With `NEMO_LENS_SAMPLER_ENABLED` (the
+    /// rank sampler), it decides for the ranks that rank sampling keeps.
+    ///
+    /// ```
+    /// use lens::otel_sdk::trace::Sampler;
+    /// let b = lens::TelemetryBuilder::new(Default::default(), 0, 1)
+    ///     .with_sampler(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(0.1))));
+    /// # let _ = b;
+    /// ```
+    pub fn with_sampler(mut self, sampler: Sampler) -> Self {
+        self.code.sampler = Some(sampler);
+        self
+    }
+
+    /// Adds `processor` to the tracer provider, after lens's own (which
+    /// exports): it sees every span lens records. Spans then take the
+    /// OpenTelemetry SDK's path, as with `NEMO_LENS_SPAN_PATH=sdk` (lens's
+    /// own recorder has no place for other processors).
+    ///
+    /// ```
+    /// use lens::otel_sdk::trace::{InMemorySpanExporter, SimpleSpanProcessor};
+    /// let seen = InMemorySpanExporter::default();
+    /// let b = lens::TelemetryBuilder::new(Default::default(), 0, 1)
+    ///     .with_span_processor(SimpleSpanProcessor::new(seen.clone()));
+    /// # let _ = b;
+    /// ```
+    pub fn with_span_processor<P: SpanProcessor + 'static>(mut self, processor: P) -> Self {
+        self.extra
+            .span_processors
+            .push(Box::new(move |b| b.with_span_processor(processor)));
+        self
+    }
+
+    /// Adds `reader` to the meter provider, beside lens's own (which
+    /// exports at `OTEL_METRIC_EXPORT_INTERVAL`): a second periodic reader,
+    /// with its own exporter and interval, gets every instrument too.
+    ///
+    /// ```
+    /// use lens::otel_sdk::metrics::{InMemoryMetricExporter, PeriodicReader};
+    /// let reader = PeriodicReader::builder(InMemoryMetricExporter::default()).build();
+    /// let b = lens::TelemetryBuilder::new(Default::default(), 0, 1).with_metric_reader(reader);
+    /// # let _ = b;
+    /// ```
+    pub fn with_metric_reader<E: PushMetricExporter>(mut self, reader: PeriodicReader<E>) -> Self {
+        self.extra
+            .metric_readers
+            .push(Box::new(move |b| b.with_reader(reader)));
+        self
+    }
+
+    /// Adds a metric view: `view` returns the stream an instrument is
+    /// exported as (renamed, re-described, another aggregation, dropped
+    /// with a cardinality limit of 0), or `None` to leave it alone. Views
+    /// apply in the order added, to every reader.
+    ///
+    /// ```
+    /// use lens::otel_sdk::metrics::{Instrument, Stream};
+    /// let b = lens::TelemetryBuilder::new(Default::default(), 0, 1).with_view(|i: &Instrument| {
+    ///     (i.name() == "lens.step.duration")
+    ///         .then(|| Stream::builder().with_name("step_seconds").build().ok())
+    ///         .flatten()
+    /// });
+    /// # let _ = b;
+    /// ```
+    pub fn with_view<V>(mut self, view: V) -> Self
+    where
+        V: Fn(&Instrument) -> Option<Stream> + Send + Sync + 'static,
+    {
+        self.extra.views.push(Arc::new(view));
+        self
     }
 
     /// Adds a resource attribute; caller attributes override detected ones.
@@ -277,15 +433,15 @@ impl TelemetryBuilder {
         // 1. validate everything, on every rank, before anything is installed
         let extra = std::mem::take(&mut self.redact_keys);
         self.config.redact_keys.extend(extra);
-        let plan = Plan::new(std::mem::take(&mut self.config), self.strategy.take()).map_err(
-            |e| match e {
-                PlanError::Config(e) => SetupError::Config(e),
-                PlanError::Strategy(e) => SetupError::Strategy(e),
-            },
-        )?;
-        if plan.config.sampler_enabled {
-            crate::sdk::sampler::sampler_from_lookup(env)?;
-        }
+        let plan = Plan::new(
+            std::mem::take(&mut self.config),
+            self.strategy.take(),
+            &self.code,
+        )
+        .map_err(|e| match e {
+            PlanError::Config(e) => SetupError::Config(e),
+            PlanError::Strategy(e) => SetupError::Strategy(e),
+        })?;
         let p = plan.otel.propagators;
         crate::api::propagation::install_global(p.trace_context, p.baggage);
         crate::api::span::install_panic_hook();

@@ -9,7 +9,7 @@ use crate::api::groups::set_enabled_span_groups;
 use crate::api::span::{self, open};
 use crate::config::plan::Plan;
 use crate::host::resource::{self, Detect};
-use crate::sdk::pipeline::{BuildError, Inputs, Pipeline};
+use crate::sdk::pipeline::{Inputs, Pipeline};
 use crate::sdk::redact::{RedactingMeterProvider, Redactor};
 use opentelemetry_sdk::Resource;
 use std::sync::Arc;
@@ -29,7 +29,7 @@ impl TelemetryBuilder {
         } = plan;
         let cfg = &cfg;
         // before anything is touched (GPU detection included)
-        crate::sdk::features::check(cfg).map_err(SetupError::Exporter)?;
+        crate::sdk::features::check(cfg).map_err(SetupError::exporter)?;
         let detect = Detect {
             // as set: an empty CUDA_VISIBLE_DEVICES means no GPU, not unset
             lookup: &crate::vars::raw,
@@ -59,10 +59,11 @@ impl TelemetryBuilder {
             redactor: &redactor,
             span_processor: self.span_processor,
             metric_reader: self.metric_reader,
+            extra: self.extra,
         })
-        .map_err(|e| match e {
-            BuildError::Config(e) => SetupError::Config(e),
-            BuildError::Exporter(e) => SetupError::Exporter(e),
+        .map_err(|e| SetupError::Exporter {
+            what: e.what,
+            source: e.source,
         })?;
         let mut pipeline = pipeline;
         let recorder = pipeline.recorder.take();

@@ -4,7 +4,8 @@ use super::family::*;
 use std::fmt;
 
 /// An unknown name in a span-group spec.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown span group or preset `{name}`; valid names are: {}", valid.join(", "))]
 pub struct SpanGroupError {
     pub(super) name: String,
     pub(super) valid: Vec<&'static str>,
@@ -32,18 +33,13 @@ impl SpanGroupError {
     }
 }
 
-impl fmt::Display for SpanGroupError {
+/// The whole chain on one line: what `main` prints when it returns this
+/// error.
+impl fmt::Debug for SpanGroupError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "unknown span group or preset `{}`; valid names are: {}",
-            self.name,
-            self.valid.join(", ")
-        )
+        fmt::Display::fmt(self, f)
     }
 }
-
-impl std::error::Error for SpanGroupError {}
 
 /// A resolved set of enabled groups over one or more families.
 ///

@@ -5,17 +5,26 @@ use super::bytes::*;
 use super::carrier::*;
 use std::fmt;
 use std::sync::Mutex;
-/// A failed collective operation.
-#[derive(Debug, Clone, PartialEq, Eq)]
+
+/// A failed collective operation: what failed, in words (a communicator's
+/// own error is rarely a Rust error to keep as a source).
+///
+/// ```
+/// let e = lens::propagation::CollectiveError("root 9 out of range".into());
+/// assert_eq!(e.to_string(), "collective failed: root 9 out of range");
+/// assert_eq!(format!("{e:?}"), e.to_string());
+/// ```
+#[derive(Clone, PartialEq, Eq, thiserror::Error)]
+#[error("collective failed: {0}")]
 pub struct CollectiveError(pub String);
 
-impl fmt::Display for CollectiveError {
+/// The whole chain on one line: what `main` prints when it returns this
+/// error.
+impl fmt::Debug for CollectiveError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "collective failed: {}", self.0)
+        fmt::Display::fmt(self, f)
     }
 }
-
-impl std::error::Error for CollectiveError {}
 
 /// The collectives lens needs: broadcast bytes from a root rank, and
 /// gather bytes to one (provided, built on the broadcast). Implemented for

@@ -10,19 +10,29 @@ pub(crate) struct Signal {
     pub(crate) name: &'static str,
     /// The infix of the per-signal variables: `TRACES`, `METRICS`, `LOGS`.
     pub(crate) var: &'static str,
+    /// The OTLP/HTTP path under a base endpoint: `traces`, `metrics`, `logs`.
+    path: &'static str,
+    /// The signal's place in per-signal arrays (traces, metrics, logs).
+    pub(crate) index: usize,
 }
 
 pub(crate) const TRACES: Signal = Signal {
     name: "trace",
     var: "TRACES",
+    path: "traces",
+    index: 0,
 };
 pub(crate) const METRICS: Signal = Signal {
     name: "metric",
     var: "METRICS",
+    path: "metrics",
+    index: 1,
 };
 pub(crate) const LOGS: Signal = Signal {
     name: "log",
     var: "LOGS",
+    path: "logs",
+    index: 2,
 };
 
 impl Signal {
@@ -38,8 +48,14 @@ impl Signal {
         .find_map(|name| crate::config::otel::env(&name).map(|v| (v.trim().to_owned(), name)))
     }
 
-    /// The endpoint this signal's exporter uses and where it came from.
-    pub(crate) fn endpoint(self, protocol: OtlpProtocol) -> (String, String) {
+    /// The endpoint this signal's exporter uses and where it came from:
+    /// the one given in code (`code`), else the variables, else the
+    /// protocol's default.
+    pub(crate) fn endpoint(self, protocol: OtlpProtocol, code: Option<&str>) -> (String, String) {
+        if let Some(base) = code {
+            let from = crate::config::otel::CODE_ENDPOINT.to_owned();
+            return (self.under(base, protocol), from);
+        }
         self.setting("ENDPOINT").unwrap_or_else(|| {
             let default = match protocol {
                 OtlpProtocol::Grpc => "http://localhost:4317",
@@ -47,6 +63,17 @@ impl Signal {
             };
             (default.to_owned(), "the OTLP default".to_owned())
         })
+    }
+
+    /// This signal's URL under a base endpoint given in code, as for
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT`: for HTTP, `/v1/<signal>` is appended.
+    pub(crate) fn under(self, base: &str, protocol: OtlpProtocol) -> String {
+        match protocol {
+            OtlpProtocol::Grpc => base.to_owned(),
+            OtlpProtocol::HttpProtobuf | OtlpProtocol::HttpJson => {
+                format!("{}/v1/{}", base.trim_end_matches('/'), self.path)
+            }
+        }
     }
 }
 

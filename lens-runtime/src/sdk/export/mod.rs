@@ -11,6 +11,7 @@
 //! multi-thread runtime and from inside a current-thread runtime.
 
 pub(crate) mod batch;
+mod build_error;
 pub(crate) mod console;
 mod endpoint;
 pub(crate) mod file;
@@ -28,6 +29,7 @@ pub(crate) mod sink;
 )]
 mod tls;
 
+pub(crate) use build_error::BuildError;
 use endpoint::transport_error;
 pub(crate) use otlp::{otlp_destinations, otlp_logs, otlp_metrics, otlp_spans};
 pub(crate) use runtime::ExportRuntime;

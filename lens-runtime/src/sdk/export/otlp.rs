@@ -9,22 +9,29 @@
     allow(dead_code)
 )]
 
+use super::build_error::BuildError;
 use super::endpoint::{Signal, LOGS, METRICS, TRACES};
 use super::runtime::OnRuntime;
-use crate::config::otel::OtlpProtocol;
+use crate::config::otel::{OtelEnv, OtlpProtocol};
 use tokio::runtime::Handle;
 
 /// Where the OTLP exporters send traces, metrics and logs, for messages:
 /// each signal's endpoint variable, else the general one, else the
 /// protocol's default.
-pub(crate) fn otlp_destinations(protocols: [OtlpProtocol; 3]) -> [String; 3] {
+pub(crate) fn otlp_destinations(otel: &OtelEnv) -> [String; 3] {
+    let protocols = otel.protocols;
+    let code = otel.endpoint.as_deref();
     let name = |protocol| match protocol {
         OtlpProtocol::Grpc => "grpc",
         OtlpProtocol::HttpProtobuf => "http/protobuf",
         OtlpProtocol::HttpJson => "http/json",
     };
     let one = |signal: Signal, protocol| {
-        format!("{} (OTLP {})", signal.endpoint(protocol).0, name(protocol))
+        format!(
+            "{} (OTLP {})",
+            signal.endpoint(protocol, code).0,
+            name(protocol)
+        )
     };
     [
         one(TRACES, protocols[0]),
@@ -42,8 +49,8 @@ type Secure = Option<super::tls::Settings>;
 #[cfg(not(feature = "tls"))]
 type Secure = Option<std::convert::Infallible>;
 
-fn secure(signal: Signal, protocol: OtlpProtocol) -> Result<Secure, String> {
-    let (endpoint, from) = signal.endpoint(protocol);
+fn secure(signal: Signal, protocol: OtlpProtocol, code: Option<&str>) -> Result<Secure, String> {
+    let (endpoint, from) = signal.endpoint(protocol, code);
     secure_for(signal, &endpoint, &from)
 }
 
@@ -67,8 +74,8 @@ fn secure_for(signal: Signal, endpoint: &str, from: &str) -> Result<Secure, Stri
     ))
 }
 
-fn build_err(signal: Signal, e: impl std::fmt::Display) -> String {
-    format!("cannot build the OTLP {} exporter: {e}", signal.name)
+fn build_err(signal: Signal, e: impl std::error::Error + Send + Sync + 'static) -> BuildError {
+    BuildError::caused(format!("cannot build the OTLP {} exporter", signal.name), e)
 }
 
 /// `protocol` for `signal` needs a feature this build lacks.
@@ -147,18 +154,28 @@ macro_rules! otlp_exporter {
         $(#[$doc])*
         #[cfg(any(feature = "otlp-grpc", feature = "otlp-http"))]
         pub(crate) fn $name(
-            protocol: OtlpProtocol,
+            otel: &OtelEnv,
             handle: &Handle,
-        ) -> Result<OnRuntime<opentelemetry_otlp::$ty>, String> {
+        ) -> Result<OnRuntime<opentelemetry_otlp::$ty>, BuildError> {
+            #[allow(unused_imports)]
+            use opentelemetry_otlp::WithExportConfig;
             let signal = $signal;
-            available(signal, protocol)?;
-            let tls = secure(signal, protocol)?;
+            let protocol = otel.protocols[signal.index];
+            let code = otel.endpoint.as_deref();
+            available(signal, protocol).map_err(BuildError::new)?;
+            let tls = secure(signal, protocol, code).map_err(BuildError::new)?;
             let _enter = handle.enter();
             let b = opentelemetry_otlp::$ty::builder();
             let e = match protocol {
                 #[cfg(feature = "otlp-grpc")]
                 OtlpProtocol::Grpc => {
-                    let b = b.with_tonic();
+                    let mut b = b.with_tonic();
+                    if let Some(e) = code {
+                        b = b.with_endpoint(signal.under(e, protocol));
+                    }
+                    if let Some(t) = otel.otlp_timeout {
+                        b = b.with_timeout(t);
+                    }
                     #[cfg(feature = "tls")]
                     let b = match &tls {
                         Some(t) => {
@@ -171,24 +188,33 @@ macro_rules! otlp_exporter {
                 }
                 #[cfg(feature = "otlp-http")]
                 OtlpProtocol::HttpProtobuf | OtlpProtocol::HttpJson => {
-                    use opentelemetry_otlp::{Protocol, WithExportConfig};
+                    use opentelemetry_otlp::Protocol;
                     let p = match protocol {
                         OtlpProtocol::HttpJson => Protocol::HttpJson,
                         _ => Protocol::HttpBinary,
                     };
-                    let b = b.with_http().with_protocol(p);
+                    let mut b = b.with_http().with_protocol(p);
+                    if let Some(e) = code {
+                        b = b.with_endpoint(signal.under(e, protocol));
+                    }
+                    if let Some(t) = otel.otlp_timeout {
+                        b = b.with_timeout(t);
+                    }
                     #[cfg(feature = "tls")]
                     let b = match &tls {
                         Some(t) => {
                             use opentelemetry_otlp::WithHttpConfig;
-                            b.with_http_client(t.http_client(signal)?)
+                            b.with_http_client(
+                                t.http_client(signal, otel.otlp_timeout)
+                                    .map_err(BuildError::new)?,
+                            )
                         }
                         None => b,
                     };
                     b.build()
                 }
                 #[allow(unreachable_patterns)]
-                _ => return Err(missing(signal, protocol)),
+                _ => return Err(BuildError::new(missing(signal, protocol))),
             }
             .map_err(|e| build_err(signal, e))?;
             let _ = tls;
@@ -197,8 +223,12 @@ macro_rules! otlp_exporter {
 
         $(#[$doc])*
         #[cfg(not(any(feature = "otlp-grpc", feature = "otlp-http")))]
-        pub(crate) fn $name(protocol: OtlpProtocol, _: &Handle) -> Result<OnRuntime<NoOtlp>, String> {
-            Err(missing($signal, protocol))
+        pub(crate) fn $name(
+            otel: &OtelEnv,
+            _: &Handle,
+        ) -> Result<OnRuntime<NoOtlp>, BuildError> {
+            let protocol = otel.protocols[$signal.index];
+            Err(BuildError::new(missing($signal, protocol)))
         }
     };
 }

@@ -122,7 +122,11 @@ impl Settings {
     /// client (`OTEL_EXPORTER_OTLP_<SIGNAL>_TIMEOUT`, else
     /// `OTEL_EXPORTER_OTLP_TIMEOUT`, else 10 s).
     #[cfg(feature = "otlp-http")]
-    pub(crate) fn http_client(&self, signal: Signal) -> Result<KeepsCause, String> {
+    pub(crate) fn http_client(
+        &self,
+        signal: Signal,
+        code_timeout: Option<std::time::Duration>,
+    ) -> Result<KeepsCause, String> {
         let err =
             |e: &dyn std::fmt::Display| format!("cannot set up TLS for OTLP {}: {e}", signal.name);
         let mut roots = rustls::RootCertStore::empty();
@@ -154,13 +158,15 @@ impl Settings {
             }
             None => builder.with_no_client_auth(),
         };
-        let timeout = signal
-            .setting("TIMEOUT")
-            .and_then(|(v, _)| v.parse().ok())
-            .map_or(
-                std::time::Duration::from_secs(10),
-                std::time::Duration::from_millis,
-            );
+        let timeout = code_timeout.unwrap_or_else(|| {
+            signal
+                .setting("TIMEOUT")
+                .and_then(|(v, _)| v.parse().ok())
+                .map_or(
+                    std::time::Duration::from_secs(10),
+                    std::time::Duration::from_millis,
+                )
+        });
         let connector = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(config)
             .https_only()

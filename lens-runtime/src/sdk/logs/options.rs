@@ -294,28 +294,23 @@ pub(super) fn target_accepted(prefixes: &[String], target: &str) -> bool {
 /// .unwrap_err();
 /// assert_eq!(err, LogBridgeError::InvalidTarget(String::new()));
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum LogBridgeError {
     /// A target prefix that is empty or contains whitespace.
+    #[error(
+        "invalid log bridge target {0:?}: expected a module path such as \"trainer\" or \"trainer::data\""
+    )]
     InvalidTarget(String),
     /// A level name other than trace, debug, info, warn(ing), error.
+    #[error("invalid log level {0:?}: expected one of trace, debug, info, warn, error")]
     InvalidLevel(String),
 }
 
-impl fmt::Display for LogBridgeError {
+/// The whole chain on one line: what `main` prints when it returns this
+/// error.
+impl fmt::Debug for LogBridgeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LogBridgeError::InvalidTarget(t) => write!(
-                f,
-                "invalid log bridge target {t:?}: expected a module path such as \"trainer\" or \"trainer::data\""
-            ),
-            LogBridgeError::InvalidLevel(l) => write!(
-                f,
-                "invalid log level {l:?}: expected one of trace, debug, info, warn, error"
-            ),
-        }
+        fmt::Display::fmt(self, f)
     }
 }
-
-impl std::error::Error for LogBridgeError {}

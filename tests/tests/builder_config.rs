@@ -1,0 +1,235 @@
+//! Settings given in code on `TelemetryBuilder` win over their `OTEL_*`
+//! variables (code over environment over default), are checked as the
+//! variables are, with the same errors, and what the builder adds (span
+//! processors, a sampler, metric readers and views) sees the telemetry.
+
+use lens::otel_sdk::metrics::{InMemoryMetricExporter, Instrument, PeriodicReader, Stream};
+use lens::otel_sdk::trace::{InMemorySpanExporter, Sampler, SimpleSpanProcessor};
+use lens::{ExporterKind, LensConfig, OtlpProtocol, TelemetryBuilder};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+use tests::{free_port, Rotel};
+
+static LOCK: Mutex<()> = Mutex::new(());
+
+/// Serialises the tests (setup and the environment are per process) and
+/// clears the variables they set.
+fn serial() -> MutexGuard<'static, ()> {
+    let g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    for (k, _) in std::env::vars() {
+        if k.starts_with("OTEL_") || k.starts_with("NEMO_LENS_") {
+            // SAFETY: tests in this binary are serialised by `LOCK`; no
+            // other thread reads the environment meanwhile.
+            unsafe { std::env::remove_var(k) };
+        }
+    }
+    g
+}
+
+fn set(k: &str, v: &str) {
+    // SAFETY: as in `serial`
+    unsafe { std::env::set_var(k, v) };
+}
+
+fn enabled() -> LensConfig {
+    let mut c = LensConfig::default();
+    c.enabled = true;
+    c.quiet = true;
+    c.export_strategy = "all_ranks".into();
+    c.metrics_enabled = false;
+    c.logs_enabled = false;
+    c
+}
+
+/// Spans to a real collector at the endpoint and protocol given in code,
+/// while the variables name a dead port and the other protocol.
+fn code_endpoint_and_protocol_beat_the_variables(protocol: OtlpProtocol, env_protocol: &str) {
+    let _s = serial();
+    let rotel = Rotel::start();
+    let dead = format!("http://127.0.0.1:{}", free_port());
+    set("OTEL_EXPORTER_OTLP_ENDPOINT", &dead);
+    set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", &dead);
+    set("OTEL_EXPORTER_OTLP_PROTOCOL", env_protocol);
+    let endpoint = match protocol {
+        OtlpProtocol::Grpc => rotel.grpc_endpoint(),
+        _ => rotel.http_endpoint(),
+    };
+    let mut cfg = enabled();
+    cfg.exporter = ExporterKind::Otlp;
+    let name = format!("code.endpoint.{protocol:?}");
+    let h = TelemetryBuilder::new(cfg, 0, 1)
+        .with_endpoint(endpoint)
+        .with_otlp_protocol(protocol)
+        .with_export_timeout(Duration::from_secs(5))
+        .allow_reinit(true)
+        .install()
+        .unwrap();
+    drop(lens::span_cm!(name.clone()));
+    let report = h.shutdown(Duration::from_secs(10));
+    assert!(report.is_clean(), "{report}");
+    rotel.wait_for(Duration::from_secs(20), &name, |r| {
+        r.spans.iter().any(|s| s.name == name)
+    });
+}
+
+#[test]
+fn endpoint_and_protocol_in_code_beat_the_variables_over_grpc() {
+    code_endpoint_and_protocol_beat_the_variables(OtlpProtocol::Grpc, "http/protobuf");
+}
+
+#[test]
+fn endpoint_and_protocol_in_code_beat_the_variables_over_http() {
+    // the endpoint in code is a base URL, as the variable is: /v1/traces
+    // is appended
+    code_endpoint_and_protocol_beat_the_variables(OtlpProtocol::HttpProtobuf, "grpc");
+}
+
+/// The error setup gives for `builder`'s configuration.
+fn setup_error(builder: TelemetryBuilder) -> String {
+    builder
+        .allow_reinit(true)
+        .install()
+        .unwrap_err()
+        .to_string()
+}
+
+#[test]
+fn a_bad_value_in_code_gives_the_variable_s_error_naming_the_method() {
+    let _s = serial();
+    type InCode = fn(TelemetryBuilder) -> TelemetryBuilder;
+    let cases: [(&str, &str, &str, InCode); 3] = [
+        (
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "collector:4317",
+            "TelemetryBuilder::with_endpoint",
+            |b| b.with_endpoint("collector:4317"),
+        ),
+        (
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "ftp://collector",
+            "TelemetryBuilder::with_endpoint",
+            |b| b.with_endpoint("ftp://collector"),
+        ),
+        (
+            "OTEL_BSP_EXPORT_TIMEOUT",
+            "90000000",
+            "TelemetryBuilder::with_export_timeout",
+            |b| b.with_export_timeout(Duration::from_millis(90_000_000)),
+        ),
+    ];
+    for (var, value, method, in_code) in cases {
+        set(var, value);
+        let from_env = setup_error(TelemetryBuilder::new(enabled(), 0, 1));
+        // SAFETY: as in `serial`
+        unsafe { std::env::remove_var(var) };
+        let from_code = setup_error(in_code(TelemetryBuilder::new(enabled(), 0, 1)));
+        assert!(
+            from_env.contains(var) && from_env.contains(value),
+            "{from_env}"
+        );
+        assert_eq!(from_code, from_env.replace(var, method));
+    }
+    // a disabled setup checks them too: every rank validates
+    let e = setup_error(TelemetryBuilder::new(LensConfig::default(), 0, 1).with_endpoint(" "));
+    assert!(e.contains("with_endpoint"), "{e}");
+}
+
+#[test]
+fn an_added_span_processor_sees_the_spans() {
+    let _s = serial();
+    let exported = InMemorySpanExporter::default();
+    let seen = InMemorySpanExporter::default();
+    let h = TelemetryBuilder::new(enabled(), 0, 1)
+        .with_span_exporter(exported.clone())
+        .with_span_processor(SimpleSpanProcessor::new(seen.clone()))
+        .allow_reinit(true)
+        .install()
+        .unwrap();
+    drop(lens::span_cm!("code.processor"));
+    assert!(h.force_flush().is_clean());
+    let names = |e: &InMemorySpanExporter| -> Vec<String> {
+        let spans = e.get_finished_spans().unwrap();
+        spans.iter().map(|s| s.name.to_string()).collect()
+    };
+    assert_eq!(names(&seen), ["code.processor"]);
+    assert_eq!(names(&exported), ["code.processor"]);
+    let _ = h.shutdown(Duration::from_secs(5));
+}
+
+#[test]
+fn a_sampler_in_code_beats_otel_traces_sampler() {
+    let _s = serial();
+    set("OTEL_TRACES_SAMPLER", "always_on");
+    let run = |sampler: Option<Sampler>| {
+        let exporter = InMemorySpanExporter::default();
+        let mut b = TelemetryBuilder::new(enabled(), 0, 1)
+            .with_span_exporter(exporter.clone())
+            .allow_reinit(true);
+        if let Some(s) = sampler {
+            b = b.with_sampler(s);
+        }
+        let h = b.install().unwrap();
+        drop(lens::span_cm!("code.sampled"));
+        assert!(h.force_flush().is_clean());
+        // (the in-memory exporter forgets its spans at shutdown)
+        let n = exporter.get_finished_spans().unwrap().len();
+        let _ = h.shutdown(Duration::from_secs(5));
+        n
+    };
+    assert_eq!(run(None), 1, "the variable's sampler keeps the span");
+    assert_eq!(
+        run(Some(Sampler::AlwaysOff)),
+        0,
+        "the sampler in code drops it"
+    );
+    // a bad variable is not read when code gives the sampler
+    set("OTEL_TRACES_SAMPLER", "sometimes");
+    assert_eq!(run(Some(Sampler::AlwaysOn)), 1);
+    let e = setup_error(TelemetryBuilder::new(enabled(), 0, 1));
+    assert!(
+        e.contains("OTEL_TRACES_SAMPLER") && e.contains("sometimes"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_view_renames_a_metric_and_an_added_reader_gets_the_metrics() {
+    let _s = serial();
+    let mut cfg = enabled();
+    cfg.metrics_enabled = true;
+    let exported = InMemoryMetricExporter::default();
+    let extra = InMemoryMetricExporter::default();
+    let h = TelemetryBuilder::new(cfg, 0, 1)
+        .with_metric_exporter(exported.clone())
+        .with_metric_reader(PeriodicReader::builder(extra.clone()).build())
+        .with_view(|i: &Instrument| {
+            (i.name() == "code.view.requests")
+                .then(|| Stream::builder().with_name("requests_total").build().ok())
+                .flatten()
+        })
+        .allow_reinit(true)
+        .install()
+        .unwrap();
+    let counter = lens::otel::global::meter("builder_config")
+        .u64_counter("code.view.requests")
+        .build();
+    counter.add(3, &[]);
+    assert!(h.force_flush().is_clean());
+    let names = |e: &InMemoryMetricExporter| -> Vec<String> {
+        let mut out = Vec::new();
+        for rm in e.get_finished_metrics().unwrap() {
+            for sm in rm.scope_metrics() {
+                for m in sm.metrics() {
+                    out.push(m.name().to_owned());
+                }
+            }
+        }
+        out
+    };
+    for e in [&exported, &extra] {
+        let n = names(e);
+        assert!(n.iter().any(|n| n == "requests_total"), "{n:?}");
+        assert!(!n.iter().any(|n| n == "code.view.requests"), "{n:?}");
+    }
+    let _ = h.shutdown(Duration::from_secs(5));
+}
