@@ -67,9 +67,7 @@ pub use api::span::start::start_detached;
 pub use api::span::{clear_tracer_provider, set_tracer_provider};
 pub use api::span::{LensSpan, SpanGuard, SpanStatus};
 #[cfg(feature = "tracing")]
-pub use bridge::{
-    tracing_layer, tracing_layer_with, TracingBridge, TracingFilter, TracingLayer, TracingMode,
-};
+pub use bridge::{tracing_layer, tracing_layer_with, TracingBridge, TracingLayer, TracingMode};
 #[cfg(feature = "sdk-core")]
 pub use config::otel::OtlpProtocol;
 pub use config::strategy::{

@@ -35,7 +35,6 @@ const MODES: &[&str] = &[
     "tracing_off",
     "bridge_off",
     "bridge_off_global",
-    "bridge_off_filtered",
     "fastrace_off",
     "lens_trace_fn_on",
     "lens_on",
@@ -114,16 +113,6 @@ fn run(mode: &str, n: u64) -> Result<(), String> {
         "tracing_off" => {
             common::tracing_info_only();
             disabled!(tracing_instrument)
-        }
-        "bridge_off_filtered" => {
-            // the bridge behind its own per-layer filter, alone
-            use tracing_subscriber::layer::SubscriberExt as _;
-            let layer = lens::tracing::TracingBridge::new()
-                .route("bench_model", &lens::groups::STEP)
-                .filtered_layer();
-            let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
-            common::lens_off();
-            tracing::dispatcher::with_default(&dispatch, || disabled!(tracing_bridged));
         }
         "bridge_off" | "bridge_off_global" => {
             // the bridge alone, its target routed to a group that is off:

@@ -6,8 +6,7 @@
 //! The bridge filters per layer by default (`b_bridge_off`: the group off
 //! hides the span from lens alone, so the registry still makes it);
 //! `*_global` variants use `TracingBridge::global_filter(true)` (the span is
-//! not created at all); `*_filtered` use `TracingBridge::filtered_layer()`
-//! (a per-layer filter: made only if another layer wants it). `b_bridge_off_beside_fmt*` add a `fmt` layer that
+//! not created at all). `b_bridge_off_beside_fmt*` add a `fmt` layer that
 //! keeps nothing below WARN (as a per-layer filter), the usual neighbour.
 //!
 //! `f_bridge_on_setup` is the enabled bridge under `TelemetryBuilder::install`
@@ -82,13 +81,6 @@ fn bridge(c: &mut Criterion) {
                 .layer(),
         ),
     );
-    let lifetime_filtered = tracing::Dispatch::new(
-        tracing_subscriber::registry().with(
-            TracingBridge::new()
-                .route("bench_model", &groups::STEP)
-                .filtered_layer(),
-        ),
-    );
     let beside_fmt = |global: bool| {
         use tracing_subscriber::Layer as _;
         tracing::Dispatch::new(
@@ -125,9 +117,6 @@ fn bridge(c: &mut Criterion) {
     });
     tracing::dispatcher::with_default(&lifetime_global, || {
         per_call(&mut g, "b_bridge_off_global", traced);
-    });
-    tracing::dispatcher::with_default(&lifetime_filtered, || {
-        per_call(&mut g, "b_bridge_off_filtered", traced);
     });
     tracing::dispatcher::with_default(&beside_fmt(false), || {
         per_call(&mut g, "b_bridge_off_beside_fmt", traced);

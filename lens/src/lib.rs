@@ -277,7 +277,7 @@ pub mod metrics {
 pub mod tracing {
     pub use lens_runtime::{tracing, tracing_subscriber};
     #[cfg(feature = "tracing")]
-    pub use lens_runtime::{TracingBridge, TracingFilter, TracingLayer, TracingMode};
+    pub use lens_runtime::{TracingBridge, TracingLayer, TracingMode};
 
     /// The bridge configured from the environment (`NEMO_LENS_TRACING_GROUPS`,
     /// `NEMO_LENS_TRACING_DEFAULT`, `NEMO_LENS_TRACING_LEVEL`), as a layer.

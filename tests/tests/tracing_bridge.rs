@@ -278,37 +278,19 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Buf {
     }
 }
 
-/// How the bridge is put in the subscriber.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Mode {
-    /// `layer()`: per layer, the default.
-    Layer,
-    /// `global_filter(true).layer()`.
-    Global,
-    /// `filtered_layer()`: behind its own per-layer filter.
-    Filtered,
-}
-
-/// The bridge as a boxed layer in `mode`.
-fn bridge_layer(
-    bridge: TracingBridge,
-    mode: Mode,
-) -> Box<dyn tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync> {
-    match mode {
-        Mode::Layer => Box::new(bridge.layer()),
-        Mode::Global => Box::new(bridge.global_filter(true).layer()),
-        Mode::Filtered => Box::new(bridge.filtered_layer()),
-    }
-}
-
 /// A `fmt` layer and the bridge in one subscriber, `app` routed to `group`:
 /// what `fmt` printed, what lens recorded, and the span's line.
-fn fmt_and_lens(group: &'static lens::SpanGroup, mode: Mode) -> (String, Vec<SpanData>, u32) {
+fn fmt_and_lens(group: &'static lens::SpanGroup, global: bool) -> (String, Vec<SpanData>, u32) {
     let f = fixture("step");
     let buf = Buf::default();
     let subscriber = tracing_subscriber::registry()
-        .with(bridge_layer(TracingBridge::new().route("app", group), mode))
-        .with(tracing_subscriber::fmt::layer().with_writer(buf.clone()));
+        .with(tracing_subscriber::fmt::layer().with_writer(buf.clone()))
+        .with(
+            TracingBridge::new()
+                .route("app", group)
+                .global_filter(global)
+                .layer(),
+        );
     let line = tracing::subscriber::with_default(subscriber, || {
         // a span of `app`, and an event inside it: `fmt` prints the event
         // with the span's name when it sees the span
@@ -324,54 +306,42 @@ fn fmt_and_lens(group: &'static lens::SpanGroup, mode: Mode) -> (String, Vec<Spa
 #[test]
 fn fmt_sees_spans_whose_group_is_off_unless_the_filter_is_global() {
     // group off: fmt still sees the span (per layer), lens does not
-    for mode in [Mode::Layer, Mode::Filtered] {
-        let (printed, spans, _) = fmt_and_lens(&groups::CHECKPOINT, mode);
-        assert!(
-            printed.contains("model.forward{layer=3}"),
-            "{mode:?}: {printed}"
-        );
-        assert!(printed.contains("inside"), "{printed}");
-        assert!(spans.is_empty(), "{mode:?}: {spans:?}");
-    }
+    let (printed, spans, _) = fmt_and_lens(&groups::CHECKPOINT, false);
+    assert!(printed.contains("model.forward{layer=3}"), "{printed}");
+    assert!(printed.contains("inside"), "{printed}");
+    assert!(spans.is_empty(), "{spans:?}");
 
     // group off, global: the span is not created, fmt prints the event alone
-    let (printed, spans, _) = fmt_and_lens(&groups::CHECKPOINT, Mode::Global);
+    let (printed, spans, _) = fmt_and_lens(&groups::CHECKPOINT, true);
     assert!(!printed.contains("model.forward"), "{printed}");
     assert!(printed.contains("inside"), "{printed}");
     assert!(spans.is_empty(), "{spans:?}");
 
-    // group on: both see it, in every mode
-    for mode in [Mode::Layer, Mode::Global, Mode::Filtered] {
-        let (printed, spans, _) = fmt_and_lens(&groups::STEP, mode);
-        assert!(
-            printed.contains("model.forward{layer=3}"),
-            "{mode:?}: {printed}"
-        );
-        assert_eq!(
-            named(&spans, "model.forward").len(),
-            1,
-            "{mode:?}: {spans:?}"
-        );
+    // group on: both see it, in both modes
+    for global in [false, true] {
+        let (printed, spans, _) = fmt_and_lens(&groups::STEP, global);
+        assert!(printed.contains("model.forward{layer=3}"), "{printed}");
+        assert_eq!(named(&spans, "model.forward").len(), 1, "{spans:?}");
     }
 }
 
 #[test]
 fn lens_records_beside_a_fmt_layer_with_its_own_filter() {
     // fmt keeps WARN and above as a per-layer filter: it does not want the
-    // INFO span, lens (group on) does, in every mode
+    // INFO span, lens (group on) does, in both modes
     use tracing_subscriber::Layer as _;
-    for mode in [Mode::Layer, Mode::Global, Mode::Filtered] {
+    for global in [false, true] {
         let f = fixture("step");
         let buf = Buf::default();
         let fmt = tracing_subscriber::fmt::layer()
             .with_writer(buf.clone())
             .with_filter(tracing_subscriber::filter::LevelFilter::WARN);
-        let subscriber = tracing_subscriber::registry()
-            .with(bridge_layer(
-                TracingBridge::new().route("app", &groups::STEP),
-                mode,
-            ))
-            .with(fmt);
+        let subscriber = tracing_subscriber::registry().with(fmt).with(
+            TracingBridge::new()
+                .route("app", &groups::STEP)
+                .global_filter(global)
+                .layer(),
+        );
         tracing::subscriber::with_default(subscriber, || {
             tracing::info_span!(target: "app", "quiet.for.fmt").in_scope(|| {
                 tracing::warn!(target: "app", "loud");
@@ -380,13 +350,17 @@ fn lens_records_beside_a_fmt_layer_with_its_own_filter() {
         let printed = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
         assert!(printed.contains("loud"), "{printed}");
         assert!(!printed.contains("quiet.for.fmt"), "{printed}");
-        assert_eq!(named(&f.spans(), "quiet.for.fmt").len(), 1, "{mode:?}");
+        assert_eq!(
+            named(&f.spans(), "quiet.for.fmt").len(),
+            1,
+            "global_filter({global})"
+        );
     }
 }
 
 #[test]
 fn bridged_spans_carry_their_callsite() {
-    let (_, spans, line) = fmt_and_lens(&groups::STEP, Mode::Layer);
+    let (_, spans, line) = fmt_and_lens(&groups::STEP, false);
     let s = named(&spans, "model.forward")[0];
     assert_eq!(attr(s, "code.namespace"), Some(Value::from("app::model")));
     let Some(Value::String(file)) = attr(s, "code.file.path") else {

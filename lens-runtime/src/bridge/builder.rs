@@ -1,17 +1,12 @@
 //! [`TracingBridge`]: the bridge's configuration, from the environment or
 //! built by hand.
 
-use super::filter::TracingFilter;
 use super::layer::TracingLayer;
 use super::route::{Route, Routes, TracingMode};
 use super::spec::{parse_level, parse_route, parse_routes, DEFAULT_VAR, GROUPS_VAR, LEVEL_VAR};
 use crate::api::groups::{span_group_families, SpanGroup, SpanGroupFamily};
 use crate::config::ConfigError;
 use std::sync::Mutex;
-use tracing::Subscriber;
-use tracing_subscriber::filter::Filtered;
-use tracing_subscriber::registry::LookupSpan;
-use tracing_subscriber::Layer as _;
 
 /// The bridge's configuration: which `tracing` targets are recorded, in
 /// which span group and mode, and the level floor. Build the layer with
@@ -287,35 +282,6 @@ impl TracingBridge {
     pub fn layer(self) -> TracingLayer {
         remember_routes(&self.routes);
         TracingLayer::new(self.routes, self.global)
-    }
-
-    /// The layer behind its own per-layer filter ([`TracingFilter`]):
-    /// `tracing_subscriber`'s per-layer filtering, so the registry makes a
-    /// span only if some layer of the subscriber wants it. A span whose
-    /// group is off, or of a target the bridge does not route, is hidden
-    /// from lens alone (as with [`layer`](Self::layer)), and is not made at
-    /// all when no other layer wants it (as with
-    /// [`global_filter(true)`](Self::global_filter)). `global_filter` is
-    /// ignored here.
-    ///
-    /// ```
-    /// use lens::tracing::tracing_subscriber::{layer::SubscriberExt as _, registry};
-    /// let layer = lens::tracing::TracingBridge::new()
-    ///     .route("my_server", &lens::groups::JOB)
-    ///     .filtered_layer();
-    /// let subscriber = registry().with(layer);
-    /// # drop(subscriber);
-    /// ```
-    pub fn filtered_layer<S>(mut self) -> Filtered<TracingLayer, TracingFilter, S>
-    where
-        S: Subscriber + for<'a> LookupSpan<'a>,
-    {
-        self.global = false;
-        let layer = self.layer();
-        let filter = TracingFilter {
-            shared: layer.shared.clone(),
-        };
-        layer.with_filter(filter)
     }
 }
 

@@ -16,10 +16,8 @@
 use super::callsites::Callsites;
 use super::route::{Route, Routes, TracingMode};
 use crate::api::targets::{target_matches, INTERNAL_TARGETS};
-use std::sync::Arc;
 use tracing::subscriber::Interest;
 use tracing::Metadata;
-use tracing_subscriber::layer::{Context as LayerContext, Filter};
 
 /// What the filter and the layer share: the routes and the callsite table.
 #[derive(Debug)]
@@ -107,50 +105,15 @@ impl Shared {
         if !meta.is_span() {
             return Interest::always();
         }
-        let i = self.register_index(meta);
+        let i = self.resolve(meta);
+        self.callsites
+            .insert(meta as *const Metadata<'static> as usize, i);
         let vetoes =
             self.global && i != 0 && self.routes[i as usize - 1].mode == TracingMode::Lifetime;
         if vetoes {
             Interest::sometimes()
         } else {
             Interest::always()
-        }
-    }
-
-    /// Resolves a span callsite's route and keeps it in the table.
-    fn register_index(&self, meta: &'static Metadata<'static>) -> u32 {
-        let i = self.resolve(meta);
-        self.callsites
-            .insert(meta as *const Metadata<'static> as usize, i);
-        i
-    }
-
-    /// [`TracingFilter`]'s interest: a routed lifetime-mode span callsite
-    /// is `sometimes` (its group is tested per span), a routed per-entry one
-    /// `always`, an unrouted one `never` (for lens's layer alone: a
-    /// per-layer filter), events `always`.
-    fn filter_interest(&self, meta: &'static Metadata<'static>) -> Interest {
-        if !meta.is_span() {
-            return Interest::always();
-        }
-        match self.register_index(meta) {
-            0 => Interest::never(),
-            i if self.routes[i as usize - 1].mode == TracingMode::Lifetime => Interest::sometimes(),
-            _ => Interest::always(),
-        }
-    }
-
-    /// [`TracingFilter`]'s answer: an unrouted span no, a routed lifetime
-    /// span its group's bit, anything else yes.
-    #[inline]
-    fn wanted(&self, meta: &Metadata<'_>) -> bool {
-        if !meta.is_span() {
-            return true;
-        }
-        match self.route(meta) {
-            None => false,
-            Some(r) if r.mode == TracingMode::Lifetime => r.group.is_enabled(),
-            Some(_) => true,
         }
     }
 
@@ -167,36 +130,5 @@ impl Shared {
             Some(r) if r.mode == TracingMode::Lifetime => r.group.is_enabled(),
             _ => true,
         }
-    }
-}
-
-/// The bridge's decision as a `tracing_subscriber` per-layer
-/// [`Filter`](tracing_subscriber::layer::Filter), for
-/// [`TracingBridge::filtered_layer`](crate::TracingBridge::filtered_layer):
-/// the registry then makes a span only if some layer wants it, and a span
-/// whose group is off (or of a target the bridge does not route) is hidden
-/// from lens's layer alone.
-///
-/// ```
-/// use lens::tracing::tracing_subscriber::{layer::SubscriberExt as _, registry};
-/// let layer = lens::tracing::TracingBridge::new()
-///     .route("candle_nn", &lens::groups::FORWARD_BACKWARD)
-///     .filtered_layer();
-/// let subscriber = registry().with(layer);
-/// # drop(subscriber);
-/// ```
-#[derive(Debug, Clone)]
-pub struct TracingFilter {
-    pub(crate) shared: Arc<Shared>,
-}
-
-impl<S> Filter<S> for TracingFilter {
-    #[inline]
-    fn enabled(&self, meta: &Metadata<'_>, _cx: &LayerContext<'_, S>) -> bool {
-        self.shared.wanted(meta)
-    }
-
-    fn callsite_enabled(&self, meta: &'static Metadata<'static>) -> Interest {
-        self.shared.filter_interest(meta)
     }
 }

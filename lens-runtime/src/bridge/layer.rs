@@ -103,7 +103,7 @@ fn entry_context(id: u64) -> Option<Context> {
 /// ```
 #[derive(Debug)]
 pub struct TracingLayer {
-    pub(crate) shared: Arc<Shared>,
+    shared: Arc<Shared>,
     /// Forward events to the log bridge here (no `LogBridgeLayer` below).
     #[cfg_attr(not(feature = "logs"), allow(dead_code))]
     forward_logs: bool,

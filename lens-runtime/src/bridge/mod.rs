@@ -68,7 +68,6 @@ use crate::config::ConfigError;
 #[cfg(feature = "sdk-core")]
 pub(crate) use builder::known_routes;
 pub use builder::TracingBridge;
-pub use filter::TracingFilter;
 pub use layer::TracingLayer;
 pub use route::TracingMode;
 
