@@ -52,6 +52,9 @@
 #   lens_managed_off <= bit_test_xcrate (managed_span! returns a guard the
 #                                       caller holds across its code: the same
 #                                       test with a guard)
+#   (bridge_off / bridge_off_global: a `tracing` span routed by the bridge
+#    to a group that is off, per-layer filtering (the span is made, lens
+#    skips it) and global filtering (not made); reported, no target)
 #   (otel_current_ids / otel_current_full: a span made current in
 #    OpenTelemetry's context as lens makes each span current, and nothing
 #    else, the floor of a span that raw OpenTelemetry code sees as its
@@ -75,7 +78,7 @@ EN2=${EN2:-400000}
 REPEAT=${REPEAT:-3}
 MODES=("$@")
 if [ ${#MODES[@]} -eq 0 ]; then
-    MODES=(bare bit_test bit_test_xcrate bit_test_noguard bit_test_noguard_xcrate lens_off lens_managed_off bare3 lens_off3 tracing_off fastrace_off
+    MODES=(bare bit_test bit_test_xcrate bit_test_noguard bit_test_noguard_xcrate lens_off lens_managed_off bare3 lens_off3 tracing_off bridge_off bridge_off_global fastrace_off
            lens_trace_fn_on lens_on lens_setup_on lens_setup_ids_on sdk_on sdk_cx_on sdk_guard_on otel_current_ids otel_current_full)
 fi
 
@@ -159,7 +162,7 @@ check() { # name value op limit
 diff_of() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a - b }'; }
 
 if [ -n "${PER_CALL[bare]:-}" ]; then
-    for m in bit_test bit_test_xcrate bit_test_noguard bit_test_noguard_xcrate lens_off lens_managed_off tracing_off fastrace_off; do
+    for m in bit_test bit_test_xcrate bit_test_noguard bit_test_noguard_xcrate lens_off lens_managed_off tracing_off bridge_off bridge_off_global fastrace_off; do
         [ -n "${PER_CALL[$m]:-}" ] && printf '      %-45s %s\n' "$m over bare (instr/call)" "$(diff_of "${PER_CALL[$m]}" "${PER_CALL[bare]}")"
     done
 fi

@@ -89,8 +89,8 @@ pub use sdk::gpu::{register_gpu_metrics, visible_gpus};
 pub use sdk::ids::ForkSafeIdGenerator;
 #[cfg(feature = "logs")]
 pub use sdk::logs::{
-    log, setup_logging_bridge_with_provider, tracing, tracing_subscriber, InstallStatus, Level,
-    LogBridge, LogBridgeError, LogBridgeLayer, LogBridgeLogger, LogBridgeOptions,
+    log, setup_logging_bridge_with_provider, InstallStatus, Level, LogBridge, LogBridgeError,
+    LogBridgeLayer, LogBridgeLogger, LogBridgeOptions,
 };
 #[cfg(feature = "sdk-core")]
 pub use sdk::sampler::RankAwareSampler;
@@ -110,6 +110,28 @@ mod test_rng;
 /// The OpenTelemetry SDK crate lens is built on.
 #[cfg(feature = "sdk-core")]
 pub use opentelemetry_sdk as otel_sdk;
+
+/// The `tracing` crate the `tracing` bridge and the log bridge take spans
+/// and events from (0.1), re-exported so that a program can use the same
+/// version without its own dependency (`lens::tracing::tracing`).
+///
+/// ```
+/// lens::tracing::tracing::info!(target: "trainer", step = 3, "hello");
+/// ```
+#[cfg(any(feature = "tracing", feature = "logs"))]
+pub use tracing;
+
+/// The `tracing-subscriber` crate (0.3) whose `Layer` trait
+/// `TracingLayer` and `LogBridgeLayer` implement, re-exported so that
+/// versions match (`lens::tracing::tracing_subscriber`).
+///
+/// ```
+/// use lens::tracing::tracing_subscriber::{layer::SubscriberExt as _, registry};
+/// let subscriber = registry().with(lens::tracing::layer());
+/// # drop(subscriber);
+/// ```
+#[cfg(any(feature = "tracing", feature = "logs"))]
+pub use tracing_subscriber;
 
 /// The OpenTelemetry API crate lens is built on.
 pub use opentelemetry as otel;

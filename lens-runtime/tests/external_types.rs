@@ -22,11 +22,11 @@ const ALLOWED_CRATES: &[(&str, &str)] = &[
     ("log", "re-exported as `lens::logs::log` for the log bridge"),
     (
         "tracing",
-        "re-exported as `lens::logs::tracing` for the log bridge",
+        "re-exported as `lens::tracing::tracing` for the two bridges",
     ),
     (
         "tracing_subscriber",
-        "re-exported as `lens::logs::tracing_subscriber`: `LogBridgeLayer` implements its `Layer`",
+        "re-exported as `lens::tracing::tracing_subscriber`: `TracingLayer` and `LogBridgeLayer` implement its `Layer`",
     ),
     ("http", "feature `http`: `HeaderMap` carriers"),
     ("mpi", "feature `mpi`: the MPI collective"),

@@ -33,6 +33,8 @@ const MODES: &[&str] = &[
     "bare3",
     "lens_off3",
     "tracing_off",
+    "bridge_off",
+    "bridge_off_global",
     "fastrace_off",
     "lens_trace_fn_on",
     "lens_on",
@@ -111,6 +113,19 @@ fn run(mode: &str, n: u64) -> Result<(), String> {
         "tracing_off" => {
             common::tracing_info_only();
             disabled!(tracing_instrument)
+        }
+        "bridge_off" | "bridge_off_global" => {
+            // the bridge alone, its target routed to a group that is off:
+            // per layer (the span is made, lens skips it) or global (the
+            // span is not made)
+            use tracing_subscriber::layer::SubscriberExt as _;
+            let bridge = lens::tracing::TracingBridge::new()
+                .route("bench_model", &lens::groups::STEP)
+                .global_filter(mode == "bridge_off_global");
+            let dispatch =
+                tracing::Dispatch::new(tracing_subscriber::registry().with(bridge.layer()));
+            common::lens_off();
+            tracing::dispatcher::with_default(&dispatch, || disabled!(tracing_bridged));
         }
         "fastrace_off" => disabled!(fastrace_trace),
         "lens_trace_fn_on" => enabled!(|i, _t| lens_trace_fn(i as u64)),

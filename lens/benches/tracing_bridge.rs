@@ -3,6 +3,12 @@
 //! processor into an exporter that drops everything), and with `tracing`
 //! with no subscriber at all. See docs/PERFORMANCE.md for results.
 //!
+//! The bridge filters per layer by default (`b_bridge_off`: the group off
+//! hides the span from lens alone, so the registry still makes it);
+//! `*_global` variants use `TracingBridge::global_filter(true)` (the span is
+//! not created at all). `b_bridge_off_beside_fmt*` add a `fmt` layer that
+//! keeps nothing below WARN (as a per-layer filter), the usual neighbour.
+//!
 //! `f_bridge_on_setup` is the enabled bridge under `TelemetryBuilder::install`
 //! (lens's own span recorder, the default there) instead of the SDK path.
 //!
@@ -67,6 +73,31 @@ fn bridge(c: &mut Criterion) {
                 .layer(),
         ),
     );
+    let lifetime_global = tracing::Dispatch::new(
+        tracing_subscriber::registry().with(
+            TracingBridge::new()
+                .route("bench_model", &groups::STEP)
+                .global_filter(true)
+                .layer(),
+        ),
+    );
+    let beside_fmt = |global: bool| {
+        use tracing_subscriber::Layer as _;
+        tracing::Dispatch::new(
+            tracing_subscriber::registry()
+                .with(
+                    tracing_subscriber::fmt::layer()
+                        .with_writer(std::io::sink)
+                        .with_filter(tracing_subscriber::filter::LevelFilter::WARN),
+                )
+                .with(
+                    TracingBridge::new()
+                        .route("bench_model", &groups::STEP)
+                        .global_filter(global)
+                        .layer(),
+                ),
+        )
+    };
     let per_entry = tracing::Dispatch::new(
         tracing_subscriber::registry().with(
             TracingBridge::new()
@@ -84,6 +115,15 @@ fn bridge(c: &mut Criterion) {
     tracing::dispatcher::with_default(&lifetime, || {
         per_call(&mut g, "b_bridge_off", traced);
     });
+    tracing::dispatcher::with_default(&lifetime_global, || {
+        per_call(&mut g, "b_bridge_off_global", traced);
+    });
+    tracing::dispatcher::with_default(&beside_fmt(false), || {
+        per_call(&mut g, "b_bridge_off_beside_fmt", traced);
+    });
+    tracing::dispatcher::with_default(&beside_fmt(true), || {
+        per_call(&mut g, "b_bridge_off_beside_fmt_global", traced);
+    });
     tracing::dispatcher::with_default(&per_entry, || {
         let span = tracing::info_span!(target: "bench_model", "bench.block");
         per_call(&mut g, "b_bridge_per_entry_off", |x| entered(&span, x));
@@ -93,6 +133,9 @@ fn bridge(c: &mut Criterion) {
     lens::set_enabled_span_groups(&lens::SpanGroupSet::resolve("step", &[]).unwrap());
     tracing::dispatcher::with_default(&lifetime, || {
         produced += per_call(&mut g, "c_bridge_on", traced);
+    });
+    tracing::dispatcher::with_default(&lifetime_global, || {
+        produced += per_call(&mut g, "c_bridge_on_global", traced);
     });
     tracing::dispatcher::with_default(&otel, || {
         produced += per_call(&mut g, "d_tracing_opentelemetry", traced);

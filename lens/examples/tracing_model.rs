@@ -15,8 +15,8 @@
 //! (the default for an unrouted target is `off`); with `forward_backward`
 //! off (`NEMO_LENS_SPAN_GROUPS=default`) each entry costs a bit test.
 
-use lens::logs::tracing;
-use lens::logs::tracing_subscriber::{layer::SubscriberExt as _, registry};
+use lens::tracing::tracing;
+use lens::tracing::tracing_subscriber::{layer::SubscriberExt as _, registry};
 use std::time::Duration;
 
 /// One layer of the model: its span is made once, entered per forward.

@@ -328,18 +328,28 @@ pub mod metrics {
 }
 
 /// The `tracing` bridge: `tracing` spans (candle's, burn's, your server's)
-/// become lens spans in lens's own pipeline, gated by span groups. See
-/// [`TracingBridge`](tracing::TracingBridge) for the configuration and the
-/// guide, [`guide::tracing_bridge`].
+/// become lens spans in lens's own pipeline, gated by span groups (feature
+/// `tracing`). See [`TracingBridge`](tracing::TracingBridge) for the
+/// configuration and the guide, [`guide::tracing_bridge`]. Also the
+/// [`tracing`](tracing::tracing) and
+/// [`tracing_subscriber`](tracing::tracing_subscriber) crates lens is built
+/// with (features `tracing` or `logs`), so that versions match.
+///
+/// A group that is off affects lens's layer alone: the other layers of the
+/// subscriber (`fmt`, `tracing-chrome`, ...) see every span as they would
+/// without lens, unless [`global_filter`](tracing::TracingBridge::global_filter)
+/// is set.
 ///
 /// ```
-/// use lens::logs::tracing_subscriber::{layer::SubscriberExt as _, registry};
+/// use lens::tracing::tracing_subscriber::{layer::SubscriberExt as _, registry};
 /// // NEMO_LENS_TRACING_GROUPS="candle_transformers=forward_backward:per_entry"
 /// let subscriber = registry().with(lens::tracing::layer());
 /// # drop(subscriber);
 /// ```
-#[cfg(feature = "tracing")]
+#[cfg(any(feature = "tracing", feature = "logs"))]
 pub mod tracing {
+    pub use lens_runtime::{tracing, tracing_subscriber};
+    #[cfg(feature = "tracing")]
     pub use lens_runtime::{TracingBridge, TracingLayer, TracingMode};
 
     /// The bridge configured from the environment (`NEMO_LENS_TRACING_GROUPS`,
@@ -353,7 +363,7 @@ pub mod tracing {
     /// nothing; [`TracingBridge::from_env_with`] returns the error instead.
     ///
     /// ```
-    /// use lens::logs::tracing_subscriber::{layer::SubscriberExt as _, registry};
+    /// use lens::tracing::tracing_subscriber::{layer::SubscriberExt as _, registry};
     /// // e.g. NEMO_LENS_TRACING_GROUPS="candle_transformers=layer:per_entry,my_server=server"
     /// let subscriber = registry().with(lens::tracing::layer());
     /// # drop(subscriber);
@@ -362,6 +372,7 @@ pub mod tracing {
     /// lens::tracing::TracingBridge::from_lookup(&[&lens::megatron::FAMILY, &lens::nemo_gym::FAMILY], env)?;
     /// # Ok::<(), lens::ConfigError>(())
     /// ```
+    #[cfg(feature = "tracing")]
     pub fn layer() -> TracingLayer {
         lens_runtime::tracing_layer()
     }
@@ -388,13 +399,13 @@ pub mod gpu {
 }
 
 /// The log bridge: `log` and `tracing` records to OpenTelemetry logs (the
-/// `logs` feature).
+/// `logs` feature). The `tracing` and `tracing_subscriber` crates are in
+/// [`lens::tracing`](crate::tracing).
 #[cfg(feature = "logs")]
 pub mod logs {
     pub use lens_runtime::{
-        log, setup_logging_bridge, setup_logging_bridge_with_provider, tracing, tracing_subscriber,
-        InstallStatus, Level, LogBridge, LogBridgeError, LogBridgeLayer, LogBridgeLogger,
-        LogBridgeOptions,
+        log, setup_logging_bridge, setup_logging_bridge_with_provider, InstallStatus, Level,
+        LogBridge, LogBridgeError, LogBridgeLayer, LogBridgeLogger, LogBridgeOptions,
     };
 }
 

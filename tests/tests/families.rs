@@ -16,7 +16,7 @@ fn load_batch() {}
 /// The child's role; a no-op unless the parent started it.
 #[test]
 fn child() {
-    use lens::logs::tracing_subscriber::{layer::SubscriberExt as _, registry};
+    use lens::tracing::tracing_subscriber::{layer::SubscriberExt as _, registry};
     if std::env::var_os(CHILD).is_none() {
         return;
     }
@@ -34,9 +34,8 @@ fn child() {
     ));
     load_batch();
     let subscriber = registry().with(lens::tracing::layer());
-    lens::logs::tracing::subscriber::with_default(subscriber, || {
-        let span =
-            lens::logs::tracing::info_span!(target: "candle_transformers::qwen", "bridged.layer");
+    lens::tracing::tracing::subscriber::with_default(subscriber, || {
+        let span = lens::tracing::tracing::info_span!(target: "candle_transformers::qwen", "bridged.layer");
         drop(span.enter());
     });
     handle.shutdown(Duration::from_secs(10));

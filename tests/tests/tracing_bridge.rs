@@ -230,20 +230,161 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Seen {
 
 #[test]
 fn other_layers_see_what_the_bridge_does_not_route() {
+    for global in [false, true] {
+        let f = fixture("step");
+        let seen = Seen::default();
+        let subscriber = tracing_subscriber::registry().with(seen.clone()).with(
+            TracingBridge::new()
+                .route("app", &groups::CHECKPOINT)
+                .global_filter(global)
+                .layer(),
+        );
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::info_span!(target: "elsewhere", "unrouted").in_scope(|| {});
+            // routed to a group that is off: hidden from lens alone, or
+            // (global) not created for any layer
+            tracing::info_span!(target: "app", "routed.off").in_scope(|| {});
+        });
+        let expect: &[&str] = if global {
+            &["unrouted"]
+        } else {
+            &["unrouted", "routed.off"]
+        };
+        assert_eq!(*seen.0.lock().unwrap(), expect, "global_filter({global})");
+        assert!(f.spans().is_empty());
+    }
+}
+
+// --- side by side with `fmt` ---------------------------------------------
+
+/// What a `fmt` layer writes, shared with the test.
+#[derive(Clone, Default)]
+struct Buf(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Buf {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Buf {
+    type Writer = Buf;
+    fn make_writer(&'a self) -> Buf {
+        self.clone()
+    }
+}
+
+/// A `fmt` layer and the bridge in one subscriber, `app` routed to `group`:
+/// what `fmt` printed, what lens recorded, and the span's line.
+fn fmt_and_lens(group: &'static lens::SpanGroup, global: bool) -> (String, Vec<SpanData>, u32) {
     let f = fixture("step");
-    let seen = Seen::default();
-    let subscriber = tracing_subscriber::registry().with(seen.clone()).with(
-        TracingBridge::new()
-            .route("app", &groups::CHECKPOINT)
-            .layer(),
-    );
-    tracing::subscriber::with_default(subscriber, || {
-        tracing::info_span!(target: "elsewhere", "unrouted").in_scope(|| {});
-        // routed to a group that is off: not created, for any layer
-        tracing::info_span!(target: "app", "routed.off").in_scope(|| {});
+    let buf = Buf::default();
+    let subscriber = tracing_subscriber::registry()
+        .with(tracing_subscriber::fmt::layer().with_writer(buf.clone()))
+        .with(
+            TracingBridge::new()
+                .route("app", group)
+                .global_filter(global)
+                .layer(),
+        );
+    let line = tracing::subscriber::with_default(subscriber, || {
+        // a span of `app`, and an event inside it: `fmt` prints the event
+        // with the span's name when it sees the span
+        let span = tracing::info_span!(target: "app::model", "model.forward", layer = 3);
+        let line = line!() - 1;
+        span.in_scope(|| tracing::info!(target: "app::model", "inside"));
+        line
     });
-    assert_eq!(*seen.0.lock().unwrap(), ["unrouted"]);
-    assert!(f.spans().is_empty());
+    let printed = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+    (printed, f.spans(), line)
+}
+
+#[test]
+fn fmt_sees_spans_whose_group_is_off_unless_the_filter_is_global() {
+    // group off: fmt still sees the span (per layer), lens does not
+    let (printed, spans, _) = fmt_and_lens(&groups::CHECKPOINT, false);
+    assert!(printed.contains("model.forward{layer=3}"), "{printed}");
+    assert!(printed.contains("inside"), "{printed}");
+    assert!(spans.is_empty(), "{spans:?}");
+
+    // group off, global: the span is not created, fmt prints the event alone
+    let (printed, spans, _) = fmt_and_lens(&groups::CHECKPOINT, true);
+    assert!(!printed.contains("model.forward"), "{printed}");
+    assert!(printed.contains("inside"), "{printed}");
+    assert!(spans.is_empty(), "{spans:?}");
+
+    // group on: both see it, in both modes
+    for global in [false, true] {
+        let (printed, spans, _) = fmt_and_lens(&groups::STEP, global);
+        assert!(printed.contains("model.forward{layer=3}"), "{printed}");
+        assert_eq!(named(&spans, "model.forward").len(), 1, "{spans:?}");
+    }
+}
+
+#[test]
+fn lens_records_beside_a_fmt_layer_with_its_own_filter() {
+    // fmt keeps WARN and above as a per-layer filter: it does not want the
+    // INFO span, lens (group on) does, in both modes
+    use tracing_subscriber::Layer as _;
+    for global in [false, true] {
+        let f = fixture("step");
+        let buf = Buf::default();
+        let fmt = tracing_subscriber::fmt::layer()
+            .with_writer(buf.clone())
+            .with_filter(tracing_subscriber::filter::LevelFilter::WARN);
+        let subscriber = tracing_subscriber::registry().with(fmt).with(
+            TracingBridge::new()
+                .route("app", &groups::STEP)
+                .global_filter(global)
+                .layer(),
+        );
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::info_span!(target: "app", "quiet.for.fmt").in_scope(|| {
+                tracing::warn!(target: "app", "loud");
+            });
+        });
+        let printed = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+        assert!(printed.contains("loud"), "{printed}");
+        assert!(!printed.contains("quiet.for.fmt"), "{printed}");
+        assert_eq!(
+            named(&f.spans(), "quiet.for.fmt").len(),
+            1,
+            "global_filter({global})"
+        );
+    }
+}
+
+#[test]
+fn bridged_spans_carry_their_callsite() {
+    let (_, spans, line) = fmt_and_lens(&groups::STEP, false);
+    let s = named(&spans, "model.forward")[0];
+    assert_eq!(attr(s, "code.namespace"), Some(Value::from("app::model")));
+    let Some(Value::String(file)) = attr(s, "code.file.path") else {
+        panic!("no code.file.path: {:?}", s.attributes);
+    };
+    assert!(file.as_str().ends_with("tracing_bridge.rs"), "{file}");
+    assert_eq!(
+        attr(s, "code.line.number"),
+        Some(Value::I64(i64::from(line)))
+    );
+    assert_eq!(attr(s, "layer"), Some(Value::I64(3)));
+    // per-entry spans carry it too
+    let f = fixture("step");
+    tracing::dispatcher::with_default(
+        &dispatch(TracingBridge::new().route_per_entry("app", &groups::STEP)),
+        || {
+            let span = tracing::info_span!(target: "app::block", "block");
+            span.in_scope(|| {});
+        },
+    );
+    let spans = f.spans();
+    let s = named(&spans, "block")[0];
+    assert_eq!(attr(s, "code.namespace"), Some(Value::from("app::block")));
+    assert!(attr(s, "code.line.number").is_some(), "{:?}", s.attributes);
 }
 
 #[test]

@@ -235,6 +235,19 @@ pub const EXCEPTION_MESSAGE: &str = "exception.message";
 /// `RUST_BACKTRACE` / `RUST_LIB_BACKTRACE`)
 pub const EXCEPTION_STACKTRACE: &str = "exception.stacktrace";
 
+// === code.* (a `tracing` span's callsite, set by the `tracing` bridge) ===
+/// `code.namespace`: the `tracing` target of a bridged span (usually its
+/// module path). Deprecated upstream since 1.30 in favour of a
+/// fully-qualified `code.function.name`, which a `tracing` callsite does not
+/// have, and no successor holds a module path: kept for the target.
+pub const CODE_NAMESPACE: &str = "code.namespace";
+/// `code.file.path`: the source file of a bridged span's callsite (1.30's
+/// name for `code.filepath`).
+pub const CODE_FILE_PATH: &str = "code.file.path";
+/// `code.line.number`: the line of a bridged span's callsite (1.30's name
+/// for `code.lineno`).
+pub const CODE_LINE_NUMBER: &str = "code.line.number";
+
 // === gen_ai.* (GenAI semantic conventions) ===
 /// `gen_ai.operation.name`: the GenAI operation, e.g. `text_completion`,
 /// `chat`, `embeddings`.

@@ -13,7 +13,7 @@ use std::sync::Mutex;
 /// [`layer`](Self::layer).
 ///
 /// ```
-/// use lens::logs::tracing_subscriber::{layer::SubscriberExt as _, registry};
+/// use lens::tracing::tracing_subscriber::{layer::SubscriberExt as _, registry};
 /// use lens::tracing::TracingBridge;
 /// lens::define_span_group! {
 ///     /// My model's spans.
@@ -23,13 +23,14 @@ use std::sync::Mutex;
 ///     .route_per_entry("candle_transformers", &llm::LAYER) // span once, enter per forward
 ///     .route("my_server", &llm::REQUEST)                    // async handlers
 ///     .route_off("my_server::health")
-///     .level(lens::logs::tracing::Level::DEBUG);
+///     .level(lens::tracing::tracing::Level::DEBUG);
 /// let subscriber = registry().with(bridge.layer());
 /// # drop(subscriber);
 /// ```
 #[derive(Debug, Clone)]
 pub struct TracingBridge {
     routes: Routes,
+    global: bool,
 }
 
 impl Default for TracingBridge {
@@ -53,6 +54,7 @@ impl TracingBridge {
                 default: None,
                 level: tracing::Level::TRACE,
             },
+            global: false,
         }
     }
 
@@ -235,7 +237,7 @@ impl TracingBridge {
     /// recorded (default `TRACE`: every level).
     ///
     /// ```
-    /// let b = lens::tracing::TracingBridge::new().level(lens::logs::tracing::Level::INFO);
+    /// let b = lens::tracing::TracingBridge::new().level(lens::tracing::tracing::Level::INFO);
     /// # drop(b);
     /// ```
     pub fn level(mut self, level: tracing::Level) -> Self {
@@ -243,16 +245,43 @@ impl TracingBridge {
         self
     }
 
+    /// How a group that is off filters the spans routed to it.
+    ///
+    /// * `false` (the default): **per layer**. The group decides for lens's
+    ///   layer alone: the span is still created, and every other layer of
+    ///   the subscriber (`fmt`, `tracing-chrome`, ...) sees it as it would
+    ///   without lens. The bridge never vetoes a callsite or a span.
+    /// * `true`: **global**. A span routed (lifetime mode) to a group that
+    ///   is off is not created at all, for any layer: the group switches its
+    ///   targets off for the whole subscriber. The cheapest off path (one
+    ///   callsite lookup and the group's bit test, no span in the registry):
+    ///   for a subscriber where lens is the only layer that wants these
+    ///   spans. Per-entry spans are always created (their group is tested at
+    ///   each entry).
+    ///
+    /// ```
+    /// use lens::tracing::tracing_subscriber::{layer::SubscriberExt as _, registry};
+    /// let bridge = lens::tracing::TracingBridge::new()
+    ///     .route("candle_nn", &lens::groups::FORWARD_BACKWARD)
+    ///     .global_filter(true); // off: candle_nn's spans are not created
+    /// let subscriber = registry().with(bridge.layer());
+    /// # drop(subscriber);
+    /// ```
+    pub fn global_filter(mut self, global: bool) -> Self {
+        self.global = global;
+        self
+    }
+
     /// The layer for a `tracing_subscriber` registry.
     ///
     /// ```
-    /// use lens::logs::tracing_subscriber::{layer::SubscriberExt as _, registry};
+    /// use lens::tracing::tracing_subscriber::{layer::SubscriberExt as _, registry};
     /// let subscriber = registry().with(lens::tracing::TracingBridge::new().layer());
     /// # drop(subscriber);
     /// ```
     pub fn layer(self) -> TracingLayer {
         remember_routes(&self.routes);
-        TracingLayer::new(self.routes)
+        TracingLayer::new(self.routes, self.global)
     }
 }
 

@@ -1,5 +1,17 @@
 //! The bridge's filter: each callsite's route, found once and kept in the
 //! callsite table; per span, the route's group bit.
+//!
+//! Two modes, chosen with `TracingBridge::global_filter`:
+//!
+//! * **Per layer** (the default): the bridge never vetoes a callsite or a
+//!   span. `register_callsite` says `always` (so `tracing` never asks
+//!   `enabled`, and never disables a callsite for the other layers: a
+//!   layer's `Interest::never()` or `enabled == false` holds for the whole
+//!   subscriber, as `Layered` combines them), and the group bit is tested
+//!   in `on_new_span`, which records or skips the span for lens alone.
+//! * **Global**: a routed lifetime-mode callsite is `sometimes`, and
+//!   `enabled` answers with the group bit, so a span whose group is off is
+//!   not created at all, for any layer: the cheapest off path.
 
 use super::callsites::Callsites;
 use super::route::{Route, Routes, TracingMode};
@@ -16,11 +28,13 @@ pub(crate) struct Shared {
     default: u32,
     routes: Box<[Route]>,
     pub(crate) floor: tracing::Level,
+    /// Global mode: `enabled` refuses a span whose group is off.
+    global: bool,
     callsites: Callsites,
 }
 
 impl Shared {
-    pub(crate) fn new(bridge: Routes) -> Self {
+    pub(crate) fn new(bridge: Routes, global: bool) -> Self {
         let mut routes = Vec::new();
         let mut index = |r: Option<Route>| match r {
             Some(r) => {
@@ -43,6 +57,7 @@ impl Shared {
             default,
             routes: routes.into_boxed_slice(),
             floor: bridge.level,
+            global,
             callsites: Callsites::new(),
         }
     }
@@ -80,10 +95,12 @@ impl Shared {
         }
     }
 
-    /// `Layer::register_callsite`: a routed span callsite is `sometimes`
-    /// (its group is tested per span); everything else is `always` for the
-    /// bridge (other layers decide), so the bridge never hides what it does
-    /// not route.
+    /// `Layer::register_callsite`: in global mode a routed lifetime-mode
+    /// span callsite is `sometimes` (its group is tested per span in
+    /// `enabled`); everything else is `always` for the bridge (the other
+    /// layers decide), so the bridge never hides what it does not route,
+    /// and in per-layer mode never hides anything. Never `never`: that
+    /// would disable the callsite for every layer.
     pub(crate) fn register(&self, meta: &'static Metadata<'static>) -> Interest {
         if !meta.is_span() {
             return Interest::always();
@@ -91,19 +108,22 @@ impl Shared {
         let i = self.resolve(meta);
         self.callsites
             .insert(meta as *const Metadata<'static> as usize, i);
-        if i == 0 {
-            Interest::always()
-        } else {
+        let vetoes =
+            self.global && i != 0 && self.routes[i as usize - 1].mode == TracingMode::Lifetime;
+        if vetoes {
             Interest::sometimes()
+        } else {
+            Interest::always()
         }
     }
 
-    /// `Layer::enabled`: `false` only for a routed lifetime-mode span whose
-    /// group is off (the span is then not created at all); a per-entry span
-    /// is created (its group is tested at every entry).
+    /// `Layer::enabled`: `false` only in global mode, for a routed
+    /// lifetime-mode span whose group is off (the span is then not created
+    /// at all); a per-entry span is created (its group is tested at every
+    /// entry). Always `true` in per-layer mode.
     #[inline]
     pub(crate) fn enabled(&self, meta: &Metadata<'_>) -> bool {
-        if !meta.is_span() {
+        if !self.global || !meta.is_span() {
             return true;
         }
         match self.route(meta) {

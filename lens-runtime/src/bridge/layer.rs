@@ -5,6 +5,7 @@
 use super::fields::{merge, Fields};
 use super::filter::Shared;
 use super::route::{Route, Routes, TracingMode};
+use crate::api::semconv::{CODE_FILE_PATH, CODE_LINE_NUMBER, CODE_NAMESPACE};
 use crate::api::span::start::{start_detached_builder, start_detached_in};
 use crate::api::span::{span_of, LensSpan, SpanGuard};
 use opentelemetry::trace::{SpanBuilder, SpanKind, Status, TraceContextExt};
@@ -18,6 +19,25 @@ use tracing::subscriber::Interest;
 use tracing::{Event, Metadata, Subscriber};
 use tracing_subscriber::layer::{Context as LayerContext, Layer};
 use tracing_subscriber::registry::LookupSpan;
+
+/// How many attributes [`callsite`] adds at most.
+const CALLSITE_ATTRIBUTES: usize = 3;
+
+/// The callsite of a span as attributes (semantic conventions 1.37):
+/// `code.namespace` (the target: deprecated upstream in favour of a
+/// fully-qualified `code.function.name`, which a `tracing` callsite does not
+/// have), `code.file.path`, `code.line.number`. The metadata's strings are
+/// `'static`: no allocation.
+#[inline]
+fn callsite(meta: &'static Metadata<'static>, attributes: &mut Vec<KeyValue>) {
+    attributes.push(KeyValue::new(CODE_NAMESPACE, meta.target()));
+    if let Some(file) = meta.file() {
+        attributes.push(KeyValue::new(CODE_FILE_PATH, file));
+    }
+    if let Some(line) = meta.line() {
+        attributes.push(KeyValue::new(CODE_LINE_NUMBER, i64::from(line)));
+    }
+}
 
 /// What the bridge keeps in a `tracing` span's extensions.
 enum State {
@@ -66,13 +86,18 @@ fn entry_context(id: u64) -> Option<Context> {
 /// [`TracingBridge::layer`](crate::TracingBridge::layer) return: add it to a
 /// `tracing_subscriber` registry, next to any other layers.
 ///
-/// A span of a target routed to a group that is off (lifetime mode) is not
-/// created at all, so no layer of the subscriber sees it: the group is the
-/// switch for the targets routed to it. Targets the bridge does not route
-/// are left to the other layers.
+/// By default a group that is off affects this layer alone: the other
+/// layers of the subscriber see every span as they would without lens.
+/// With [`TracingBridge::global_filter`](crate::TracingBridge::global_filter)
+/// a span of a target routed to a group that is off (lifetime mode) is not
+/// created at all, for any layer. Targets the bridge does not route are
+/// always left to the other layers.
+///
+/// Each recorded span carries its callsite: `code.namespace` (the target),
+/// `code.file.path` and `code.line.number`.
 ///
 /// ```
-/// use lens::logs::tracing_subscriber::{layer::SubscriberExt as _, registry};
+/// use lens::tracing::tracing_subscriber::{layer::SubscriberExt as _, registry};
 /// let subscriber = registry().with(lens::tracing::layer());
 /// # drop(subscriber);
 /// ```
@@ -85,9 +110,9 @@ pub struct TracingLayer {
 }
 
 impl TracingLayer {
-    pub(crate) fn new(routes: Routes) -> Self {
+    pub(crate) fn new(routes: Routes, global: bool) -> Self {
         TracingLayer {
-            shared: Arc::new(Shared::new(routes)),
+            shared: Arc::new(Shared::new(routes, global)),
             forward_logs: true,
         }
     }
@@ -156,7 +181,13 @@ where
         let Some(route) = self.shared.route(meta) else {
             return;
         };
-        let mut fields = Fields::span(meta.fields().len());
+        // per-layer mode: the group decides here, for lens alone (global
+        // mode refused the span in `enabled`; per-entry tests each entry)
+        if route.mode == TracingMode::Lifetime && !route.group.is_enabled() {
+            return;
+        }
+        let mut fields = Fields::span(meta.fields().len() + CALLSITE_ATTRIBUTES);
+        callsite(meta, &mut fields.attributes);
         attrs.record(&mut fields);
         let name = fields.name.take().unwrap_or(Cow::Borrowed(meta.name()));
         let kind = fields.kind.take().unwrap_or(SpanKind::Internal);

@@ -13,11 +13,20 @@
 //! * **Span groups.** Each callsite's target is mapped to a lens span group
 //!   once (longest module-path prefix wins; a target with no entry takes
 //!   the default, `off` unless set); a span is recorded when that group's
-//!   bit is on, tested per span exactly as `managed_span!` tests it (in
-//!   `Layer::enabled`: a routed span whose group is off is not created, for
-//!   any layer of the subscriber). Spans below the level floor, of a target
-//!   mapped to `off`, and of the OpenTelemetry crates are never recorded;
-//!   targets the bridge does not route are left to the other layers.
+//!   bit is on, tested per span exactly as `managed_span!` tests it. Spans
+//!   below the level floor, of a target mapped to `off`, and of the
+//!   OpenTelemetry crates are never recorded.
+//! * **Per-layer filtering.** By default the group decides for lens's layer
+//!   alone (in `on_new_span`): the span is still created, and the other
+//!   layers (`fmt`, `tracing-chrome`, ...) see every span as they would
+//!   without lens. `TracingBridge::global_filter(true)` tests the group in
+//!   `Layer::enabled` instead: a routed span whose group is off is then not
+//!   created at all, for any layer (cheaper, and the group switches its
+//!   targets off for the whole subscriber). Targets the bridge does not
+//!   route are left to the other layers in both modes.
+//! * **Callsite.** Each recorded span carries `code.namespace` (its
+//!   target), `code.file.path` and `code.line.number` (static strings of
+//!   the callsite's metadata: no allocation).
 //! * **Re-entered spans.** `lifetime` (the default): one lens span from the
 //!   `tracing` span's creation to its close, however often it is entered:
 //!   right for async code, whose spans are entered on every poll.
@@ -69,10 +78,10 @@ pub use route::TracingMode;
 /// yourself.
 ///
 /// ```
-/// use lens::logs::tracing_subscriber::{layer::SubscriberExt as _, registry};
+/// use lens::tracing::tracing_subscriber::{layer::SubscriberExt as _, registry};
 /// let subscriber = registry().with(lens::tracing::layer());
-/// lens::logs::tracing::subscriber::with_default(subscriber, || {
-///     let span = lens::logs::tracing::info_span!("not.routed");
+/// lens::tracing::tracing::subscriber::with_default(subscriber, || {
+///     let span = lens::tracing::tracing::info_span!("not.routed");
 ///     let _e = span.enter(); // no NEMO_LENS_TRACING_* set: nothing recorded
 /// });
 /// ```
@@ -84,7 +93,7 @@ pub fn tracing_layer() -> TracingLayer {
 /// every family the program knows, which [`tracing_layer`] already uses).
 ///
 /// ```
-/// use lens::logs::tracing_subscriber::{layer::SubscriberExt as _, registry};
+/// use lens::tracing::tracing_subscriber::{layer::SubscriberExt as _, registry};
 /// let layer = lens_runtime::tracing_layer_with(&[&lens::megatron::FAMILY]);
 /// let subscriber = registry().with(layer);
 /// # drop(subscriber);

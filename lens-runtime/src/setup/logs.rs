@@ -22,7 +22,7 @@ use crate::sdk::logs::{self, LogBridge, LogBridgeError, LogBridgeOptions};
 /// file or the console exporter) and flushed by `TelemetryHandle::shutdown`.
 ///
 /// ```no_run
-/// use lens::{logs::log, logs::tracing, logs::Level, logs::LogBridgeOptions};
+/// use lens::{logs::log, logs::Level, logs::LogBridgeOptions, tracing::tracing};
 /// use lens::logs::setup_logging_bridge;
 /// let mut config = lens::LensConfig::from_env()?;
 /// config.logs_enabled = true;

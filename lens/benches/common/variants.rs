@@ -163,6 +163,15 @@ pub(crate) fn tracing_instrument(x: u64) -> u64 {
     body(x)
 }
 
+/// A `tracing` span of the target the bridge benches route (`bench_model`)
+/// around the body.
+#[inline(never)]
+pub(crate) fn tracing_bridged(x: u64) -> u64 {
+    let span = tracing::info_span!(target: "bench_model", "bench.span", n = x);
+    let _e = span.enter();
+    body(x)
+}
+
 /// `fastrace`, no reporter and no root span: nothing sampled.
 #[fastrace::trace]
 #[inline(never)]

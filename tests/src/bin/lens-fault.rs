@@ -740,16 +740,16 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
         // a storm of log records into a small log queue: the losses are
         // reported, not a silent Ok
         "log-storm" => {
-            use lens::logs::tracing_subscriber::layer::SubscriberExt as _;
+            use lens::tracing::tracing_subscriber::layer::SubscriberExt as _;
             let h = setup()?;
             let bridge = lens::logs::setup_logging_bridge(
                 &h,
                 lens::logs::LogBridgeOptions::new().with_target("storm"),
             )?;
-            let subscriber = lens::logs::tracing_subscriber::registry().with(bridge.layer());
-            lens::logs::tracing::subscriber::with_default(subscriber, || {
+            let subscriber = lens::tracing::tracing_subscriber::registry().with(bridge.layer());
+            lens::tracing::tracing::subscriber::with_default(subscriber, || {
                 for i in 0..20_000 {
-                    lens::logs::tracing::info!(target: "storm", i, "a record");
+                    lens::tracing::tracing::info!(target: "storm", i, "a record");
                 }
             });
             let flushed = h.force_flush().into_result();

@@ -186,7 +186,8 @@ fn run(mode: &str, arg: Option<&str>) -> Result<(), Box<dyn std::error::Error>> 
         }
         "logs" => {
             // the log bridge: `trainer` and below at info and above, twice
-            use lens::logs::{log, setup_logging_bridge, tracing, Level, LogBridgeOptions};
+            use lens::logs::{log, setup_logging_bridge, Level, LogBridgeOptions};
+            use lens::tracing::tracing;
             let options = || {
                 LogBridgeOptions::new()
                     .with_level(Level::Info)
@@ -228,9 +229,9 @@ fn run(mode: &str, arg: Option<&str>) -> Result<(), Box<dyn std::error::Error>> 
             // the tracing bridge, configured by NEMO_LENS_TRACING_GROUPS:
             // a candle-style span made once and entered per step, and a
             // server-style span with a lens span inside
-            use lens::logs::tracing_subscriber::layer::SubscriberExt as _;
+            use lens::tracing::tracing_subscriber::layer::SubscriberExt as _;
             let subscriber =
-                lens::logs::tracing_subscriber::registry().with(lens::tracing::layer());
+                lens::tracing::tracing_subscriber::registry().with(lens::tracing::layer());
             tracing::subscriber::set_global_default(subscriber)?;
             let _job = span_cm!("probe.job");
             let block =

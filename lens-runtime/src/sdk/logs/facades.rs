@@ -58,11 +58,11 @@ impl log::Log for LogBridgeLogger {
 /// It never filters the events other layers see.
 ///
 /// ```
-/// use lens::{logs::tracing_subscriber::layer::SubscriberExt as _, logs::tracing_subscriber::registry};
+/// use lens::tracing::tracing_subscriber::{layer::SubscriberExt as _, registry};
 /// use lens::logs::LogBridgeLayer;
 /// let subscriber = registry().with(LogBridgeLayer::new());
-/// lens::logs::tracing::subscriber::with_default(subscriber, || {
-///     lens::logs::tracing::info!(target: "trainer", "bridged once set up");
+/// lens::tracing::tracing::subscriber::with_default(subscriber, || {
+///     lens::tracing::tracing::info!(target: "trainer", "bridged once set up");
 /// });
 /// ```
 #[derive(Debug, Clone, Default)]

@@ -71,25 +71,6 @@ use tracing_subscriber::layer::SubscriberExt as _;
 /// ```
 pub use log;
 
-/// The `tracing` crate lens bridges (0.1), re-exported so that a program can
-/// use the same version without its own dependency.
-///
-/// ```
-/// lens::logs::tracing::info!(target: "trainer", step = 3, "hello");
-/// ```
-pub use tracing;
-
-/// The `tracing-subscriber` crate (0.3) whose `Layer` trait
-/// [`LogBridgeLayer`] implements, re-exported so that versions match.
-///
-/// ```
-/// use lens::logs::tracing_subscriber::layer::SubscriberExt as _;
-/// let subscriber = lens::logs::tracing_subscriber::registry()
-///     .with(lens::logs::LogBridgeLayer::new());
-/// # drop(subscriber);
-/// ```
-pub use tracing_subscriber;
-
 /// What happened to a process-wide hook (the `log` logger, the global
 /// `tracing` subscriber) during [`setup_logging_bridge`](crate::setup::setup_logging_bridge).
 ///
@@ -187,10 +168,10 @@ impl LogBridge {
     /// [`LogBridgeLayer::new`]).
     ///
     /// ```
-    /// use lens::logs::tracing_subscriber::layer::SubscriberExt as _;
+    /// use lens::tracing::tracing_subscriber::layer::SubscriberExt as _;
     /// # let handle = lens::setup_telemetry(Default::default(), 0, 1).unwrap();
     /// let bridge = lens::logs::setup_logging_bridge(&handle, Default::default()).unwrap();
-    /// let subscriber = lens::logs::tracing_subscriber::registry().with(bridge.layer());
+    /// let subscriber = lens::tracing::tracing_subscriber::registry().with(bridge.layer());
     /// # drop(subscriber);
     /// ```
     pub fn layer(&self) -> LogBridgeLayer {
