@@ -12,6 +12,11 @@ normalised form the test also builds from Lens's output.
                    else 0 of 1), a fixed set of spans and every metric of the
                    rl, gym and inference instrument sets; prints the run id,
                    whether the rank exports, its resource, spans and metrics
+  rank             one Python rank of tests/tests/mixed_job.rs as a user
+                   writes it: setup_telemetry with the launcher's rank and
+                   world size, the trace the launcher hands down in
+                   TRACEPARENT attached, one train.step span and the RL
+                   metrics, shutdown; prints the run id
 """
 
 import json
@@ -141,6 +146,23 @@ def job():
     return out
 
 
+def rank_of_mixed_job():
+    from opentelemetry import context
+    from nemo.lens import NemoLensConfig, get_meter, managed_span, setup_telemetry
+    from nemo.lens.instruments.rl import record_rl_metrics
+    from nemo.lens.propagation import extract_context
+
+    rank, world = launcher_rank()
+    config = NemoLensConfig.from_env()
+    h = setup_telemetry(config, rank, world)
+    token = context.attach(extract_context({"traceparent": os.environ.get("TRACEPARENT", "")}))
+    with managed_span("step", "train.step", iteration=1):
+        record_rl_metrics(get_meter(), reward_mean=0.5, generation_duration_ms=120.0)
+    context.detach(token)
+    h.shutdown()
+    return {"run_id": config.run_id}
+
+
 if __name__ == "__main__":
     mode = sys.argv[1]
     if mode == "config":
@@ -153,6 +175,8 @@ if __name__ == "__main__":
         rank, world = launcher_rank()
         setup_telemetry(NemoLensConfig.from_env(), rank, world).shutdown()
         res = {"ok": True}
+    elif mode == "rank":
+        res = rank_of_mixed_job()
     else:
         res = job()
     sys.stdout.write(json.dumps(res, sort_keys=True) + "\n")

@@ -126,6 +126,38 @@ fn built_binary(subdir: &str, name: &str, how: &str) -> PathBuf {
         })
 }
 
+/// The Python `nemo-lens` peer (`../shared/peers/nemo-lens-0.2.0`, or the
+/// folder `LENS_PYTHON_PEER` names) installed into the virtual environment
+/// `venv` (once: `tests/python/peer-venv.sh`), as that environment's
+/// `python`; `None`, after one line on stdout naming `who` and how to point
+/// the test at a copy, when the peer is absent.
+pub fn python_peer(venv: &std::path::Path, who: &str) -> Option<PathBuf> {
+    let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
+    let peer = std::env::var_os("LENS_PYTHON_PEER")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("../shared/peers/nemo-lens-0.2.0"));
+    if !peer.join("src/nemo/lens/__init__.py").is_file() {
+        println!(
+            "{who}: skipped, no Python nemo-lens peer at {} \
+             (set LENS_PYTHON_PEER to a copy of nemo-lens-0.2.0)",
+            peer.display()
+        );
+        return None;
+    }
+    let out = Command::new("bash")
+        .arg(root.join("tests/python/peer-venv.sh"))
+        .arg(&peer)
+        .arg(venv)
+        .output()
+        .expect("bash");
+    assert!(
+        out.status.success(),
+        "installing the peer: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+}
+
 /// A free TCP port on 127.0.0.1.
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")

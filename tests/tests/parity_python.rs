@@ -23,40 +23,12 @@ use tests::{clean_command, run_with_timeout};
 const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
 const PROBE: &str = env!("CARGO_BIN_EXE_lens-parity");
 
-/// The peer's folder, or `None` (after one line on stdout) when absent.
-fn peer() -> Option<PathBuf> {
-    let p = std::env::var_os("LENS_PYTHON_PEER")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(ROOT).join("../shared/peers/nemo-lens-0.2.0"));
-    if p.join("src/nemo/lens/__init__.py").is_file() {
-        return Some(p);
-    }
-    println!(
-        "parity_python: skipped, no Python nemo-lens peer at {} \
-         (set LENS_PYTHON_PEER to a copy of nemo-lens-0.2.0)",
-        p.display()
-    );
-    None
-}
-
 /// The peer's virtual environment's python, installed once per target dir.
 fn python() -> Option<&'static Path> {
     static PY: OnceLock<Option<PathBuf>> = OnceLock::new();
     PY.get_or_init(|| {
-        let peer = peer()?;
         let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-peer/venv");
-        let out = std::process::Command::new("bash")
-            .arg(format!("{ROOT}/tests/python/peer-venv.sh"))
-            .arg(&peer)
-            .arg(&venv)
-            .output()
-            .expect("bash");
-        assert!(
-            out.status.success(),
-            "installing the peer: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Some(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+        tests::python_peer(&venv, "parity_python")
     })
     .as_deref()
 }

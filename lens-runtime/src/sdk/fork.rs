@@ -1,21 +1,61 @@
-//! `fork()`: a child forked while a lens pipeline is live is inert.
+//! `fork()`: a child forked while a lens pipeline is live keeps recording,
+//! on a pipeline of its own.
 //!
 //! Only the forking thread exists in a child: the exporter threads do not,
-//! and a lock another thread of the parent held at the moment of the fork
-//! stays locked forever. So a child created by `fork()` (without `exec`)
-//! records nothing: at the fork, in the child, every span group is
-//! switched off, the lens tracer is forgotten, the open-span registry is
-//! reset without ending the parent's spans (the parent exports them, the
-//! child never does), and spans that still reach a lens processor are
-//! dropped and counted. The child's handle shuts down at once without
-//! touching the parent's pipeline, and reports the spans it dropped. A
-//! child forked while no pipeline is live is an ordinary process, and a
-//! child may set lens up again: it then gets a pipeline of its own.
-//! Everything done in the handler is a plain atomic store or load:
-//! async-signal-safe, as a fork handler must be.
+//! a lock another thread of the parent held at the moment of the fork
+//! stays locked forever, and the parent's exporters (a gRPC connection, a
+//! buffered batch) must not be used from two processes. So at the fork, in
+//! the child, the fork handler only forgets: the lens tracer and recorder,
+//! the open-span registry (without ending the parent's spans: the parent
+//! exports them, the child never does) and the batches in flight in the
+//! parent's threads; the parent's pipeline objects, which the child still
+//! references, see that they belong to an earlier process ([`epoch`]) and
+//! drop what reaches them. Every store it makes is a plain atomic one.
+//!
+//! Then, when the parent's setup left a recipe ([`set_recipe`]: an
+//! exporting rank set up without a custom processor or reader), the child's
+//! first span start finds no tracer and sets lens up again from that
+//! recipe ([`respawn_if_pending`]): the parent's configuration, rank and
+//! run id, a resource of its own (its `process.pid`), new exporter threads
+//! and connections, fresh span ids (the id generator is fork-safe). The
+//! child's spans are exported by the child; its copy of the parent's
+//! handle shuts the child's pipeline down (on `shutdown` or drop), so a
+//! child that ends with `_exit` without it loses what it recorded, as a
+//! Python child ending with `os._exit` does. Without a recipe (a custom
+//! processor or reader, or a respawn that failed) the child is inert as
+//! before: its span groups are off and the spans that still reach a lens
+//! processor are dropped and counted, and it may set lens up itself.
+//! A child forked while no pipeline is live is an ordinary process.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use crate::config::LensConfig;
+use crate::setup::TelemetryHandle;
+use opentelemetry::KeyValue;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use std::sync::Once;
+
+/// What a forked child needs to set lens up again as its parent did.
+#[derive(Debug, Clone)]
+pub(crate) struct Recipe {
+    /// The parent's configuration, its run id fixed (the child's run is
+    /// the parent's) and quiet (no setup line per child).
+    pub(crate) config: LensConfig,
+    pub(crate) rank: u32,
+    pub(crate) world_size: u32,
+    pub(crate) resource_attributes: Vec<KeyValue>,
+    pub(crate) k8s_dir: Option<PathBuf>,
+}
+
+/// The recipe of the live exporting pipeline, or null. Each set leaks the
+/// previous one (sets are rare: setups), so a child reads it with one load.
+static RECIPE: AtomicPtr<Recipe> = AtomicPtr::new(std::ptr::null_mut());
+/// A child forked from a pipeline with a recipe that has not set up again.
+static PENDING: AtomicBool = AtomicBool::new(false);
+/// The pipeline a child set up from the recipe, owned here (leaked box).
+static CHILD: AtomicPtr<TelemetryHandle> = AtomicPtr::new(std::ptr::null_mut());
+/// Forks this process descends from (since it armed the handler): a
+/// pipeline built in an earlier epoch belongs to an ancestor process.
+static EPOCH: AtomicU64 = AtomicU64::new(0);
 
 static IN_CHILD: AtomicBool = AtomicBool::new(false);
 /// Whether a pipeline is live (a fork now makes an inert child).
@@ -31,9 +71,77 @@ pub(crate) fn in_child() -> bool {
 }
 
 /// Setup arms the handler while a pipeline is live, and disarms it at the
-/// pipeline's teardown.
+/// pipeline's teardown (which forgets the recipe too).
 pub(crate) fn set_armed(on: bool) {
     ARMED.store(on, Ordering::Release);
+    if !on {
+        set_recipe(None);
+    }
+}
+
+/// The fork epoch of this process: pipeline objects remember theirs, and
+/// one that differs was built by an ancestor (its threads are not here).
+#[inline]
+pub(crate) fn epoch() -> u64 {
+    EPOCH.load(Ordering::Relaxed)
+}
+
+/// Sets (or clears) the recipe a forked child sets lens up again from.
+pub(crate) fn set_recipe(recipe: Option<Recipe>) {
+    let ptr = recipe.map_or(std::ptr::null_mut(), |r| Box::into_raw(Box::new(r)));
+    // the previous recipe is leaked: a child forked meanwhile may read it
+    RECIPE.store(ptr, Ordering::Release);
+}
+
+/// In a forked child whose parent left a recipe, on the first span start:
+/// sets lens up again from it, once. True when this call did, and the
+/// span path now has a tracer of the child's own.
+#[cold]
+#[inline(never)]
+pub(crate) fn respawn_if_pending() -> bool {
+    if !PENDING.load(Ordering::Acquire) || !PENDING.swap(false, Ordering::AcqRel) {
+        return false;
+    }
+    // SAFETY: null or a leaked, never freed `Box<Recipe>`.
+    let Some(r) = (unsafe { RECIPE.load(Ordering::Acquire).as_ref() }) else {
+        return false;
+    };
+    match crate::TelemetryBuilder::for_forked_child(r).install() {
+        Ok(h) => {
+            let old = CHILD.swap(Box::into_raw(Box::new(h)), Ordering::AcqRel);
+            if !old.is_null() {
+                // SAFETY: a box this function leaked, taken once by the swap
+                drop(unsafe { Box::from_raw(old) });
+            }
+            true
+        }
+        Err(e) => {
+            crate::diag::warn(format_args!(
+                "a forked child cannot set lens up again ({e}); it records nothing"
+            ));
+            crate::api::groups::disable_all_after_fork();
+            false
+        }
+    }
+}
+
+/// The pipeline this forked child set up from its parent's recipe, taken
+/// (its copy of the parent's handle shuts it down).
+pub(crate) fn take_child_pipeline() -> Option<TelemetryHandle> {
+    let ptr = CHILD.swap(std::ptr::null_mut(), Ordering::AcqRel);
+    // SAFETY: null or a box `respawn_if_pending` leaked, taken once by the swap
+    (!ptr.is_null()).then(|| *unsafe { Box::from_raw(ptr) })
+}
+
+/// Flushes the pipeline this forked child set up, if any.
+pub(crate) fn flush_child_pipeline(timeout: std::time::Duration) -> crate::ShutdownReport {
+    // SAFETY: null or a leaked box; only `take_child_pipeline` frees it,
+    // from the handle's shutdown, which a flush does not race in a child
+    // that follows the handle's contract (one owner)
+    match unsafe { CHILD.load(Ordering::Acquire).as_ref() } {
+        Some(h) => h.force_flush_within(timeout),
+        None => Default::default(),
+    }
 }
 
 /// A child that sets lens up again leaves the inert state: its new
@@ -82,7 +190,16 @@ extern "C" fn child() {
     }
     DROPPED_IN_CHILD.store(0, Ordering::Relaxed);
     IN_CHILD.store(true, Ordering::Relaxed);
-    crate::api::groups::disable_all_after_fork();
+    EPOCH.fetch_add(1, Ordering::Relaxed);
+    // the grandparent's pipeline (if this parent was a respawned child)
+    // is the parent's to shut down, never the child's
+    CHILD.store(std::ptr::null_mut(), Ordering::Relaxed);
+    if RECIPE.load(Ordering::Acquire).is_null() {
+        crate::api::groups::disable_all_after_fork();
+    } else {
+        // groups stay as they were: the first span start sets up again
+        PENDING.store(true, Ordering::Release);
+    }
     crate::api::span::forget_tracer_after_fork();
     crate::api::span::open::reset_after_fork();
     // batches in flight in the parent's threads do not exist here

@@ -406,6 +406,18 @@ impl TelemetryBuilder {
         self
     }
 
+    /// The setup a forked child makes from its parent's recipe: the
+    /// parent's configuration and placement, always exporting (the parent
+    /// did), allowed over the parent's live handle.
+    pub(crate) fn for_forked_child(r: &crate::sdk::fork::Recipe) -> Self {
+        let mut b = TelemetryBuilder::new(r.config.clone(), r.rank, r.world_size)
+            .allow_reinit(true)
+            .with_export_strategy(|_, _, _| true);
+        b.resource_attributes = r.resource_attributes.clone();
+        b.k8s_dir = r.k8s_dir.clone();
+        b
+    }
+
     /// Validates everything, then installs what this rank needs.
     ///
     /// ```
@@ -498,8 +510,25 @@ impl TelemetryBuilder {
                 self.rank
             ));
         }
+        // what a forked child sets lens up again from: not with a custom
+        // processor or reader, which cannot be made twice
+        let recipe = (self.span_processor.is_none() && self.metric_reader.is_none()).then(|| {
+            let mut config = plan.config.clone();
+            config.run_id = Some(run_id.clone());
+            config.quiet = true;
+            crate::sdk::fork::Recipe {
+                config,
+                rank: self.rank,
+                world_size: self.world_size,
+                resource_attributes: self.resource_attributes.clone(),
+                k8s_dir: self.k8s_dir.clone(),
+            }
+        });
         match self.install_exporting(plan, generation, run_id) {
-            Ok(h) => Ok(h),
+            Ok(h) => {
+                crate::sdk::fork::set_recipe(recipe);
+                Ok(h)
+            }
             Err(e) => {
                 LIVE_HANDLES.fetch_sub(1, Ordering::AcqRel);
                 Err(e)

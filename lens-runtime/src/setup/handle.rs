@@ -383,8 +383,9 @@ impl TelemetryHandle {
     /// assert!(report.is_clean(), "{report}");
     /// ```
     pub fn force_flush_within(&self, timeout: Duration) -> ShutdownReport {
-        if crate::sdk::fork::in_child() {
-            return ShutdownReport::default();
+        if std::process::id() != self.owner_pid {
+            // a forked child's copy: its own pipeline, if it set one up
+            return crate::sdk::fork::flush_child_pipeline(timeout);
         }
         self.pipeline()
             .map(|p| p.flush(timeout))
@@ -397,7 +398,9 @@ impl TelemetryHandle {
     /// Returns within `timeout` (plus a few milliseconds): a signal whose
     /// exporter has not finished by then is marked `timed_out` and left to
     /// finish in the background. Idempotent (a second call reports
-    /// nothing). In a forked child it returns at once.
+    /// nothing). In a forked child it shuts down the pipeline the child
+    /// set up from its parent's configuration on its first span (see
+    /// `docs/PARITY.md`, fork), and returns at once when there is none.
     ///
     /// Lost telemetry never fails the job: when something was lost, one
     /// line on stderr names the signal, the count and the cause (refused,
@@ -441,6 +444,15 @@ impl TelemetryHandle {
                 Ordering::Acquire,
             );
             let dropped = crate::sdk::fork::dropped_in_child();
+            if let Some(own) = crate::sdk::fork::take_child_pipeline() {
+                // the pipeline the child set up from its parent's recipe
+                let mut report = own.shutdown(timeout);
+                report.traces.lost += dropped;
+                if dropped > 0 {
+                    report.traces.cause.get_or_insert(LossCause::ForkedChild);
+                }
+                return report;
+            }
             let report = ShutdownReport {
                 traces: SignalReport {
                     lost: dropped,

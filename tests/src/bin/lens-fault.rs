@@ -337,7 +337,8 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
             h.shutdown(Duration::from_secs(5)).into_result()?;
             Ok(())
         }
-        // fork while other threads hold open spans
+        // fork while other threads hold open spans: the child keeps
+        // recording, on a pipeline of its own
         "fork" => {
             let h = setup()?;
             let job = span_cm!("parent.job");
@@ -349,21 +350,28 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
                 let _ = done_rx.recv();
             });
             let _ = rx.recv();
+            drop(span_cm!("parent.before"));
             // SAFETY: the child only uses lens's API and exits.
             let pid = unsafe { libc::fork() };
             if pid == 0 {
                 let t = Instant::now();
-                drop(span_cm!("child.span"));
-                drop(managed_span!("step", "child.step"));
+                let me = i64::from(std::process::id());
+                drop(span_cm!("child.span", child_pid = me));
+                drop(managed_span!("step", "child.step", child_pid = me));
                 let r = h.shutdown(Duration::from_secs(5)).into_result();
                 drop(h);
                 let took = t.elapsed();
-                // the child's spans were dropped, and its shutdown says so
-                let said = matches!(&r, Err(e) if e.to_string().contains("forked child"));
-                let code = if said && took < Duration::from_secs(1) {
-                    0
-                } else {
-                    3
+                // the child's spans were exported by the child, in time
+                let code = match (r, took < Duration::from_secs(3)) {
+                    (Ok(()), true) => 0,
+                    (Err(e), _) => {
+                        eprintln!("child: {e}");
+                        3
+                    }
+                    (Ok(()), false) => {
+                        eprintln!("child: shutdown took {took:?}");
+                        3
+                    }
                 };
                 // SAFETY: leave the child without running the parent's
                 // atexit handlers or destructors
@@ -372,6 +380,7 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
             let mut status = 0;
             // SAFETY: waiting for our child.
             unsafe { libc::waitpid(pid, &mut status, 0) };
+            drop(span_cm!("parent.after"));
             let _ = done_tx.send(());
             let _ = worker.join();
             drop(job);
@@ -379,7 +388,10 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
             if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
                 return Err(format!("child failed: status {status}").into());
             }
-            say("fork ok");
+            say(&format!(
+                "fork ok parent={} child={pid}",
+                std::process::id()
+            ));
             Ok(())
         }
         // an idle pipeline with OTEL_BSP_SCHEDULE_DELAY=0 does not spin

@@ -10,6 +10,10 @@
 //!   launcher) with the `file` exporter writing `FILE`; the same spans and
 //!   metrics as the Python probe; then the run id, whether the rank
 //!   exports, and the resource, spans and metrics read back from `FILE`.
+//! * `rank`: one Rust rank of the mixed job of `tests/tests/mixed_job.rs`
+//!   as a user writes it: set up from the environment, join the trace the
+//!   launcher hands down in `TRACEPARENT`, one `train.step` span and the
+//!   RL metrics, shut down; prints the run id.
 
 use lens::metrics::{
     GymMetrics, GymRecord, InferenceMetrics, InferenceRecord, RlMetrics, RlRecord,
@@ -185,6 +189,23 @@ fn job(file: &str) -> Res<Value> {
     }))
 }
 
+/// One rank of a mixed job (see the module docs).
+fn rank() -> Res<Value> {
+    let h = lens::setup_telemetry_from_env()?;
+    {
+        let _launcher = lens::propagation::context_from_env().attach();
+        let _step = managed_span!("step", "train.step", iteration = 1u64);
+        RlMetrics::new(&lens::meter("")).record(&RlRecord {
+            reward_mean: Some(0.5),
+            generation_duration_ms: Some(120.0),
+            ..Default::default()
+        });
+    }
+    let run_id = h.run_id().to_owned();
+    h.shutdown(Duration::from_secs(10)).into_result()?;
+    Ok(json!({ "run_id": run_id }))
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let arg = |i: usize| args.get(i).map_or("", String::as_str);
@@ -195,6 +216,7 @@ fn main() {
             .map_err(|e| format!("world size: {e}").into())
             .and_then(strategies),
         "job" => job(arg(2)),
+        "rank" => rank(),
         other => Err(format!("unknown mode {other:?}").into()),
     };
     match out {

@@ -157,8 +157,52 @@ fn resume_unwind_is_not_labelled_with_an_older_panic() {
     );
 }
 
+/// `(name, trace id, span id, parent id, resource process.pid, attribute
+/// child_pid)` of every span in `dir/spans.jsonl`.
+fn spans_with_pids(dir: &std::path::Path) -> Vec<(String, String, String, String, i64, i64)> {
+    let int = |v: &serde_json::Value| {
+        let i = &v["intValue"];
+        i.as_i64()
+            .or_else(|| i.as_str()?.parse().ok())
+            .unwrap_or(-1)
+    };
+    let attr = |list: &serde_json::Value, key: &str| {
+        list.as_array()
+            .into_iter()
+            .flatten()
+            .find(|kv| kv["key"] == key)
+            .map_or(-1, |kv| int(&kv["value"]))
+    };
+    let text = std::fs::read_to_string(dir.join("spans.jsonl")).unwrap_or_default();
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        for rs in v["resourceSpans"].as_array().into_iter().flatten() {
+            let pid = attr(&rs["resource"]["attributes"], "process.pid");
+            for ss in rs["scopeSpans"].as_array().into_iter().flatten() {
+                for sp in ss["spans"].as_array().into_iter().flatten() {
+                    let text = |k: &str| sp[k].as_str().unwrap_or("").to_owned();
+                    out.push((
+                        text("name"),
+                        text("traceId"),
+                        text("spanId"),
+                        text("parentSpanId"),
+                        pid,
+                        attr(&sp["attributes"], "child_pid"),
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A child forked while other threads hold open spans keeps recording: its
+/// spans are exported by the child (its pid in the resource), with fresh
+/// ids, in the parent's trace; the parent's spans are exported once, by
+/// the parent.
 #[test]
-fn a_forked_child_is_inert_and_never_exports_the_parents_spans() {
+fn a_forked_child_keeps_recording_and_never_exports_the_parents_spans() {
     let dir = temp_dir("fork");
     let f = run_with_timeout(&mut fault("fork", None, &dir), TIMEOUT);
     check(
@@ -166,15 +210,40 @@ fn a_forked_child_is_inert_and_never_exports_the_parents_spans() {
         "fork",
         &f,
     );
-    let names = span_names(&dir);
-    for n in ["parent.job", "parent.worker"] {
-        assert_eq!(
-            names.iter().filter(|s| *s == n).count(),
-            1,
-            "{n}: {names:?}"
-        );
+    let num = |key: &str| -> i64 {
+        let at = f.stdout.find(key).unwrap() + key.len();
+        f.stdout[at..]
+            .split(|c: char| !c.is_ascii_digit())
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let (parent, child) = (num("parent="), num("child="));
+    let spans = spans_with_pids(&dir);
+    let named = |n: &str| spans.iter().filter(|s| s.0 == n).collect::<Vec<_>>();
+    for n in [
+        "parent.job",
+        "parent.worker",
+        "parent.before",
+        "parent.after",
+    ] {
+        let s = named(n);
+        assert_eq!(s.len(), 1, "{n} exported once: {spans:#?}");
+        assert_eq!(s[0].4, parent, "{n} by the parent");
     }
-    assert!(!names.iter().any(|n| n.starts_with("child.")), "{names:?}");
+    let job = named("parent.job")[0];
+    for n in ["child.span", "child.step"] {
+        let s = named(n);
+        assert_eq!(s.len(), 1, "{n} exported once: {spans:#?}");
+        assert_eq!(s[0].5, child, "{n} recorded in the child");
+        assert_eq!(s[0].4, child, "{n} exported by the child (its resource)");
+        // the child's span is in the parent's trace, under the span that
+        // was current when it forked
+        assert_eq!((&s[0].1, &s[0].3), (&job.1, &job.2), "{n}'s parent");
+    }
+    let ids: std::collections::BTreeSet<&String> = spans.iter().map(|s| &s.2).collect();
+    assert_eq!(ids.len(), spans.len(), "fresh span ids: {spans:#?}");
 }
 
 #[test]

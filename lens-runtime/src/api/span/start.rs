@@ -74,6 +74,11 @@ fn start_builder(builder: SpanBuilder) -> LensSpan {
             parent.with_span(span)
         }));
     }
+    // a forked child's first span sets lens up again (crate::sdk::fork)
+    #[cfg(feature = "sdk-core")]
+    if crate::sdk::fork::respawn_if_pending() {
+        return start_builder_after_fork(builder);
+    }
     let tracer = opentelemetry::global::tracer(SCOPE_NAME);
     LensSpan::new(Context::map_current(|parent| {
         let span = tracer.build_with_context(builder, parent);
@@ -94,9 +99,29 @@ fn start_builder_in(builder: SpanBuilder, parent: &Context) -> LensSpan {
         let span = tracer.build_with_context(builder, parent);
         return LensSpan::new(parent.with_span(span));
     }
+    #[cfg(feature = "sdk-core")]
+    if crate::sdk::fork::respawn_if_pending() {
+        return start_builder_in_after_fork(builder, parent);
+    }
     let tracer = opentelemetry::global::tracer(SCOPE_NAME);
     let span = tracer.build_with_context(builder, parent);
     LensSpan::new(parent.with_span(span))
+}
+
+/// [`start_builder`] on the pipeline a forked child has just set up.
+#[cfg(feature = "sdk-core")]
+#[cold]
+#[inline(never)]
+fn start_builder_after_fork(builder: SpanBuilder) -> LensSpan {
+    start_builder(builder)
+}
+
+/// [`start_builder_in`] on the pipeline a forked child has just set up.
+#[cfg(feature = "sdk-core")]
+#[cold]
+#[inline(never)]
+fn start_builder_in_after_fork(builder: SpanBuilder, parent: &Context) -> LensSpan {
+    start_builder_in(builder, parent)
 }
 
 /// The span `start` makes, or an inert one where OpenTelemetry's context

@@ -62,6 +62,7 @@ impl BatchProcessor {
             settings,
             counters,
             redactor,
+            epoch: crate::sdk::fork::epoch(),
         });
         let worker = shared.clone();
         let spawned = std::thread::Builder::new()
@@ -78,9 +79,17 @@ impl BatchProcessor {
         BatchProcessor { shared }
     }
 
+    /// Whether this processor was built by an ancestor of this process (a
+    /// forked child, which may have set lens up again since): its exporter
+    /// thread is not here, and its lock may have been held at the fork.
+    #[inline]
+    fn foreign(&self) -> bool {
+        self.shared.epoch != crate::sdk::fork::epoch()
+    }
+
     /// Waits until everything queued now is exported, at most `timeout`.
     pub(crate) fn flush_within(&self, timeout: Duration) -> OTelSdkResult {
-        if crate::sdk::fork::in_child() {
+        if self.foreign() {
             return Ok(());
         }
         let deadline = Instant::now() + timeout;
@@ -122,7 +131,7 @@ impl BatchProcessor {
             counters.ended.fetch_add(n, Ordering::Relaxed);
             counters.dropped.fetch_add(n, Ordering::Relaxed);
         };
-        if crate::sdk::fork::in_child() {
+        if self.foreign() {
             batches.iter().for_each(&lost);
             return;
         }
@@ -167,7 +176,7 @@ impl SpanProcessor for BatchProcessor {
         let counters = &self.shared.counters;
         // In a forked child the exporter thread does not exist, and the
         // queue's lock may have been held by a parent thread at fork time.
-        if crate::sdk::fork::in_child() {
+        if self.foreign() {
             counters.dropped.fetch_add(1, Ordering::Relaxed);
             crate::sdk::fork::note_dropped();
             return;
@@ -192,7 +201,7 @@ impl SpanProcessor for BatchProcessor {
     }
 
     fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
-        if crate::sdk::fork::in_child() {
+        if self.foreign() {
             return Ok(());
         }
         let deadline = Instant::now() + timeout;

@@ -17,15 +17,16 @@ impl LoggerProvider for StampingProvider {
 
     fn logger_with_scope(&self, _scope: InstrumentationScope) -> StampingLogger {
         let scope = InstrumentationScope::builder(crate::api::span::SCOPE_NAME).build();
-        StampingLogger(self.0.logger_with_scope(scope))
+        StampingLogger(self.0.logger_with_scope(scope), crate::sdk::fork::epoch())
     }
 }
 
 /// The SDK's logger, setting each record's `Timestamp` (when the event
 /// happened) at creation: neither appender crate sets one, which leaves only
-/// the `ObservedTimestamp` for backends to sort by.
+/// the `ObservedTimestamp` for backends to sort by. The second field is the
+/// fork epoch it was made in ([`crate::sdk::fork::epoch`]).
 #[derive(Debug)]
-pub(crate) struct StampingLogger(SdkLogger);
+pub(crate) struct StampingLogger(SdkLogger, u64);
 
 impl Logger for StampingLogger {
     type LogRecord = SdkLogRecord;
@@ -37,9 +38,9 @@ impl Logger for StampingLogger {
     }
 
     fn emit(&self, record: SdkLogRecord) {
-        // a forked child is inert: the SDK's queue and locks belong to the
-        // parent's threads
-        if crate::sdk::fork::in_child() {
+        // a logger of an ancestor's pipeline, in a forked child: the SDK's
+        // queue and locks belong to the parent's threads
+        if self.1 != crate::sdk::fork::epoch() {
             return;
         }
         self.0.emit(record);

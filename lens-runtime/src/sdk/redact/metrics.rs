@@ -49,15 +49,18 @@ struct RedactingInstruments {
 struct RedactingSync<I> {
     inner: I,
     redactor: Redactor,
+    /// The fork epoch the instrument was made in ([`crate::sdk::fork::epoch`]).
+    epoch: u64,
 }
 
 macro_rules! redacting_sync {
     ($($inst:ident::$record:ident),*) => {$(
         impl<T> SyncInstrument<T> for RedactingSync<$inst<T>> {
             fn measure(&self, measurement: T, attributes: &[KeyValue]) {
-                // in a forked child the SDK's locks may be held forever by
-                // a parent thread that does not exist here
-                if crate::sdk::fork::in_child() {
+                // an instrument of an ancestor's pipeline, in a forked
+                // child: the SDK's locks may be held forever by a parent
+                // thread that does not exist here
+                if self.epoch != crate::sdk::fork::epoch() {
                     return;
                 }
                 self.inner
@@ -99,6 +102,7 @@ macro_rules! sync_builders {
             $inst::new(Arc::new(RedactingSync {
                 inner: inner.build(),
                 redactor: self.redactor.clone(),
+                epoch: crate::sdk::fork::epoch(),
             }))
         }
     )*};
@@ -120,6 +124,7 @@ macro_rules! histogram_builders {
             Histogram::new(Arc::new(RedactingSync {
                 inner: inner.build(),
                 redactor: self.redactor.clone(),
+                epoch: crate::sdk::fork::epoch(),
             }))
         }
     )*};

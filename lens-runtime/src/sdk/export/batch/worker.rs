@@ -41,6 +41,8 @@ pub(super) struct Shared {
     pub(super) counters: Arc<SpanCounters>,
     /// Redacts the spans and the resource before the exporter sees them.
     pub(super) redactor: Redactor,
+    /// The fork epoch it was built in ([`crate::sdk::fork::epoch`]).
+    pub(super) epoch: u64,
 }
 
 impl Shared {
