@@ -8,7 +8,8 @@
 //! * dropped: spans the pipeline counted as lost (queue full, write failed);
 //! * total CPU per span: `getrusage(RUSAGE_SELF)` user + sys over the loop
 //!   and the shutdown, divided by N, and the calling thread's share;
-//! * bytes per span: the size of what the exporter wrote, divided by N;
+//! * bytes per span: the size of what the exporter wrote, divided by the
+//!   spans written;
 //! * peak RSS: `ru_maxrss` of the process.
 //!
 //! Usage: `write_path <exporter> <spans> [--rate <spans_per_s>] [--dir D]`,
@@ -138,7 +139,7 @@ fn run(exporter: &str, n: u64, rate: Option<f64>, dir: &Path) {
         report.traces.lost,
         per(p),
         per(t),
-        bytes as f64 / n as f64,
+        bytes as f64 / report.traces.exported.max(1) as f64,
         peak,
     );
     let _ = std::fs::remove_dir_all(dir);
