@@ -11,6 +11,14 @@ use std::time::Duration;
 /// (the SDK's 2048 drops spans in ordinary bursts). `OTEL_BSP_MAX_QUEUE_SIZE`
 /// overrides it.
 pub(crate) const DEFAULT_MAX_QUEUE_SIZE: usize = 65_536;
+/// Default span queue of the exporters that write local files (`file`,
+/// `perfetto`): the largest accepted, so a burst of 1M spans made faster
+/// than the file is written waits in memory instead of being dropped. The
+/// queue grows with use and shrinks back once drained; it holds at most
+/// this many records of at most two 176-byte slots each (~180 MiB for
+/// one-slot records, 352 MiB at worst), only while a burst outruns the
+/// disk. `OTEL_BSP_MAX_QUEUE_SIZE` overrides it.
+pub(crate) const LOCAL_FILE_MAX_QUEUE_SIZE: usize = MAX_QUEUE_SIZE_LIMIT;
 /// Default export batch (`OTEL_BSP_MAX_EXPORT_BATCH_SIZE` overrides).
 pub(crate) const DEFAULT_MAX_EXPORT_BATCH_SIZE: usize = 2_048;
 /// Default metric export interval (`OTEL_METRIC_EXPORT_INTERVAL`, ms, overrides).
@@ -117,6 +125,9 @@ pub(crate) fn check_timeout(
 pub(crate) struct OtelEnv {
     pub(crate) protocols: [OtlpProtocol; 3],
     pub(crate) batch: BatchSettings,
+    /// Whether `OTEL_BSP_MAX_QUEUE_SIZE` was set (else the exporters of
+    /// local files get [`LOCAL_FILE_MAX_QUEUE_SIZE`]).
+    pub(crate) queue_size_set: bool,
     pub(crate) log_batch: LogBatch,
     pub(crate) export_timeout: Duration,
     /// The OTLP exporters' own timeout, when given in code (else theirs:
@@ -214,6 +225,20 @@ fn in_a_day(var: &str, ms: u64) -> Result<Option<Duration>, ConfigError> {
 }
 
 impl OtelEnv {
+    /// The batch settings of an exporter that writes a local file: the
+    /// queue is [`LOCAL_FILE_MAX_QUEUE_SIZE`] unless
+    /// `OTEL_BSP_MAX_QUEUE_SIZE` says otherwise (a local write never waits
+    /// on a network, so a larger queue only holds a burst a little longer).
+    pub(crate) fn local_file_batch(&self) -> BatchSettings {
+        match self.queue_size_set {
+            true => self.batch,
+            false => BatchSettings {
+                max_queue_size: LOCAL_FILE_MAX_QUEUE_SIZE,
+                ..self.batch
+            },
+        }
+    }
+
     /// Reads and checks the variables, then puts `code` over them (checked
     /// as the variables are, with the same errors).
     pub(crate) fn read(code: &CodeSettings) -> Result<Self, ConfigError> {
@@ -245,8 +270,8 @@ impl OtelEnv {
                 names_default_sampler(&env),
             ),
         };
-        let queue = env_count("OTEL_BSP_MAX_QUEUE_SIZE", MAX_QUEUE_SIZE_LIMIT)?
-            .unwrap_or(DEFAULT_MAX_QUEUE_SIZE);
+        let queue_set = env_count("OTEL_BSP_MAX_QUEUE_SIZE", MAX_QUEUE_SIZE_LIMIT)?;
+        let queue = queue_set.unwrap_or(DEFAULT_MAX_QUEUE_SIZE);
         let batch_size = env_count("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", MAX_QUEUE_SIZE_LIMIT)?
             .unwrap_or(DEFAULT_MAX_EXPORT_BATCH_SIZE)
             .min(queue);
@@ -332,6 +357,7 @@ impl OtelEnv {
                 scheduled_delay,
                 flush_timeout: DEFAULT_FLUSH_TIMEOUT,
             },
+            queue_size_set: queue_set.is_some(),
             log_batch,
             export_timeout,
             otlp_timeout,

@@ -237,10 +237,11 @@ impl Pipeline {
                                 .unwrap_or_else(|| "?".to_owned());
                             let e =
                                 PerfettoExporter::new(files.clone(), inp.run_id, inp.rank, &host);
-                            batch_processor(e, c, batch, r)
+                            batch_processor(e, c, otel.local_file_batch(), r)
                         }
                         (None, Backend::File(sink)) => {
-                            batch_processor(file::JsonLines::new(sink.clone(), false), c, batch, r)
+                            let e = file::JsonLines::new(sink.clone(), false);
+                            batch_processor(e, c, otel.local_file_batch(), r)
                         }
                         (None, Backend::Console) => {
                             batch_processor(console::console(), c, batch, r)

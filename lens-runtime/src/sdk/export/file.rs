@@ -17,6 +17,7 @@
 //!   records are dropped and counted (`Sink::dropped_records`), export
 //!   returns an error, and one warning (the first failure) goes to stderr.
 
+use crate::sdk::export::otlp_json;
 use crate::sdk::export::sink::Batch;
 pub(crate) use crate::sdk::export::sink::Sink;
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
@@ -36,7 +37,7 @@ use opentelemetry_sdk::metrics::Temporality;
 use opentelemetry_sdk::trace::{SpanData, SpanExporter};
 use opentelemetry_sdk::Resource;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// A JSON-lines exporter for all three signals. `per_record` splits each
@@ -62,17 +63,55 @@ pub(crate) struct JsonLines {
     sink: Arc<Sink>,
     per_record: bool,
     resource: ResourceAttributesWithSchema,
+    /// The resource's part of every span line, encoded once (`None` if it
+    /// could not be: spans then take the serde path).
+    span_resource: Option<otlp_json::ResourcePart>,
+    /// The span lines' buffer, kept from one batch to the next (at most
+    /// [`KEEP_BUFFER`] bytes of it).
+    span_buf: Mutex<Vec<u8>>,
 }
+
+/// The largest span buffer kept between batches (a batch of 2,048 spans
+/// with one attribute is ~0.9 MB).
+const KEEP_BUFFER: usize = 4 << 20;
 
 impl JsonLines {
     /// An exporter writing to `sink`, one request per line or (with
     /// `per_record`) one record per line.
     pub(crate) fn new(sink: Arc<Sink>, per_record: bool) -> Self {
+        let resource = ResourceAttributesWithSchema::default();
         JsonLines {
             sink,
             per_record,
-            resource: ResourceAttributesWithSchema::default(),
+            span_resource: otlp_json::ResourcePart::new(&resource).ok(),
+            resource,
+            span_buf: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Spans straight from `SpanData` into the reused buffer, written with
+    /// one append (see [`otlp_json`]).
+    fn export_spans(&self, part: &otlp_json::ResourcePart, spans: &[SpanData]) -> OTelSdkResult {
+        let records = count(spans.len());
+        if records == 0 {
+            return Ok(());
+        }
+        let mut kept = self.span_buf.lock().unwrap_or_else(|e| e.into_inner());
+        let mut batch = Batch {
+            buf: std::mem::take(&mut *kept),
+            records,
+        };
+        batch.buf.clear();
+        let result = match otlp_json::encode_spans(&mut batch.buf, part, spans, self.per_record) {
+            Ok(()) => self.sink.write(&batch),
+            Err(e) => Err(self
+                .sink
+                .drop_batch(records, &format!("cannot encode OTLP JSON: {e}"))),
+        };
+        if batch.buf.capacity() <= KEEP_BUFFER {
+            *kept = batch.buf;
+        }
+        result
     }
 
     /// Encodes, then writes; an encoding failure drops the records too. A
@@ -187,6 +226,9 @@ fn encode_logs(
 
 impl SpanExporter for JsonLines {
     async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        if let Some(part) = &self.span_resource {
+            return self.export_spans(part, &batch);
+        }
         let records = count(batch.len());
         let resource_spans = group_spans_by_resource_and_scope(batch, &self.resource);
         let req = ExportTraceServiceRequest { resource_spans };
@@ -197,6 +239,7 @@ impl SpanExporter for JsonLines {
     }
     fn set_resource(&mut self, resource: &Resource) {
         self.resource = resource.into();
+        self.span_resource = otlp_json::ResourcePart::new(&self.resource).ok();
     }
 }
 
@@ -409,6 +452,147 @@ mod tests {
             }
         }
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Spans of every shape the direct encoder writes: kinds, statuses,
+    /// parents (none, local, remote), trace state, every attribute kind
+    /// (escapes, unicode, non-finite doubles, arrays), events, links, drop
+    /// counts, times before the epoch, and two scopes interleaved.
+    fn varied_spans() -> Vec<SpanData> {
+        use opentelemetry::trace::{Event, Link};
+        let other_scope = InstrumentationScope::builder("other")
+            .with_version("1.2")
+            .with_schema_url("https://example.com/s")
+            .build();
+        let kinds = [
+            SpanKind::Internal,
+            SpanKind::Server,
+            SpanKind::Client,
+            SpanKind::Producer,
+            SpanKind::Consumer,
+        ];
+        let statuses = [
+            Status::Unset,
+            Status::Ok,
+            Status::error("bad \"thing\"\n\u{1}é"),
+        ];
+        (0..12u64)
+            .map(|i| {
+                let mut s = span("a");
+                s.name = format!("s{i} \"q\"\t\u{7f}ü").into();
+                s.span_kind = kinds[i as usize % 5].clone();
+                s.status = statuses[i as usize % 3].clone();
+                let state = TraceState::from_key_value([("k", "v"), ("x", "y")]).unwrap();
+                s.span_context = SpanContext::new(
+                    TraceId::from(0xabcdef_u128 << (i * 4)),
+                    SpanId::from(u64::MAX - i),
+                    if i % 2 == 0 {
+                        TraceFlags::SAMPLED
+                    } else {
+                        TraceFlags::default()
+                    },
+                    false,
+                    if i % 3 == 0 {
+                        state
+                    } else {
+                        TraceState::default()
+                    },
+                );
+                s.parent_span_id = if i % 4 == 0 {
+                    SpanId::INVALID
+                } else {
+                    SpanId::from(i + 7)
+                };
+                s.parent_span_is_remote = i % 5 == 1;
+                s.dropped_attributes_count = i as u32;
+                s.events.dropped_count = (i * 2) as u32;
+                s.links.dropped_count = (i * 3) as u32;
+                if i == 5 {
+                    s.start_time = SystemTime::UNIX_EPOCH - Duration::from_secs(1);
+                    s.events.events.clear();
+                    s.links.links.clear();
+                    s.attributes.clear();
+                }
+                s.attributes.extend([
+                    KeyValue::new("b", i % 2 == 0),
+                    KeyValue::new("i", -(i as i64) * 1_000_000_007),
+                    KeyValue::new("imax", i64::MIN),
+                    KeyValue::new("f", 1.0 / (i as f64 + 3.0)),
+                    KeyValue::new("whole", 3.0),
+                    KeyValue::new("s", "plain"),
+                    KeyValue::new("esc \"\\", "line\nbreak\u{0}\u{1f}"),
+                    KeyValue::new("empty", ""),
+                    KeyValue::new("ab", OtelValue::Array(Array::Bool(vec![true, false]))),
+                    KeyValue::new("ai", OtelValue::Array(Array::I64(vec![1, -2, i64::MAX]))),
+                    KeyValue::new(
+                        "as",
+                        OtelValue::Array(Array::String(vec!["x".into(), "\"".into()])),
+                    ),
+                    KeyValue::new("ae", OtelValue::Array(Array::I64(vec![]))),
+                ]);
+                if i % 3 == 1 {
+                    s.events
+                        .events
+                        .push(Event::new("e2", SystemTime::now(), vec![], 3));
+                    let lcx = SpanContext::new(
+                        TraceId::from(9),
+                        SpanId::from(8),
+                        TraceFlags::default(),
+                        true,
+                        TraceState::from_key_value([("a", "b")]).unwrap(),
+                    );
+                    s.links
+                        .links
+                        .push(Link::new(lcx, vec![KeyValue::new("l", 1)], 2));
+                }
+                if i % 2 == 1 {
+                    s.instrumentation_scope = other_scope.clone();
+                }
+                s
+            })
+            .collect()
+    }
+
+    /// The direct encoder writes what the serde path writes (the same JSON
+    /// after parsing, and the same bytes), in one line and per record.
+    #[test]
+    fn the_direct_span_encoder_matches_the_serde_path() {
+        let resource: ResourceAttributesWithSchema = (&Resource::builder_empty()
+            .with_attributes(non_finite_attrs())
+            .with_attribute(KeyValue::new("service.name", "svc"))
+            .with_schema_url(vec![], "https://example.com/r")
+            .build())
+            .into();
+        let part = otlp_json::ResourcePart::new(&resource).unwrap();
+        for per_record in [false, true] {
+            let spans = varied_spans();
+            let mut old = Batch::default();
+            let req = ExportTraceServiceRequest {
+                resource_spans: group_spans_by_resource_and_scope(spans.clone(), &resource),
+            };
+            encode_traces(req, per_record, &mut old).unwrap();
+            let mut new = Vec::new();
+            otlp_json::encode_spans(&mut new, &part, &spans, per_record).unwrap();
+            let parse = |b: &[u8]| -> Vec<Json> {
+                std::str::from_utf8(b)
+                    .unwrap()
+                    .lines()
+                    .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+                    .collect()
+            };
+            let (o, n) = (parse(&old.buf), parse(&new));
+            assert_eq!(o.len(), if per_record { 12 } else { 1 });
+            assert_eq!(o, n, "per_record {per_record}");
+            assert_eq!(
+                String::from_utf8(old.buf).unwrap(),
+                String::from_utf8(new).unwrap(),
+                "per_record {per_record}"
+            );
+        }
+        // no spans: no line
+        let mut new = Vec::new();
+        otlp_json::encode_spans(&mut new, &part, &[], false).unwrap();
+        assert!(new.is_empty());
     }
 
     fn double(v: f64) -> Option<AnyValue> {

@@ -17,6 +17,7 @@ mod endpoint;
 pub(crate) mod file;
 pub(crate) mod log_count;
 mod otlp;
+mod otlp_json;
 pub(crate) mod perfetto;
 mod proto3;
 mod queue;

@@ -1,0 +1,399 @@
+//! OTLP/JSON for spans, written straight from `SpanData` into one reusable
+//! buffer: no `opentelemetry_proto` message built per span, no serde pass
+//! over it. The output is the one the serde path of `file.rs` writes
+//! (the same fields in the same order, ids in lowercase hex, times and
+//! integers as strings, non-finite doubles as the proto3 strings); a test
+//! compares the two on the same spans after parsing. The parts shared by
+//! every span of a batch (the resource, each scope) are encoded once, by
+//! the serde path, and copied.
+
+use crate::sdk::export::proto3;
+use opentelemetry::trace::{SpanContext, SpanId, SpanKind, Status};
+use opentelemetry::{Array, InstrumentationScope, KeyValue, Value};
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::AnyValue;
+use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans};
+use opentelemetry_proto::transform::common::tonic::ResourceAttributesWithSchema;
+use opentelemetry_sdk::trace::SpanData;
+use serde::Serialize;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// `value` through the serde path (proto3 doubles), appended to `buf`.
+fn serde_into<T: Serialize>(buf: &mut Vec<u8>, value: &T) -> Result<(), serde_json::Error> {
+    let mut ser = serde_json::Serializer::new(buf);
+    value.serialize(proto3::Doubles(&mut ser))
+}
+
+/// `json` cut around the empty list `"<field>":[]`: the part up to and
+/// including `[`, and the part from `]`. (An unescaped `"<field>":[]` can
+/// only be the field itself: quotes inside strings are escaped.)
+fn split_at_list(json: &[u8], field: &str) -> Option<(Vec<u8>, Vec<u8>)> {
+    let needle = format!("\"{field}\":[]");
+    let at = json
+        .windows(needle.len())
+        .rposition(|w| w == needle.as_bytes())?;
+    let open = at + needle.len() - 1;
+    Some((json[..open].to_vec(), json[open..].to_vec()))
+}
+
+/// The parts of a line around its scopes: `{"resourceSpans":[{"resource":
+/// …,"scopeSpans":[` and `],"schemaUrl":…}]}`.
+#[derive(Debug, Clone, Default)]
+pub(super) struct ResourcePart {
+    head: Vec<u8>,
+    tail: Vec<u8>,
+}
+
+impl ResourcePart {
+    pub(super) fn new(resource: &ResourceAttributesWithSchema) -> Result<Self, serde_json::Error> {
+        let req = ExportTraceServiceRequest {
+            resource_spans: vec![ResourceSpans {
+                resource: Some(opentelemetry_proto::tonic::resource::v1::Resource {
+                    attributes: resource.attributes.0.clone(),
+                    dropped_attributes_count: 0,
+                    entity_refs: vec![],
+                }),
+                scope_spans: vec![],
+                schema_url: resource.schema_url.clone().unwrap_or_default(),
+            }],
+        };
+        let mut json = Vec::new();
+        serde_into(&mut json, &req)?;
+        let (head, tail) = split_at_list(&json, "scopeSpans").ok_or_else(|| {
+            serde::ser::Error::custom("no scopeSpans list in the encoded resource")
+        })?;
+        Ok(ResourcePart { head, tail })
+    }
+}
+
+/// The parts of a scope around its spans.
+struct ScopePart {
+    head: Vec<u8>,
+    tail: Vec<u8>,
+}
+
+impl ScopePart {
+    fn new(scope: &InstrumentationScope) -> Result<Self, serde_json::Error> {
+        let ss = ScopeSpans {
+            scope: Some((scope, None).into()),
+            spans: vec![],
+            schema_url: scope
+                .schema_url()
+                .map(ToOwned::to_owned)
+                .unwrap_or_default(),
+        };
+        let mut json = Vec::new();
+        serde_into(&mut json, &ss)?;
+        let (head, tail) = split_at_list(&json, "spans")
+            .ok_or_else(|| serde::ser::Error::custom("no spans list in the encoded scope"))?;
+        Ok(ScopePart { head, tail })
+    }
+}
+
+/// Appends `spans` to `buf` as OTLP JSON lines: one line for the whole
+/// batch (its spans grouped by scope, scopes in the order first seen), or
+/// with `per_record` one line per span. Returns the lines written.
+pub(super) fn encode_spans(
+    buf: &mut Vec<u8>,
+    resource: &ResourcePart,
+    spans: &[SpanData],
+    per_record: bool,
+) -> Result<(), serde_json::Error> {
+    // scopes are few (usually one): a linear search beats hashing
+    let mut scopes: Vec<(&InstrumentationScope, ScopePart, Vec<&SpanData>)> = Vec::new();
+    for span in spans {
+        let scope = &span.instrumentation_scope;
+        match scopes.iter_mut().find(|(s, _, _)| *s == scope) {
+            Some((_, _, list)) => list.push(span),
+            None => scopes.push((scope, ScopePart::new(scope)?, vec![span])),
+        }
+    }
+    if per_record {
+        for (_, part, list) in &scopes {
+            for span in list {
+                buf.extend_from_slice(&resource.head);
+                buf.extend_from_slice(&part.head);
+                write_span(buf, span)?;
+                buf.extend_from_slice(&part.tail);
+                buf.extend_from_slice(&resource.tail);
+                buf.push(b'\n');
+            }
+        }
+        return Ok(());
+    }
+    if scopes.is_empty() {
+        return Ok(());
+    }
+    buf.extend_from_slice(&resource.head);
+    for (i, (_, part, list)) in scopes.iter().enumerate() {
+        if i > 0 {
+            buf.push(b',');
+        }
+        buf.extend_from_slice(&part.head);
+        for (j, span) in list.iter().enumerate() {
+            if j > 0 {
+                buf.push(b',');
+            }
+            write_span(buf, span)?;
+        }
+        buf.extend_from_slice(&part.tail);
+    }
+    buf.extend_from_slice(&resource.tail);
+    buf.push(b'\n');
+    Ok(())
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// `bytes` as a JSON string of lowercase hex.
+fn hex(buf: &mut Vec<u8>, bytes: &[u8]) {
+    buf.push(b'"');
+    for b in bytes {
+        buf.push(HEX[usize::from(b >> 4)]);
+        buf.push(HEX[usize::from(b & 15)]);
+    }
+    buf.push(b'"');
+}
+
+/// A JSON string (serde_json's escaping).
+fn string(buf: &mut Vec<u8>, s: &str) -> Result<(), serde_json::Error> {
+    let clean = s
+        .bytes()
+        .all(|b| b >= 0x20 && b != b'"' && b != b'\\' && b != 0x7f);
+    if clean {
+        buf.push(b'"');
+        buf.extend_from_slice(s.as_bytes());
+        buf.push(b'"');
+        Ok(())
+    } else {
+        serde_json::to_writer(buf, s)
+    }
+}
+
+/// An unsigned integer in decimal.
+fn uint(buf: &mut Vec<u8>, v: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut v = v;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    buf.extend_from_slice(&digits[i..]);
+}
+
+/// A signed integer in decimal.
+fn int(buf: &mut Vec<u8>, v: i64) {
+    if v < 0 {
+        buf.push(b'-');
+    }
+    uint(buf, v.unsigned_abs());
+}
+
+/// Nanoseconds since the epoch as a JSON string (0 before the epoch).
+fn nanos(buf: &mut Vec<u8>, t: SystemTime) {
+    let n = t
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    buf.push(b'"');
+    uint(buf, n);
+    buf.push(b'"');
+}
+
+/// A double: a JSON number, or the proto3 string of a non-finite one.
+fn double(buf: &mut Vec<u8>, v: f64) -> Result<(), serde_json::Error> {
+    serde_into(buf, &v)
+}
+
+/// The span's flags field: its trace flags, and whether its parent is
+/// remote (the proto's `SpanFlags` masks).
+fn flags(cx: &SpanContext, remote: bool) -> u64 {
+    let mut f = u64::from(cx.trace_flags().to_u8()) | 0x100;
+    if remote {
+        f |= 0x200;
+    }
+    f
+}
+
+fn write_span(buf: &mut Vec<u8>, span: &SpanData) -> Result<(), serde_json::Error> {
+    let cx = &span.span_context;
+    buf.extend_from_slice(b"{\"traceId\":");
+    hex(buf, &cx.trace_id().to_bytes());
+    buf.extend_from_slice(b",\"spanId\":");
+    hex(buf, &cx.span_id().to_bytes());
+    buf.extend_from_slice(b",\"traceState\":");
+    string(buf, &cx.trace_state().header())?;
+    buf.extend_from_slice(b",\"parentSpanId\":");
+    match span.parent_span_id {
+        SpanId::INVALID => buf.extend_from_slice(b"\"\""),
+        id => hex(buf, &id.to_bytes()),
+    }
+    buf.extend_from_slice(b",\"flags\":");
+    uint(buf, flags(cx, span.parent_span_is_remote));
+    buf.extend_from_slice(b",\"name\":");
+    string(buf, &span.name)?;
+    buf.extend_from_slice(b",\"kind\":");
+    buf.push(match span.span_kind {
+        SpanKind::Internal => b'1',
+        SpanKind::Server => b'2',
+        SpanKind::Client => b'3',
+        SpanKind::Producer => b'4',
+        SpanKind::Consumer => b'5',
+    });
+    buf.extend_from_slice(b",\"startTimeUnixNano\":");
+    nanos(buf, span.start_time);
+    buf.extend_from_slice(b",\"endTimeUnixNano\":");
+    nanos(buf, span.end_time);
+    buf.extend_from_slice(b",\"attributes\":");
+    attributes(buf, &span.attributes)?;
+    buf.extend_from_slice(b",\"droppedAttributesCount\":");
+    uint(buf, u64::from(span.dropped_attributes_count));
+    buf.extend_from_slice(b",\"events\":[");
+    for (i, e) in span.events.iter().enumerate() {
+        if i > 0 {
+            buf.push(b',');
+        }
+        buf.extend_from_slice(b"{\"timeUnixNano\":");
+        nanos(buf, e.timestamp);
+        buf.extend_from_slice(b",\"name\":");
+        string(buf, &e.name)?;
+        buf.extend_from_slice(b",\"attributes\":");
+        attributes(buf, &e.attributes)?;
+        buf.extend_from_slice(b",\"droppedAttributesCount\":");
+        uint(buf, u64::from(e.dropped_attributes_count));
+        buf.push(b'}');
+    }
+    buf.extend_from_slice(b"],\"droppedEventsCount\":");
+    uint(buf, u64::from(span.events.dropped_count));
+    buf.extend_from_slice(b",\"links\":[");
+    for (i, l) in span.links.iter().enumerate() {
+        if i > 0 {
+            buf.push(b',');
+        }
+        let lcx = &l.span_context;
+        buf.extend_from_slice(b"{\"traceId\":");
+        hex(buf, &lcx.trace_id().to_bytes());
+        buf.extend_from_slice(b",\"spanId\":");
+        hex(buf, &lcx.span_id().to_bytes());
+        buf.extend_from_slice(b",\"traceState\":");
+        string(buf, &lcx.trace_state().header())?;
+        buf.extend_from_slice(b",\"attributes\":");
+        attributes(buf, &l.attributes)?;
+        buf.extend_from_slice(b",\"droppedAttributesCount\":");
+        uint(buf, u64::from(l.dropped_attributes_count));
+        buf.extend_from_slice(b",\"flags\":");
+        uint(buf, flags(lcx, lcx.is_remote()));
+        buf.push(b'}');
+    }
+    buf.extend_from_slice(b"],\"droppedLinksCount\":");
+    uint(buf, u64::from(span.links.dropped_count));
+    buf.extend_from_slice(b",\"status\":{\"message\":");
+    match &span.status {
+        Status::Error { description } => string(buf, description)?,
+        _ => buf.extend_from_slice(b"\"\""),
+    }
+    buf.extend_from_slice(b",\"code\":");
+    buf.push(match span.status {
+        Status::Unset => b'0',
+        Status::Ok => b'1',
+        Status::Error { .. } => b'2',
+    });
+    buf.extend_from_slice(b"}}");
+    Ok(())
+}
+
+/// `[{"key":…,"value":{…}}, …]`.
+fn attributes(buf: &mut Vec<u8>, kvs: &[KeyValue]) -> Result<(), serde_json::Error> {
+    buf.push(b'[');
+    for (i, kv) in kvs.iter().enumerate() {
+        if i > 0 {
+            buf.push(b',');
+        }
+        buf.extend_from_slice(b"{\"key\":");
+        string(buf, kv.key.as_str())?;
+        buf.extend_from_slice(b",\"value\":");
+        value(buf, &kv.value)?;
+        buf.push(b'}');
+    }
+    buf.push(b']');
+    Ok(())
+}
+
+/// An `AnyValue`: `{"stringValue":…}`, `{"intValue":"…"}`, ….
+fn value(buf: &mut Vec<u8>, v: &Value) -> Result<(), serde_json::Error> {
+    match v {
+        Value::Bool(b) => buf.extend_from_slice(match b {
+            true => b"{\"boolValue\":true}",
+            false => b"{\"boolValue\":false}",
+        }),
+        Value::I64(i) => int_value(buf, *i),
+        Value::F64(f) => double_value(buf, *f)?,
+        Value::String(s) => {
+            buf.extend_from_slice(b"{\"stringValue\":");
+            string(buf, s.as_str())?;
+            buf.push(b'}');
+        }
+        Value::Array(a) => {
+            buf.extend_from_slice(b"{\"arrayValue\":{\"values\":[");
+            let mut first = true;
+            let mut sep = |buf: &mut Vec<u8>| {
+                if !std::mem::take(&mut first) {
+                    buf.push(b',');
+                }
+            };
+            match a {
+                Array::Bool(vs) => vs.iter().for_each(|b| {
+                    sep(buf);
+                    buf.extend_from_slice(match b {
+                        true => b"{\"boolValue\":true}",
+                        false => b"{\"boolValue\":false}",
+                    })
+                }),
+                Array::I64(vs) => vs.iter().for_each(|i| {
+                    sep(buf);
+                    int_value(buf, *i)
+                }),
+                Array::F64(vs) => {
+                    for f in vs {
+                        sep(buf);
+                        double_value(buf, *f)?;
+                    }
+                }
+                Array::String(vs) => {
+                    for s in vs {
+                        sep(buf);
+                        buf.extend_from_slice(b"{\"stringValue\":");
+                        string(buf, s.as_str())?;
+                        buf.push(b'}');
+                    }
+                }
+                // a kind added after this was written: the serde path
+                other => {
+                    buf.truncate(buf.len() - b"{\"arrayValue\":{\"values\":[".len());
+                    return serde_into(buf, &AnyValue::from(Value::Array(other.clone())));
+                }
+            }
+            buf.extend_from_slice(b"]}}");
+        }
+        // a kind added after this was written: the serde path
+        other => serde_into(buf, &AnyValue::from(other.clone()))?,
+    }
+    Ok(())
+}
+
+fn int_value(buf: &mut Vec<u8>, i: i64) {
+    buf.extend_from_slice(b"{\"intValue\":\"");
+    int(buf, i);
+    buf.extend_from_slice(b"\"}");
+}
+
+fn double_value(buf: &mut Vec<u8>, f: f64) -> Result<(), serde_json::Error> {
+    buf.extend_from_slice(b"{\"doubleValue\":");
+    double(buf, f)?;
+    buf.push(b'}');
+    Ok(())
+}
