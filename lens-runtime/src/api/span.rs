@@ -14,11 +14,11 @@ pub(crate) use handle::{span_of, SpanHandle};
 pub(crate) use panic::install_panic_hook;
 use panic::{forget_panic_message, panic_message, PANIC_RECORDED};
 pub use status::SpanStatus;
-#[cfg(feature = "sdk-core")]
-pub(crate) use tracer::forget_tracer_after_fork;
 pub(crate) use tracer::SCOPE_NAME;
 #[cfg(feature = "sdk-core")]
 pub use tracer::{clear_tracer_provider, set_tracer_provider};
+#[cfg(feature = "sdk-core")]
+pub(crate) use tracer::{forget_tracer_after_fork, set_fork_respawn};
 
 /// A started span that is not attached to the current context: it can move
 /// between threads (e.g. inside a future) and ends when dropped. Attach it for

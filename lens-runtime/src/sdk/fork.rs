@@ -15,7 +15,7 @@
 //! Then, when the parent's setup left a recipe ([`set_recipe`]: an
 //! exporting rank set up without a custom processor or reader), the child's
 //! first span start finds no tracer and sets lens up again from that
-//! recipe ([`respawn_if_pending`]): the parent's configuration, rank and
+//! recipe (setup's `respawn_after_fork`, through [`take_pending_recipe`]): the parent's configuration, rank and
 //! run id, a resource of its own (its `process.pid`), new exporter threads
 //! and connections, fresh span ids (the id generator is fork-safe). The
 //! child's spans are exported by the child; its copy of the parent's
@@ -28,7 +28,6 @@
 //! A child forked while no pipeline is live is an ordinary process.
 
 use crate::config::LensConfig;
-use crate::setup::TelemetryHandle;
 use opentelemetry::KeyValue;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
@@ -51,8 +50,12 @@ pub(crate) struct Recipe {
 static RECIPE: AtomicPtr<Recipe> = AtomicPtr::new(std::ptr::null_mut());
 /// A child forked from a pipeline with a recipe that has not set up again.
 static PENDING: AtomicBool = AtomicBool::new(false);
-/// The pipeline a child set up from the recipe, owned here (leaked box).
-static CHILD: AtomicPtr<TelemetryHandle> = AtomicPtr::new(std::ptr::null_mut());
+/// The pipeline a child set up from the recipe (setup's handle, which this
+/// layer does not name), owned here (leaked box).
+static CHILD: AtomicPtr<ChildPipeline> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The pipeline a forked child set up: setup's handle, type-erased.
+pub(crate) type ChildPipeline = Box<dyn std::any::Any>;
 /// Forks this process descends from (since it armed the handler): a
 /// pipeline built in an earlier epoch belongs to an ancestor process.
 static EPOCH: AtomicU64 = AtomicU64::new(0);
@@ -94,54 +97,39 @@ pub(crate) fn set_recipe(recipe: Option<Recipe>) {
 }
 
 /// In a forked child whose parent left a recipe, on the first span start:
-/// sets lens up again from it, once. True when this call did, and the
-/// span path now has a tracer of the child's own.
-#[cold]
-#[inline(never)]
-pub(crate) fn respawn_if_pending() -> bool {
+/// the recipe, once (later calls get `None`). Setup sets lens up again
+/// from it and hands the pipeline to [`keep_child_pipeline`].
+pub(crate) fn take_pending_recipe() -> Option<&'static Recipe> {
     if !PENDING.load(Ordering::Acquire) || !PENDING.swap(false, Ordering::AcqRel) {
-        return false;
+        return None;
     }
     // SAFETY: null or a leaked, never freed `Box<Recipe>`.
-    let Some(r) = (unsafe { RECIPE.load(Ordering::Acquire).as_ref() }) else {
-        return false;
-    };
-    match crate::TelemetryBuilder::for_forked_child(r).install() {
-        Ok(h) => {
-            let old = CHILD.swap(Box::into_raw(Box::new(h)), Ordering::AcqRel);
-            if !old.is_null() {
-                // SAFETY: a box this function leaked, taken once by the swap
-                drop(unsafe { Box::from_raw(old) });
-            }
-            true
-        }
-        Err(e) => {
-            crate::diag::warn(format_args!(
-                "a forked child cannot set lens up again ({e}); it records nothing"
-            ));
-            crate::api::groups::disable_all_after_fork();
-            false
-        }
+    unsafe { RECIPE.load(Ordering::Acquire).as_ref() }
+}
+
+/// Keeps the pipeline this forked child set up (replacing one kept before).
+pub(crate) fn keep_child_pipeline(pipeline: ChildPipeline) {
+    let old = CHILD.swap(Box::into_raw(Box::new(pipeline)), Ordering::AcqRel);
+    if !old.is_null() {
+        // SAFETY: a box this function leaked, taken once by the swap
+        drop(unsafe { Box::from_raw(old) });
     }
 }
 
 /// The pipeline this forked child set up from its parent's recipe, taken
 /// (its copy of the parent's handle shuts it down).
-pub(crate) fn take_child_pipeline() -> Option<TelemetryHandle> {
+pub(crate) fn take_child_pipeline() -> Option<ChildPipeline> {
     let ptr = CHILD.swap(std::ptr::null_mut(), Ordering::AcqRel);
-    // SAFETY: null or a box `respawn_if_pending` leaked, taken once by the swap
+    // SAFETY: null or a box `keep_child_pipeline` leaked, taken once by the swap
     (!ptr.is_null()).then(|| *unsafe { Box::from_raw(ptr) })
 }
 
-/// Flushes the pipeline this forked child set up, if any.
-pub(crate) fn flush_child_pipeline(timeout: std::time::Duration) -> crate::ShutdownReport {
+/// `f` on the pipeline this forked child set up, if any.
+pub(crate) fn with_child_pipeline<R>(f: impl FnOnce(Option<&ChildPipeline>) -> R) -> R {
     // SAFETY: null or a leaked box; only `take_child_pipeline` frees it,
     // from the handle's shutdown, which a flush does not race in a child
     // that follows the handle's contract (one owner)
-    match unsafe { CHILD.load(Ordering::Acquire).as_ref() } {
-        Some(h) => h.force_flush_within(timeout),
-        None => Default::default(),
-    }
+    f(unsafe { CHILD.load(Ordering::Acquire).as_ref() })
 }
 
 /// A child that sets lens up again leaves the inert state: its new

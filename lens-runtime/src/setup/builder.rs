@@ -527,6 +527,7 @@ impl TelemetryBuilder {
         match self.install_exporting(plan, generation, run_id) {
             Ok(h) => {
                 crate::sdk::fork::set_recipe(recipe);
+                crate::api::span::set_fork_respawn(TelemetryBuilder::respawn_after_fork);
                 Ok(h)
             }
             Err(e) => {

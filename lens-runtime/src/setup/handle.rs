@@ -385,7 +385,7 @@ impl TelemetryHandle {
     pub fn force_flush_within(&self, timeout: Duration) -> ShutdownReport {
         if std::process::id() != self.owner_pid {
             // a forked child's copy: its own pipeline, if it set one up
-            return crate::sdk::fork::flush_child_pipeline(timeout);
+            return TelemetryHandle::flush_child_pipeline(timeout);
         }
         self.pipeline()
             .map(|p| p.flush(timeout))
@@ -444,7 +444,7 @@ impl TelemetryHandle {
                 Ordering::Acquire,
             );
             let dropped = crate::sdk::fork::dropped_in_child();
-            if let Some(own) = crate::sdk::fork::take_child_pipeline() {
+            if let Some(own) = TelemetryHandle::take_child_pipeline() {
                 // the pipeline the child set up from its parent's recipe
                 let mut report = own.shutdown(timeout);
                 report.traces.lost += dropped;

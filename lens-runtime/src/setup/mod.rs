@@ -3,6 +3,7 @@
 
 mod builder;
 mod error;
+mod forked;
 mod from_env;
 mod handle;
 mod install;

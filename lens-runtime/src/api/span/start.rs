@@ -74,9 +74,9 @@ fn start_builder(builder: SpanBuilder) -> LensSpan {
             parent.with_span(span)
         }));
     }
-    // a forked child's first span sets lens up again (crate::sdk::fork)
+    // a forked child's first span sets lens up again (`sdk::fork`)
     #[cfg(feature = "sdk-core")]
-    if crate::sdk::fork::respawn_if_pending() {
+    if super::tracer::respawn_after_fork() {
         return start_builder_after_fork(builder);
     }
     let tracer = opentelemetry::global::tracer(SCOPE_NAME);
@@ -100,7 +100,7 @@ fn start_builder_in(builder: SpanBuilder, parent: &Context) -> LensSpan {
         return LensSpan::new(parent.with_span(span));
     }
     #[cfg(feature = "sdk-core")]
-    if crate::sdk::fork::respawn_if_pending() {
+    if super::tracer::respawn_after_fork() {
         return start_builder_in_after_fork(builder, parent);
     }
     let tracer = opentelemetry::global::tracer(SCOPE_NAME);

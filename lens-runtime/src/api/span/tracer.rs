@@ -65,6 +65,28 @@ pub fn clear_tracer_provider() {
     slot::set(None);
 }
 
+/// What sets lens up again in a forked child whose parent left a recipe:
+/// registered by setup (a layer above), called by the first span start
+/// that finds no tracer. True when it set up a tracer of the child's own.
+#[cfg(feature = "sdk-core")]
+static FORK_RESPAWN: std::sync::OnceLock<fn() -> bool> = std::sync::OnceLock::new();
+
+/// Registers [`FORK_RESPAWN`] (the same function every time: set once).
+#[cfg(feature = "sdk-core")]
+pub(crate) fn set_fork_respawn(respawn: fn() -> bool) {
+    let _ = FORK_RESPAWN.set(respawn);
+}
+
+/// In a forked child with a recipe, on a span start that found no tracer:
+/// sets lens up again (once; see `sdk::fork`). True when the span path now
+/// has a tracer of the child's own.
+#[cfg(feature = "sdk-core")]
+#[cold]
+#[inline(never)]
+pub(crate) fn respawn_after_fork() -> bool {
+    FORK_RESPAWN.get().is_some_and(|respawn| respawn())
+}
+
 /// In a forked child: forget the parent's tracer (one atomic store).
 #[cfg(feature = "sdk-core")]
 pub(crate) fn forget_tracer_after_fork() {
