@@ -856,3 +856,22 @@ pub fn sockets() -> usize {
         .filter(|p| p.to_string_lossy().starts_with("socket:"))
         .count()
 }
+
+/// `e` and each of its sources on one line, joined by `: ` (as a user's
+/// program prints an error with its causes; lens's errors keep their cause
+/// as a `source`, not in their own line).
+///
+/// ```
+/// let e = std::io::Error::other("inner");
+/// assert_eq!(tests::error_chain(&e), "inner");
+/// ```
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut line = e.to_string();
+    let mut next = e.source();
+    while let Some(s) = next {
+        line.push_str(": ");
+        line.push_str(&s.to_string());
+        next = s.source();
+    }
+    line
+}

@@ -7,10 +7,10 @@ use std::fmt;
 /// A configuration error. Every variant names the variable (or field), the
 /// value and what is accepted.
 ///
-/// `{e}` (Display) is this error's own line; [`source`](Error::source)
-/// gives the error inside, if any. `{e:?}` (Debug) is the whole chain on
-/// one line, which is what `fn main() -> Result<(), Box<dyn Error>>`
-/// prints:
+/// `{e}` (Display) is one line that says it all: the variable, the value
+/// and the valid choices; no variant wraps another error, so `{e:?}`
+/// (Debug, what `fn main() -> Result<(), Box<dyn Error>>` prints) is the
+/// same line:
 ///
 /// ```
 /// use lens::ConfigError;
@@ -18,10 +18,11 @@ use std::fmt;
 ///     (k == "NEMO_LENS_SPAN_GROUPS").then(|| "default,stpe".to_owned())
 /// })
 /// .unwrap_err();
-/// assert_eq!(e.to_string(), r#"invalid value "default,stpe" for NEMO_LENS_SPAN_GROUPS"#);
-/// let source = std::error::Error::source(&e).unwrap().to_string();
-/// assert!(source.starts_with("unknown span group or preset `stpe`"));
-/// assert_eq!(format!("{e:?}"), format!("{e}: {source}"));
+/// let line = e.to_string();
+/// assert!(line.starts_with(r#"invalid value "default,stpe" for NEMO_LENS_SPAN_GROUPS: unknown span group or preset `stpe`"#));
+/// assert!(line.contains("step"), "the valid names: {line}");
+/// assert!(std::error::Error::source(&e).is_none());
+/// assert_eq!(format!("{e:?}"), line);
 /// ```
 #[derive(Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
@@ -36,15 +37,17 @@ pub enum ConfigError {
         /// What is accepted.
         expected: String,
     },
-    /// A span-group spec naming an unknown group or preset.
-    #[error("invalid value {value:?} for {variable}")]
+    /// A span-group spec naming an unknown group or preset. Its line names
+    /// the valid names (the reason is part of the line, not a source, so
+    /// that `{e}` alone tells the user what to write).
+    #[error("invalid value {value:?} for {variable}: {reason}")]
     UnknownSpanGroup {
         /// The environment variable or config field.
         variable: String,
         /// The whole spec.
         value: String,
         /// The unknown name and the valid ones.
-        source: SpanGroupError,
+        reason: SpanGroupError,
     },
 }
 

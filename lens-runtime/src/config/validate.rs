@@ -60,11 +60,11 @@ impl LensConfig {
     /// assert!(cfg.resolve_span_groups().unwrap().contains(&groups::JOB));
     /// ```
     pub fn resolve_span_groups(&self) -> Result<SpanGroupSet, ConfigError> {
-        SpanGroupSet::resolve(&self.span_groups, &self.span_group_families).map_err(|source| {
+        SpanGroupSet::resolve(&self.span_groups, &self.span_group_families).map_err(|reason| {
             ConfigError::UnknownSpanGroup {
                 variable: "span_groups".to_owned(),
                 value: self.span_groups.clone(),
-                source,
+                reason,
             }
         })
     }
@@ -140,10 +140,10 @@ pub(super) fn check_spec(
 ) -> Result<(), ConfigError> {
     SpanGroupSet::resolve(spec, families)
         .map(drop)
-        .map_err(|source| ConfigError::UnknownSpanGroup {
+        .map_err(|reason| ConfigError::UnknownSpanGroup {
             variable: variable.to_owned(),
             value: spec.to_owned(),
-            source,
+            reason,
         })
 }
 

@@ -903,7 +903,11 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let mode = args.get(1).map_or("", String::as_str);
     if let Err(e) = run(mode, args.get(2).map(String::as_str)) {
-        let _ = writeln!(std::io::stderr(), "lens-fault {mode}: {e}");
+        let _ = writeln!(
+            std::io::stderr(),
+            "lens-fault {mode}: {}",
+            tests::error_chain(&*e)
+        );
         std::process::exit(2);
     }
 }

@@ -299,7 +299,7 @@ fn main() {
         other => Err(format!("unknown shape {other}").into()),
     };
     if let Err(e) = result {
-        eprintln!("lens-probe: {e}");
+        eprintln!("lens-probe: {}", tests::error_chain(&*e));
         std::process::exit(1);
     }
 }
