@@ -24,7 +24,7 @@ use axum::{Json, Router};
 use lens::metrics::{GymMetrics, GymRecord};
 use lens::propagation::http::InjectContext as _;
 use lens::serving::ServerLayer;
-use lens::{managed_span, nemo_gym, trace_fn, Instrument, SpanGuard};
+use lens::{managed_span, nemo_gym, trace_fn, InSpan};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::error::Error;
@@ -101,7 +101,7 @@ async fn demo_client(
         "rollout_collection",
         rollouts = 8
     )
-    .map(SpanGuard::into_span);
+    .into_span();
     let started = Instant::now();
     async {
         for i in 0..8 {

@@ -92,9 +92,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             let step = managed_span!("step", "train.step", "dl.iteration" = iteration);
             let loss = forward_backward(&model, 2);
             optimizer_step(&mut model, 1e-3);
-            if let Some(step) = &step {
-                step.set_attribute("loss", loss); // known only after the work ran
-            }
+            step.set_attribute("loss", loss); // known only after the work ran
         }
         save_checkpoint(&model, 3)?;
         println!("eval score: {:.3}", evaluate(&model));

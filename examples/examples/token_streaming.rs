@@ -16,7 +16,7 @@
 
 use lens::inference_server as inf;
 use lens::metrics::{InferenceMetrics, InferenceRecord, TokenTimer};
-use lens::{managed_span, trace_fn, Instrument as _};
+use lens::{managed_span, trace_fn, InSpan as _};
 use std::error::Error;
 use std::time::Duration;
 

@@ -182,7 +182,7 @@ pub(crate) fn run(args: &RecordArgs) -> ExitCode {
         eprintln!("lens record: note: {note}");
     }
     signals::install();
-    let outcome = exec::run_child(&mut cmd, "record", program, None);
+    let outcome = exec::run_child(&mut cmd, "record", program, &lens::SpanGuard::none());
     if !matches!(outcome, Outcome::NotStarted(_)) {
         report(&dir, program, args.open);
     }

@@ -138,7 +138,8 @@ impl VisitMut for Lifetimes {
 
 /// Turns the signature of an `async fn` into that of a `fn` returning
 /// `impl Future`.
-pub(crate) fn desugar_signature(sig: &mut Signature) {
+pub(crate) fn desugar_signature(k: &crate::expand::Krate, sig: &mut Signature) {
+    let lp = k.private();
     let mut lts = Lifetimes::default();
     for input in &mut sig.inputs {
         match input {
@@ -173,7 +174,7 @@ pub(crate) fn desugar_signature(sig: &mut Signature) {
     let used = &lts.used;
     let self_marker = has_self.then(|| quote!(::core::marker::PhantomData<Self>,));
     let captures: TokenStream = quote! {
-        ::lens::__private::Captures<(#(&#used (),)* #self_marker)>
+        #lp::Captures<(#(&#used (),)* #self_marker)>
     };
     sig.asyncness = None;
     sig.output = syn::parse_quote! {

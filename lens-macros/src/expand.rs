@@ -1,42 +1,73 @@
-//! Pass 3: code generation. Generated code names only `::lens::__private`.
+//! Pass 3: code generation. Generated code names only `::lens::__private`
+//! (or `<path>::__private` with `crate = path`).
 
-use crate::parse::{FamilyDef, Field, SpanMacroArgs, TraceFnArgs};
+use crate::parse::{FamilyDef, Field, Fmt, SpanMacroArgs, TraceFnArgs};
 use crate::tables::is_redacted_key;
 use crate::validate::{FamilyPlan, TraceFnPlan};
-use proc_macro2::TokenStream;
+use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
 use syn::ext::IdentExt;
 use syn::{Ident, ItemFn, LitStr, ReturnType};
 
+/// Where generated code finds lens: `::lens`, or the path of `crate = path`
+/// (a crate that re-exports lens).
+pub(crate) struct Krate(Option<syn::Path>);
+
+impl Krate {
+    pub(crate) fn new(path: Option<&syn::Path>) -> Self {
+        Krate(path.cloned())
+    }
+
+    /// `::lens::__private` spanned at `span` (so rustc reports on the
+    /// user's token as before), or `<path>::__private`.
+    pub(crate) fn private_at(&self, span: Span) -> TokenStream {
+        match &self.0 {
+            None => quote_spanned!(span=> ::lens::__private),
+            Some(p) => quote_spanned!(span=> #p::__private),
+        }
+    }
+
+    pub(crate) fn private(&self) -> TokenStream {
+        self.private_at(Span::call_site())
+    }
+}
+
 /// Builds the attribute `Vec`; value expressions are evaluated only here,
 /// which the caller places inside the enabled branch.
-pub(crate) fn attributes(fields: &[Field], args: &[Ident]) -> TokenStream {
+pub(crate) fn attributes(k: &Krate, fields: &[Field], args: &[Ident]) -> TokenStream {
+    let lp = k.private();
     let n = fields.len() + args.len();
     if n == 0 {
-        return quote!(::lens::__private::Attrs::new());
+        return quote!(#lp::Attrs::new());
     }
     let pushes = fields
         .iter()
-        .map(|f| push(&f.key, f.key_span, f.value.to_token_stream()))
+        .map(|f| push(k, &f.key, f.key_span, f.fmt, f.value.to_token_stream()))
         .chain(
             args.iter()
-                .map(|a| push(&a.to_string(), a.span(), a.to_token_stream())),
+                .map(|a| push(k, &a.to_string(), a.span(), Fmt::Value, a.to_token_stream())),
         );
     quote! {{
-        let mut __lens_attrs = ::lens::__private::Attrs::with_capacity(#n);
+        let mut __lens_attrs = #lp::Attrs::with_capacity(#n);
         #(#pushes)*
         __lens_attrs
     }}
 }
 
-fn push(key: &str, key_span: proc_macro2::Span, value: TokenStream) -> TokenStream {
+fn push(k: &Krate, key: &str, key_span: Span, fmt: Fmt, value: TokenStream) -> TokenStream {
     let key_lit = LitStr::new(key, key_span);
     let (first, last) = first_last_span(&value);
-    let f = if is_redacted_key(key) {
-        quote_spanned!(first=> ::lens::__private::push_redacted)
-    } else {
-        quote_spanned!(first=> ::lens::__private::push)
+    let lp = k.private_at(first);
+    let name = match (fmt, is_redacted_key(key)) {
+        (Fmt::Value, false) => "push",
+        (Fmt::Value, true) => "push_redacted",
+        (Fmt::Display, false) => "push_display",
+        (Fmt::Display, true) => "push_display_redacted",
+        (Fmt::Debug, false) => "push_debug",
+        (Fmt::Debug, true) => "push_debug_redacted",
     };
+    let name = Ident::new(name, first);
+    let f = quote_spanned!(first=> #lp::#name);
     // `&(value)` with `&` on the value's first token and the parentheses on
     // its last one: rustc's span of this argument is then exactly the user's
     // expression, so an `AttributeValue` error underlines all of it.
@@ -49,28 +80,30 @@ fn push(key: &str, key_span: proc_macro2::Span, value: TokenStream) -> TokenStre
 }
 
 /// The spans of the first and last token of `tokens` (call site if empty).
-fn first_last_span(tokens: &TokenStream) -> (proc_macro2::Span, proc_macro2::Span) {
+fn first_last_span(tokens: &TokenStream) -> (Span, Span) {
     let mut iter = tokens.clone().into_iter();
     let first = iter
         .next()
         .map(|t| t.span())
-        .unwrap_or_else(proc_macro2::Span::call_site);
+        .unwrap_or_else(Span::call_site);
     let last = iter.last().map(|t| t.span()).unwrap_or(first);
     (first, last)
 }
 
 /// `SpanGroup::is_enabled(&group)`, spanned on the group so that a path to
 /// something that is not a `SpanGroup` is reported there.
-fn is_enabled(group: &TokenStream) -> TokenStream {
+fn is_enabled(k: &Krate, group: &TokenStream) -> TokenStream {
     let span = first_last_span(group).0;
-    quote_spanned!(span=> ::lens::__private::SpanGroup::is_enabled(&#group))
+    let lp = k.private_at(span);
+    quote_spanned!(span=> #lp::SpanGroup::is_enabled(&#group))
 }
 
 /// The `start_span` path, spanned on the name so that a name of the wrong
 /// type is reported there.
-fn start_span(name: &syn::Expr) -> TokenStream {
+fn start_span(k: &Krate, name: &syn::Expr) -> TokenStream {
     let span = first_last_span(&name.to_token_stream()).0;
-    quote_spanned!(span=> ::lens::__private::start_span)
+    let lp = k.private_at(span);
+    quote_spanned!(span=> #lp::start_span)
 }
 
 fn contains_impl_trait(ty: &TokenStream) -> bool {
@@ -86,38 +119,42 @@ fn contains_impl_trait(ty: &TokenStream) -> bool {
 /// `kind`, `parent` and `links` take the `_with` entry points, so a plain
 /// site stays on the shortest path.
 fn start_call(
+    k: &Krate,
     args: &TraceFnArgs,
     plan: &TraceFnPlan,
     detached: bool,
     attrs_vec: TokenStream,
 ) -> TokenStream {
+    let lp = k.private();
     let name = &plan.name;
     if plan.kind.is_none() && args.parent.is_none() && args.links.is_empty() {
         return if detached {
-            quote!(::lens::__private::start_detached(#name, #attrs_vec))
+            quote!(#lp::start_detached(#name, #attrs_vec))
         } else {
-            quote!(::lens::__private::start_span(#name, #attrs_vec))
+            quote!(#lp::start_span(#name, #attrs_vec))
         };
     }
     let kind = match &plan.kind {
-        Some(k) => quote!(::lens::__private::SpanKind::#k),
-        None => quote!(::lens::__private::SpanKind::Internal),
+        Some(k) => quote!(#lp::SpanKind::#k),
+        None => quote!(#lp::SpanKind::Internal),
     };
     // each expression is spanned on itself, so a wrong type is reported there
     let parent = match &args.parent {
         Some(e) => {
             let sp = first_last_span(&e.to_token_stream()).0;
-            quote_spanned!(sp=> ::lens::__private::IntoParentContext::into_parent_context(#e))
+            let lp = k.private_at(sp);
+            quote_spanned!(sp=> #lp::IntoParentContext::into_parent_context(#e))
         }
         None => quote!(::core::option::Option::None),
     };
     let n = args.links.len();
     let links = args.links.iter().map(|e| {
         let sp = first_last_span(&e.to_token_stream()).0;
-        quote_spanned!(sp=> __lens_links.extend(::lens::__private::IntoLink::into_link(#e));)
+        let lp = k.private_at(sp);
+        quote_spanned!(sp=> __lens_links.extend(#lp::IntoLink::into_link(#e));)
     });
     let links = quote!({
-        let mut __lens_links = ::lens::__private::Vec::with_capacity(#n);
+        let mut __lens_links = #lp::Vec::with_capacity(#n);
         #(#links)*
         __lens_links
     });
@@ -126,7 +163,7 @@ fn start_call(
     } else {
         quote!(start_span_with)
     };
-    quote!(::lens::__private::#f(#name, #attrs_vec, #kind, #parent, #links))
+    quote!(#lp::#f(#name, #attrs_vec, #kind, #parent, #links))
 }
 
 /// The parameters a synchronous `#[trace_fn]` hands to its body closure as
@@ -187,9 +224,14 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, plan: TraceFnPlan, func: ItemFn) -> T
     let (outer, inner): (Vec<_>, Vec<_>) = attrs
         .into_iter()
         .partition(|a| matches!(a.style, syn::AttrStyle::Outer));
+    let k = Krate::new(args.krate.as_ref());
+    let lp = k.private();
     let group = plan.group.clone();
-    let attrs_vec = attributes(&args.fields, &args.args);
-    let start = start_call(args, &plan, is_async, attrs_vec);
+    let attrs_vec = attributes(&k, &args.fields, &args.args);
+    let start = start_call(&k, args, &plan, is_async, attrs_vec);
+    // `ret(Ok)`, or `ret` with `err`: the `Ok` value
+    let ret_ok = args.ret_ok || args.err.is_some();
+    let debug_err = args.err_fmt == Fmt::Debug;
     let ret_span = args
         .ret
         .as_ref()
@@ -211,7 +253,7 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, plan: TraceFnPlan, func: ItemFn) -> T
         .err
         .as_ref()
         .map_or_else(proc_macro2::Span::call_site, |e| e.span());
-    let enabled = is_enabled(&group);
+    let enabled = is_enabled(&k, &group);
     let body = if is_async {
         let fake_return = ret_ty.map(|t| {
             // a return edge of the declared type, so the async block's
@@ -229,13 +271,14 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, plan: TraceFnPlan, func: ItemFn) -> T
         // returns the instrumented future; see `asyncfn`)
         // with `ret`, the body's output is recorded on the span, current
         // while the future is polled
-        let fut = match (&args.ret, &args.err) {
-            (None, _) => quote!(async move { #fake_return #block }),
-            (Some(_), err) => {
-                let record = if err.is_some() {
-                    quote_spanned!(ret_span=> ::lens::__private::record_ok_current(__lens_on, &__lens_out);)
+        let fut = match &args.ret {
+            None => quote!(async move { #fake_return #block }),
+            Some(_) => {
+                let lp = k.private_at(ret_span);
+                let record = if ret_ok {
+                    quote_spanned!(ret_span=> #lp::record_ok_current(__lens_on, &__lens_out);)
                 } else {
-                    quote_spanned!(ret_span=> ::lens::__private::record_return_current(__lens_on, &__lens_out);)
+                    quote_spanned!(ret_span=> #lp::record_return_current(__lens_on, &__lens_out);)
                 };
                 quote!(async move {
                     let __lens_out = async move { #fake_return #block }.await;
@@ -247,9 +290,14 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, plan: TraceFnPlan, func: ItemFn) -> T
         let call = if args.err.is_some() {
             // a non-`Result` output or an error type without `Display` is
             // reported on `err`
-            quote_spanned!(err_span=> ::lens::__private::instrument_result(#fut, __lens_span))
+            let lp = k.private_at(err_span);
+            if debug_err {
+                quote_spanned!(err_span=> #lp::instrument_result_debug(#fut, __lens_span))
+            } else {
+                quote_spanned!(err_span=> #lp::instrument_result(#fut, __lens_span))
+            }
         } else {
-            quote!(::lens::__private::instrument(#fut, __lens_span))
+            quote!(#lp::instrument(#fut, __lens_span))
         };
         let on = args
             .ret
@@ -273,9 +321,9 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, plan: TraceFnPlan, func: ItemFn) -> T
         // at the cost of a guard held across it
         quote! {
             let __lens_guard = if #enabled {
-                ::core::option::Option::Some(#start)
+                #start
             } else {
-                ::core::option::Option::None
+                #lp::SpanGuard::none()
             };
             #block
         }
@@ -284,16 +332,22 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, plan: TraceFnPlan, func: ItemFn) -> T
         // a non-`Result` return type or an error type without `Display` is
         // reported on `err`; a return value that is not an attribute value,
         // on `ret`
-        let record_err = args.err.is_some().then(|| quote_spanned!(err_span=> ::lens::__private::record_result(&__lens_guard, &__lens_ret);));
-        let record_ret = match (&args.ret, &args.err) {
-            (None, _) => None,
-            (Some(_), Some(_)) => Some(
-                quote_spanned!(ret_span=> ::lens::__private::record_ok(&__lens_guard, &__lens_ret);),
-            ),
-            (Some(_), None) => Some(
-                quote_spanned!(ret_span=> ::lens::__private::record_return(&__lens_guard, &__lens_ret);),
-            ),
-        };
+        let record_err = args.err.is_some().then(|| {
+            let lp = k.private_at(err_span);
+            if debug_err {
+                quote_spanned!(err_span=> #lp::record_result_debug(&__lens_guard, &__lens_ret);)
+            } else {
+                quote_spanned!(err_span=> #lp::record_result(&__lens_guard, &__lens_ret);)
+            }
+        });
+        let record_ret = args.ret.as_ref().map(|_| {
+            let lp = k.private_at(ret_span);
+            if ret_ok {
+                quote_spanned!(ret_span=> #lp::record_ok(&__lens_guard, &__lens_ret);)
+            } else {
+                quote_spanned!(ret_span=> #lp::record_return(&__lens_guard, &__lens_ret);)
+            }
+        });
         let record = quote!(#record_err #record_ret);
         // The disabled path is the floor: load the group's word, test the
         // bit, run the body, with no guard held across it (so no stack
@@ -329,9 +383,9 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, plan: TraceFnPlan, func: ItemFn) -> T
         quote! {
             let __lens_on: bool = #enabled;
             let __lens_guard = if __lens_on {
-                ::core::option::Option::Some(#start)
+                #start
             } else {
-                ::core::option::Option::None
+                #lp::SpanGuard::none()
             };
             // the closure's parameter types are those of the arguments (so
             // that an elided lifetime is the function's, not a new
@@ -345,7 +399,7 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, plan: TraceFnPlan, func: ItemFn) -> T
                 f(#(#vals),*)
             }
             let __lens_body = __lens_once(#(&#names,)* move |#(#pats),*| #annot #block);
-            // branching on the bool again (not on the `Option`, which the
+            // branching on the bool again (not on the guard, which the
             // optimizer cannot see is `Some` after the span's start) lets it
             // thread the disabled path straight to the tail call
             if __lens_on {
@@ -353,7 +407,7 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, plan: TraceFnPlan, func: ItemFn) -> T
                 #record
                 __lens_ret
             } else {
-                // `None`: nothing to drop after the call, which is then in
+                // inert: nothing to drop after the call, which is then in
                 // tail position
                 ::core::mem::forget(__lens_guard);
                 __lens_call(__lens_body, #(#names),*)
@@ -361,7 +415,7 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, plan: TraceFnPlan, func: ItemFn) -> T
         }
     };
     let allow = is_async.then(|| {
-        crate::asyncfn::desugar_signature(&mut sig);
+        crate::asyncfn::desugar_signature(&k, &mut sig);
         // an `async fn` of a trait implemented as `fn -> impl Future`
         quote!(#[allow(refining_impl_trait)])
     });
@@ -376,23 +430,26 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, plan: TraceFnPlan, func: ItemFn) -> T
 }
 
 pub(crate) fn managed_span(args: SpanMacroArgs, group: TokenStream) -> TokenStream {
+    let k = Krate::new(args.krate.as_ref());
+    let lp = k.private();
     let name = args.name;
-    let attrs_vec = attributes(&args.fields, &[]);
-    let enabled = is_enabled(&group);
-    let start = start_span(&name);
+    let attrs_vec = attributes(&k, &args.fields, &[]);
+    let enabled = is_enabled(&k, &group);
+    let start = start_span(&k, &name);
     quote! {
         if #enabled {
-            ::core::option::Option::Some(#start(#name, #attrs_vec))
+            #start(#name, #attrs_vec)
         } else {
-            ::core::option::Option::None
+            #lp::SpanGuard::none()
         }
     }
 }
 
 pub(crate) fn span_cm(args: SpanMacroArgs) -> TokenStream {
+    let k = Krate::new(args.krate.as_ref());
     let name = args.name;
-    let attrs_vec = attributes(&args.fields, &[]);
-    let start = start_span(&name);
+    let attrs_vec = attributes(&k, &args.fields, &[]);
+    let start = start_span(&k, &name);
     quote!(#start(#name, #attrs_vec))
 }
 
@@ -421,6 +478,7 @@ pub(crate) fn family_fallback(mut def: FamilyDef) -> TokenStream {
 }
 
 pub(crate) fn family(def: FamilyDef, plan: FamilyPlan) -> TokenStream {
+    let lp = Krate::new(def.krate.as_ref()).private();
     let FamilyDef {
         attrs,
         vis,
@@ -439,8 +497,8 @@ pub(crate) fn family(def: FamilyDef, plan: FamilyPlan) -> TokenStream {
         quote! {
             #(#gattrs)*
             #doc
-            pub const #id: ::lens::__private::SpanGroup =
-                ::lens::__private::SpanGroup::__new(#gname, #fam, &__LENS_WORD, #bit);
+            pub const #id: #lp::SpanGroup =
+                #lp::SpanGroup::__new(#gname, #fam, &__LENS_WORD, #bit);
         }
     });
     let ids = groups
@@ -449,7 +507,7 @@ pub(crate) fn family(def: FamilyDef, plan: FamilyPlan) -> TokenStream {
     let presets = plan
         .presets
         .iter()
-        .map(|(p, base, own)| quote!(::lens::__private::Preset::__new(#p, #base, #own)));
+        .map(|(p, base, own)| quote!(#lp::Preset::__new(#p, #base, #own)));
     let group_list = groups
         .iter()
         .map(|(_, g)| format!("`{}`", g.unraw()))
@@ -467,10 +525,10 @@ pub(crate) fn family(def: FamilyDef, plan: FamilyPlan) -> TokenStream {
         #(#attrs)*
         #vis mod #name {
             #[doc(hidden)]
-            pub static __LENS_WORD: ::lens::__private::AtomicU64 = ::lens::__private::AtomicU64::new(0);
+            pub static __LENS_WORD: #lp::AtomicU64 = #lp::AtomicU64::new(0);
             #(#statics)*
             #[doc = #family_doc]
-            pub static FAMILY: ::lens::__private::SpanGroupFamily = ::lens::__private::SpanGroupFamily::__new(
+            pub static FAMILY: #lp::SpanGroupFamily = #lp::SpanGroupFamily::__new(
                 #fam,
                 &__LENS_WORD,
                 &[#(&#ids),*],
@@ -478,8 +536,8 @@ pub(crate) fn family(def: FamilyDef, plan: FamilyPlan) -> TokenStream {
             );
             // the link-time registry: `setup_telemetry_from_env` and the
             // `tracing` bridge know this family without being told
-            ::lens::__private::inventory::submit! {
-                ::lens::__private::LinkedFamily(&FAMILY)
+            #lp::inventory::submit! {
+                #lp::LinkedFamily(&FAMILY)
             }
         }
     }

@@ -48,15 +48,18 @@ pub fn trace_fn(attr: TokenStream, item: TokenStream) -> TokenStream {
     }
 }
 
-/// Opens a span if its group is enabled: `Option<SpanGuard>`. See
-/// `lens::managed_span!`.
+/// Opens a span if its group is enabled: a `SpanGuard`, inert when the
+/// group is off. See `lens::managed_span!`.
 #[proc_macro]
 pub fn managed_span(input: TokenStream) -> TokenStream {
+    let krate = leading_crate(input.clone());
     let parsed =
         (|s: syn::parse::ParseStream<'_>| parse::SpanMacroArgs::parse(s, true)).parse(input);
     let result = parsed.and_then(|args| {
-        let group =
-            validate::group_tokens(args.group.as_ref().expect("managed_span parses a group"));
+        let group = validate::group_tokens(
+            &expand::Krate::new(args.krate.as_ref()),
+            args.group.as_ref().expect("managed_span parses a group"),
+        );
         match (group, validate::span_macro(&args)) {
             (Ok(group), Ok(())) => Ok(expand::managed_span(args, group)),
             (Err(mut e), Err(more)) => {
@@ -70,22 +73,37 @@ pub fn managed_span(input: TokenStream) -> TokenStream {
         Ok(t) => t.into(),
         Err(e) => {
             let err = e.to_compile_error();
-            quote!({ #err; ::core::option::Option::None::<::lens::__private::SpanGuard> }).into()
+            quote!({ #err; #krate::SpanGuard::none() }).into()
         }
     }
+}
+
+/// `<path>::__private` of a leading `crate = path,` (else
+/// `::lens::__private`), read even where the rest fails to parse, so that
+/// the fallback of a macro with an error adds no second one.
+fn leading_crate(input: TokenStream) -> TokenStream2 {
+    let path = (|s: syn::parse::ParseStream<'_>| {
+        let p = parse::leading_crate(s);
+        s.parse::<TokenStream2>()?;
+        p
+    })
+    .parse(input)
+    .ok()
+    .flatten();
+    expand::Krate::new(path.as_ref()).private()
 }
 
 /// Opens an always-on span: `SpanGuard`. See `lens::span_cm!`.
 #[proc_macro]
 pub fn span_cm(input: TokenStream) -> TokenStream {
+    let krate = leading_crate(input.clone());
     let parsed =
         (|s: syn::parse::ParseStream<'_>| parse::SpanMacroArgs::parse(s, false)).parse(input);
     match parsed.and_then(|args| validate::span_macro(&args).map(|()| args)) {
         Ok(args) => expand::span_cm(args).into(),
         Err(e) => {
             let err = e.to_compile_error();
-            quote!({ #err; ::lens::__private::start_span("", ::lens::__private::Attrs::new()) })
-                .into()
+            quote!({ #err; #krate::SpanGuard::none() }).into()
         }
     }
 }

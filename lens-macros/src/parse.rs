@@ -38,17 +38,66 @@ impl Parse for GroupRef {
     }
 }
 
-/// `key = value`, `"dotted.key" = value`, `dotted.key = value` or `key`.
+/// How a value is recorded: as an attribute value, or as the text of its
+/// `Display` (`%`) or `Debug` (`?`) formatting.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub(crate) enum Fmt {
+    #[default]
+    Value,
+    Display,
+    Debug,
+}
+
+/// `%` or `?` before a value (or a shorthand key), if there is one.
+fn parse_sigil(input: ParseStream<'_>) -> syn::Result<Option<(Fmt, Span)>> {
+    if input.peek(Token![%]) {
+        Ok(Some((Fmt::Display, input.parse::<Token![%]>()?.span)))
+    } else if input.peek(Token![?]) {
+        Ok(Some((Fmt::Debug, input.parse::<Token![?]>()?.span)))
+    } else {
+        Ok(None)
+    }
+}
+
+/// `key = value`, `"dotted.key" = value`, `dotted.key = value` or `key`;
+/// `%` / `?` before the value or the lone key (`%x`, `key = ?expr`) record
+/// its `Display` / `Debug` text.
 pub(crate) struct Field {
     pub(crate) key: String,
     pub(crate) key_span: Span,
     /// The key as written (`a.b.c`), for errors that underline all of it.
     pub(crate) key_tokens: proc_macro2::TokenStream,
     pub(crate) value: Expr,
+    pub(crate) fmt: Fmt,
 }
 
 impl Parse for Field {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        if let Some((fmt, sigil)) = parse_sigil(input)? {
+            let sign = if fmt == Fmt::Display { '%' } else { '?' };
+            let shorthand_only = || {
+                format!("`{sign}x` stands for `x = {sign}x` and takes a plain identifier; for anything else write `key = {sign}expr`")
+            };
+            if !input.peek(Ident::peek_any) {
+                return Err(syn::Error::new(sigil, shorthand_only()));
+            }
+            let ident = Ident::parse_any(input)?;
+            if !input.is_empty() && !input.peek(Token![,]) {
+                let rest = tokens_between(input.cursor(), syn::buffer::Cursor::empty());
+                let mut all = quote::quote!(#ident);
+                all.extend(rest.into_iter().take_while(
+                    |t| !matches!(t, proc_macro2::TokenTree::Punct(p) if p.as_char() == ','),
+                ));
+                return Err(syn::Error::new_spanned(all, shorthand_only()));
+            }
+            return Ok(Field {
+                key: ident.unraw().to_string(),
+                key_span: ident.span(),
+                key_tokens: quote::quote!(#ident),
+                value: syn::parse_quote_spanned!(ident.span()=> #ident),
+                fmt,
+            });
+        }
         let start = input.fork();
         let (key, key_span, shorthand) = if input.peek(LitStr) {
             let lit: LitStr = input.parse()?;
@@ -80,8 +129,12 @@ impl Parse for Field {
             ));
         };
         let key_tokens = tokens_between(start.cursor(), input.cursor());
+        let mut fmt = Fmt::Value;
         let value = if input.peek(Token![=]) {
             let eq = input.parse::<Token![=]>()?;
+            if let Some((f, _)) = parse_sigil(input)? {
+                fmt = f;
+            }
             if input.is_empty() || input.peek(Token![,]) {
                 return Err(syn::Error::new(
                     eq.span,
@@ -102,6 +155,7 @@ impl Parse for Field {
             key_span,
             key_tokens,
             value,
+            fmt,
         })
     }
 }
@@ -145,6 +199,8 @@ pub(crate) struct TraceFnArgs {
     pub(crate) fields: Vec<Field>,
     pub(crate) args: Vec<Ident>,
     pub(crate) err: Option<Ident>,
+    /// `err(Debug)`: the error's `Debug` text (default: `Display`).
+    pub(crate) err_fmt: Fmt,
     /// Whether `args(...)` came before `fields(...)` (to report a key given
     /// by both on the later one).
     pub(crate) args_first: bool,
@@ -152,13 +208,17 @@ pub(crate) struct TraceFnArgs {
     pub(crate) kind: Option<Ident>,
     /// `ret`: record the return value (the `Ok` value with `err`).
     pub(crate) ret: Option<Ident>,
+    /// `ret(Ok)`: record only the `Ok` value of a returned `Result`.
+    pub(crate) ret_ok: bool,
+    /// `crate = path`: where generated code finds lens.
+    pub(crate) krate: Option<Path>,
     /// `parent = expr`: an explicit parent.
     pub(crate) parent: Option<Expr>,
     /// `links(expr, ...)`: follows-from links.
     pub(crate) links: Vec<Expr>,
 }
 
-const TRACE_FN_OPTIONS: &str = "group, name, fields, args, err, ret, kind, parent, links";
+const TRACE_FN_OPTIONS: &str = "group, name, fields, args, err, ret, kind, parent, links, crate";
 
 /// The span kinds `kind = ...` accepts.
 pub(crate) const SPAN_KINDS: &[(&str, &str)] = &[
@@ -245,29 +305,47 @@ impl TraceFnArgs {
             }
             "args" => {
                 let content = expect_list(input, &opt, "args(step, lr)")?;
-                let idents =
-                    Punctuated::<Ident, Token![,]>::parse_terminated_with(&content, |s| {
-                        if s.peek(Ident::peek_any) {
-                            Ident::parse_any(s)
-                        } else {
-                            Err(s.error("expected the name of a parameter to record"))
-                        }
-                    })?;
                 self.args_first = self.fields.is_empty();
-                self.args.extend(idents);
+                self.args.extend(parse_args(&content)?);
             }
             "err" | "ret" => {
-                if !input.is_empty() && !input.peek(Token![,]) {
+                let (example, choices): (&str, &[&str]) = if name == "err" {
+                    (
+                        "`err`, `err(Display)` or `err(Debug)`",
+                        &["Display", "Debug"],
+                    )
+                } else {
+                    ("`ret` or `ret(Ok)`", &["Ok"])
+                };
+                let mut how = None;
+                if input.peek(syn::token::Paren) {
+                    let content;
+                    parenthesized!(content in input);
+                    let bad = || syn::Error::new(opt.span(), format!("expected {example}"));
+                    let word: Ident = content.parse().map_err(|_| bad())?;
+                    if !content.is_empty() || !choices.iter().any(|c| word == c) {
+                        return Err(syn::Error::new(word.span(), format!("expected {example}")));
+                    }
+                    how = Some(word);
+                } else if !input.is_empty() && !input.peek(Token![,]) {
                     return Err(syn::Error::new(
                         opt.span(),
-                        format!("`{name}` takes no value: write `{name}`"),
+                        format!("`{name}` takes no value: write {example}"),
                     ));
                 }
                 if name == "err" {
                     self.err = Some(opt.clone());
+                    if how.is_some_and(|w| w == "Debug") {
+                        self.err_fmt = Fmt::Debug;
+                    }
                 } else {
                     self.ret = Some(opt.clone());
+                    self.ret_ok = how.is_some();
                 }
+            }
+            "crate" => {
+                expect_eq(input, &opt, "crate = ::my_crate::lens")?;
+                self.krate = Some(input.call(Path::parse_mod_style)?);
             }
             "kind" => {
                 expect_eq(input, &opt, "kind = server")?;
@@ -307,6 +385,55 @@ impl TraceFnArgs {
         }
         Ok(())
     }
+}
+
+/// The parameter names of `args(...)`. Anything else (`key = value`, `%x`,
+/// an expression) is an error that suggests `fields(...)`, which records
+/// expressions.
+fn parse_args(content: ParseStream<'_>) -> syn::Result<Vec<Ident>> {
+    let mut out = Vec::new();
+    while !content.is_empty() {
+        let start = content.fork();
+        let ident = if content.peek(Ident::peek_any) {
+            Some(Ident::parse_any(content)?)
+        } else {
+            None
+        };
+        if ident.is_none() || !(content.is_empty() || content.peek(Token![,])) {
+            // the whole entry, up to the next comma
+            while !content.is_empty() && !content.peek(Token![,]) {
+                content.parse::<proc_macro2::TokenTree>()?;
+            }
+            let entry = tokens_between(start.cursor(), content.cursor());
+            let mut written = entry.to_string();
+            if let Some(rest) = written.strip_prefix("% ").or(written.strip_prefix("? ")) {
+                written = format!("{}{rest}", &written[..1]);
+            }
+            return Err(syn::Error::new_spanned(
+                entry,
+                format!("`args(...)` takes parameter names only; to record an expression, use `fields(...)`, e.g. `fields({written})`"),
+            ));
+        }
+        out.extend(ident);
+        if content.is_empty() {
+            break;
+        }
+        content.parse::<Token![,]>()?;
+    }
+    Ok(out)
+}
+
+/// A leading `crate = path,` of a function-like macro (where its generated
+/// code finds lens), if there is one.
+pub(crate) fn leading_crate(input: ParseStream<'_>) -> syn::Result<Option<Path>> {
+    if !(input.peek(Token![crate]) && input.peek2(Token![=])) {
+        return Ok(None);
+    }
+    input.parse::<Token![crate]>()?;
+    input.parse::<Token![=]>()?;
+    let path = input.call(Path::parse_mod_style)?;
+    input.parse::<Token![,]>()?;
+    Ok(Some(path))
 }
 
 /// `internal, server, client, producer, consumer`.
@@ -357,6 +484,8 @@ fn expect_list<'a>(
 
 /// `managed_span!(group, name, fields...)` and `span_cm!(name, fields...)`.
 pub(crate) struct SpanMacroArgs {
+    /// `crate = path` (first): where generated code finds lens.
+    pub(crate) krate: Option<Path>,
     pub(crate) group: Option<GroupRef>,
     pub(crate) name: Expr,
     pub(crate) fields: Vec<Field>,
@@ -369,6 +498,7 @@ impl SpanMacroArgs {
         } else {
             "expected `span_cm!(name, key = value, ...)`, e.g. `span_cm!(\"eval.pass\", samples = n)`"
         };
+        let krate = leading_crate(input)?;
         if input.is_empty() {
             return Err(syn::Error::new(input.span(), usage));
         }
@@ -400,6 +530,7 @@ impl SpanMacroArgs {
             parse_fields(input)?
         };
         Ok(SpanMacroArgs {
+            krate,
             group,
             name,
             fields,
@@ -415,6 +546,8 @@ pub(crate) struct PresetDef {
 
 /// `define_span_group! { #[attrs] vis family { groups: [...], presets: { ... } } }`.
 pub(crate) struct FamilyDef {
+    /// `crate = path,` (first): where generated code finds lens.
+    pub(crate) krate: Option<Path>,
     pub(crate) attrs: Vec<Attribute>,
     pub(crate) vis: Visibility,
     pub(crate) name: Ident,
@@ -424,6 +557,7 @@ pub(crate) struct FamilyDef {
 
 impl Parse for FamilyDef {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let krate = leading_crate(input)?;
         let attrs = input.call(Attribute::parse_outer)?;
         let vis: Visibility = input.parse()?;
         let name: Ident = input.parse()?;
@@ -494,6 +628,7 @@ impl Parse for FamilyDef {
             ));
         }
         Ok(FamilyDef {
+            krate,
             attrs,
             vis,
             name,

@@ -1,6 +1,7 @@
 //! Pass 2: meaning. Checks group names, `args`, the item's kind and
 //! `define_span_group!` families; every error sits on its own token.
 
+use crate::expand::Krate;
 use crate::parse::{FamilyDef, Field, GroupRef, SpanMacroArgs, TraceFnArgs};
 use crate::tables::{base_group_list, BASE_GROUPS, BASE_PRESETS};
 use proc_macro2::{Span, TokenStream};
@@ -16,14 +17,15 @@ pub(crate) fn push(errors: &mut Option<syn::Error>, e: syn::Error) {
 }
 
 /// The expression of a group handle (`&'static SpanGroup` place).
-pub(crate) fn group_tokens(group: &GroupRef) -> syn::Result<TokenStream> {
+pub(crate) fn group_tokens(k: &Krate, group: &GroupRef) -> syn::Result<TokenStream> {
     match group {
         GroupRef::Lit(lit) => {
             let name = lit.value();
             match BASE_GROUPS.iter().find(|g| **g == name) {
                 Some(g) => {
                     let ident = Ident::new(&g.to_ascii_uppercase(), lit.span());
-                    Ok(quote_spanned!(lit.span()=> ::lens::__private::base::#ident))
+                    let lp = k.private_at(lit.span());
+                    Ok(quote_spanned!(lit.span()=> #lp::base::#ident))
                 }
                 None => {
                     let hint = BASE_GROUPS
@@ -114,7 +116,7 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, func: &ItemFn) -> syn::Result<TraceFn
             push(&mut errors, syn::Error::new(Span::call_site(), format!("missing `group`: name a base group, e.g. `#[trace_fn(group = \"step\")]` (valid base groups are: {}), or a consumer group by path, e.g. `group = lens::megatron::MICROBATCH`", base_group_list())));
             None
         }
-        Some(g) => match group_tokens(g) {
+        Some(g) => match group_tokens(&Krate::new(args.krate.as_ref()), g) {
             Ok(t) => Some(t),
             Err(e) => {
                 push(&mut errors, e);
@@ -185,6 +187,14 @@ pub(crate) fn trace_fn(args: &TraceFnArgs, func: &ItemFn) -> syn::Result<TraceFn
             }
         }
     };
+    if let (Some(ret), syn::ReturnType::Type(_, ty)) = (&args.ret, &func.sig.output) {
+        let f = &func.sig.ident;
+        if args.ret_ok && clearly_not_result(ty) {
+            push(&mut errors, syn::Error::new(ret.span(), format!("`ret(Ok)` records the `Ok` value of a returned `Result`, but `{f}` returns `{}`; write `ret`", type_to_string(ty))));
+        } else if !args.ret_ok && args.err.is_none() && named_result(ty) {
+            push(&mut errors, syn::Error::new(ret.span(), format!("`ret` records the return value, but `{f}` returns `{}`, which is not a span attribute value; add `err` to record the `Ok` value and the error, or write `ret(Ok)` to record only the `Ok` value", type_to_string(ty))));
+        }
+    }
     if let (Some(ret), syn::ReturnType::Default) = (&args.ret, &func.sig.output) {
         push(
             &mut errors,
@@ -257,6 +267,19 @@ fn clearly_not_result(ty: &syn::Type) -> bool {
                     .segments
                     .last()
                     .is_some_and(|s| NOT_RESULT.iter().any(|n| s.ident == n))
+        }
+        _ => false,
+    }
+}
+
+/// Whether `ty` is a path whose last segment is `Result` (`Result<T, E>`,
+/// `io::Result<T>`, `anyhow::Result<T>`).
+fn named_result(ty: &syn::Type) -> bool {
+    match ty {
+        syn::Type::Paren(p) => named_result(&p.elem),
+        syn::Type::Group(g) => named_result(&g.elem),
+        syn::Type::Path(p) => {
+            p.qself.is_none() && p.path.segments.last().is_some_and(|s| s.ident == "Result")
         }
         _ => false,
     }
@@ -587,6 +610,13 @@ mod tests {
         let not = |s: &str| clearly_not_result(&syn::parse_str(s).unwrap());
         assert!(not("u64") && not("()") && not("&str") && not("Option<u8>") && not("[u8; 4]"));
         assert!(!not("Result<u8, E>") && !not("io::Result<()>") && !not("Fallible") && !not("T"));
+        let named = |s: &str| named_result(&syn::parse_str(s).unwrap());
+        assert!(
+            named("Result<u8, E>")
+                && named("candle_core::Result<f32>")
+                && named("(io::Result<()>)")
+        );
+        assert!(!named("Fallible<u8>") && !named("u8") && !named("Option<Result<u8, E>>"));
         assert_eq!(
             type_to_string(&syn::parse_str("Option < Vec < u8 > >").unwrap()),
             "Option<Vec<u8>>"

@@ -39,7 +39,7 @@ pub use api::attr::{
     is_redacted_key, safe_set_span_attributes, AttributeValue, SpanAttributeTarget, REDACTED,
     REDACTED_KEYS,
 };
-pub use api::future::{Instrument, Instrumented, IntoInstrumentSpan};
+pub use api::future::{InSpan, InSpanFuture, IntoInstrumentSpan};
 pub use api::groups::{
     base, is_span_group_enabled, register_family, set_enabled_span_groups, span_group_families,
     SpanGroup, SpanGroupError, SpanGroupFamily, SpanGroupSet,
@@ -140,14 +140,14 @@ pub use opentelemetry as otel;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::api::attr::{AttributeValue, Attrs, REDACTED};
-    pub use crate::api::future::{instrument, instrument_result};
+    pub use crate::api::future::{instrument, instrument_result, instrument_result_debug};
     pub use crate::api::groups::{base, LinkedFamily, Preset, SpanGroup, SpanGroupFamily};
     pub use crate::api::span::opts::{
         record_ok, record_ok_current, record_return, record_return_current, start_detached_with,
         start_span_with, IntoLink, IntoParentContext,
     };
     pub use crate::api::span::start::{start_detached, start_span};
-    pub use crate::api::span::{record_result, LensSpan, SpanGuard};
+    pub use crate::api::span::{record_result, record_result_debug, LensSpan, SpanGuard};
     pub use inventory;
     pub use opentelemetry::trace::SpanKind;
     pub use opentelemetry::{Key, KeyValue};
@@ -166,6 +166,51 @@ pub mod __private {
         if let Some(v) = value.to_value() {
             attrs.push(KeyValue::new(Key::from_static_str(key), v));
         }
+    }
+
+    /// Pushes `key = %value`: its `Display` text.
+    #[inline]
+    pub fn push_display<V: std::fmt::Display + ?Sized>(
+        attrs: &mut Attrs,
+        key: &'static str,
+        value: &V,
+    ) {
+        attrs.push(KeyValue::new(Key::from_static_str(key), value.to_string()));
+    }
+
+    /// Pushes `key = ?value`: its `Debug` text.
+    #[inline]
+    pub fn push_debug<V: std::fmt::Debug + ?Sized>(
+        attrs: &mut Attrs,
+        key: &'static str,
+        value: &V,
+    ) {
+        attrs.push(KeyValue::new(
+            Key::from_static_str(key),
+            format!("{value:?}"),
+        ));
+    }
+
+    /// `key = %value` under a redacted key: [`REDACTED`], the value not
+    /// even formatted.
+    #[inline]
+    pub fn push_display_redacted<V: std::fmt::Display + ?Sized>(
+        attrs: &mut Attrs,
+        key: &'static str,
+        _value: &V,
+    ) {
+        attrs.push(KeyValue::new(Key::from_static_str(key), REDACTED));
+    }
+
+    /// `key = ?value` under a redacted key: [`REDACTED`], the value not
+    /// even formatted.
+    #[inline]
+    pub fn push_debug_redacted<V: std::fmt::Debug + ?Sized>(
+        attrs: &mut Attrs,
+        key: &'static str,
+        _value: &V,
+    ) {
+        attrs.push(KeyValue::new(Key::from_static_str(key), REDACTED));
     }
 
     /// Pushes `key = value` for a key the macro found redacted at compile time.

@@ -100,7 +100,11 @@ fn span_through_otlp(c: &mut Criterion, label: &str, port: u16) {
     c.bench_function(&format!("otlp_grpc_span/collector_{label}"), |b| {
         b.iter(|| {
             i += 1;
-            black_box(managed_span!("step", "train.step", iteration = i));
+            drop(black_box(managed_span!(
+                "step",
+                "train.step",
+                iteration = i
+            )));
         })
     });
     let _ = handle.force_flush();

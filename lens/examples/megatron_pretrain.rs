@@ -91,9 +91,7 @@ fn main() -> Result<(), Box<dyn Error>> {
                 let _opt = managed_span!("optimizer", "optimizer.step", lr = 3e-4);
             }
             loss /= f64::from(MICROBATCHES);
-            if let Some(s) = &step_span {
-                s.set_attribute("loss", loss);
-            }
+            step_span.set_attribute("loss", loss);
             let secs = started.elapsed().as_secs_f64();
             metrics.record(&TrainingRecord {
                 step_duration_s: Some(secs),

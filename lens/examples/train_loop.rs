@@ -39,9 +39,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let step = managed_span!("step", "train.step", "dl.iteration" = iteration);
             let loss = forward_backward(&weights, 2);
             optimizer_step(&mut weights, 1e-3);
-            if let Some(step) = &step {
-                step.set_attribute("loss", loss);
-            }
+            step.set_attribute("loss", loss);
         }
         let _eval = span_cm!("eval.pass", samples = 64);
     }

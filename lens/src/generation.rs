@@ -12,7 +12,7 @@ use crate::{managed_span, LensSpan, SpanGuard};
 /// `gen_ai.server.request.duration`, `time_to_first_token`,
 /// `time_per_output_token` and the token usage. The spans are detached (not
 /// current): run your async work inside them with
-/// [`in_span`](crate::Instrument::in_span) or read them with
+/// [`in_span`](crate::InSpan::in_span) or read them with
 /// [`phase_span`](Self::phase_span).
 ///
 /// ```
@@ -34,9 +34,9 @@ pub struct Generation<'m> {
 }
 
 /// A child of `parent` (or of the current context without one), detached.
-fn child(parent: Option<&LensSpan>, make: impl FnOnce() -> Option<SpanGuard>) -> Option<LensSpan> {
+fn child(parent: Option<&LensSpan>, make: impl FnOnce() -> SpanGuard) -> Option<LensSpan> {
     let _attached = parent.map(|p| p.context().clone().attach());
-    make().map(SpanGuard::into_span)
+    make().into_span()
 }
 
 impl<'m> Generation<'m> {

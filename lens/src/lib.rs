@@ -120,12 +120,19 @@ pub mod guide {
 /// | `group = megatron::MICROBATCH` | a consumer group, by path |
 /// | `name = "train.step"` | span name (default: the function's name) |
 /// | `fields(k = expr, "a.b" = expr, c.d = expr, e)` | attributes, evaluated only when the group is on |
+/// | `fields(%x, ?y, k = %expr, k = ?expr)` | the `Display` (`%`) or `Debug` (`?`) text of a value; `%x` stands for `x = %x` |
 /// | `args(a, b)` | record these scalar parameters (none are recorded by default) |
-/// | `err` | an `Err` return sets ERROR status `TypeName: message` and adds an `exception` event (type, message, stack trace when `RUST_BACKTRACE` is on) |
+/// | `err`, `err(Display)` | an `Err` return sets ERROR status `TypeName: message` and adds an `exception` event (type, message, stack trace when `RUST_BACKTRACE` is on) |
+/// | `err(Debug)` | the same with the error's `Debug` text as the message |
 /// | `ret` | records the return value as the `return` attribute (a scalar; with `err`, only the `Ok` value) |
+/// | `ret(Ok)` | records only the `Ok` value of a returned `Result` (its `Err` is not recorded unless `err` is given too) |
 /// | `kind = server` | the span kind: `internal` (default), `server`, `client`, `producer`, `consumer` |
 /// | `parent = expr` | an explicit parent instead of the current context: a [`LensSpan`], [`SpanGuard`], `Context` or `SpanContext`, by reference, or an `Option` of one ([`IntoParentContext`]) |
 /// | `links(expr, ...)` | follows-from links to other spans ([`IntoLink`]) |
+/// | `crate = path` | where the generated code finds lens (default `::lens`), for a crate that re-exports it: `crate = ::my_crate::lens` |
+///
+/// `managed_span!`, `span_cm!` and `define_span_group!` take the same
+/// `crate = path` as their first argument.
 ///
 /// ```
 /// use lens::{trace_fn, LensSpan};
@@ -149,8 +156,11 @@ pub mod guide {
 ///
 /// struct Trainer { lr: f64 }
 /// impl Trainer {
-///     #[trace_fn(group = "optimizer", fields(lr = self.lr))]
+///     #[trace_fn(group = "optimizer", fields(lr = self.lr, trainer = ?self.lr))]
 ///     fn update(&mut self) {}
+///
+///     #[trace_fn(group = "step", ret(Ok), err(Debug))]
+///     fn loss(&self) -> Result<f64, std::num::ParseFloatError> { "0.5".parse() }
 ///
 ///     #[trace_fn(group = lens::megatron::MICROBATCH)]
 ///     async fn microbatch(&self, i: usize) -> usize { i }
@@ -164,8 +174,8 @@ pub mod guide {
 /// fn save(step: u64, path: &str) -> Result<(), io::Error> {
 ///     let on = CHECKPOINT.is_enabled();                       // one relaxed load
 ///     let guard = if on {
-///         Some(start_span("ckpt.save", vec![KeyValue("step", step)]))
-///     } else { None };
+///         start_span("ckpt.save", vec![KeyValue("step", step)])
+///     } else { SpanGuard::none() };                           // inert
 ///     let body = move |step, path| -> Result<(), io::Error> { /* body */ };
 ///     if on {
 ///         let ret = call(body, step, path);                    // #[inline(never)]
@@ -207,19 +217,27 @@ pub mod guide {
 #[doc(inline)]
 pub use lens_macros::trace_fn;
 
-/// Opens a span if its group is enabled; evaluates to `Option<SpanGuard>`
-/// (`None` when the group is off, without evaluating any attribute).
+/// Opens a span if its group is enabled; evaluates to a [`SpanGuard`],
+/// inert when the group is off (no span, every method a no-op, no
+/// attribute evaluated).
 ///
 /// `managed_span!(group, name, key = value, ...)`: the group is a base group
 /// literal or a consumer group path; the name any expression convertible to
-/// `Cow<'static, str>` (a literal costs nothing).
+/// `Cow<'static, str>` (a literal costs nothing). Fields take the forms of
+/// `#[trace_fn(fields(...))]`: `key = value`, `x`, `%x` / `key = %expr`
+/// (`Display`), `?x` / `key = ?expr` (`Debug`). `crate = path` may come
+/// first, for a crate that re-exports lens.
 ///
 /// ```
 /// use lens::managed_span;
+/// #[derive(Debug)]
+/// enum Phase { Warmup }
+/// let phase = Phase::Warmup;
 /// for i in 0..3u64 {
-///     let step = managed_span!("step", "train.step", iteration = i, "nv.dl.rank" = 0);
-///     if let Some(s) = &step {
-///         s.set_attribute("loss", 0.1 * i as f64);
+///     let step = managed_span!("step", "train.step", iteration = i, "nv.dl.rank" = 0, ?phase);
+///     step.set_attribute("loss", 0.1 * i as f64); // nothing when `step` is off
+///     if step.is_recording() {
+///         step.set_attribute("summary", format!("{i} of 3")); // formatted only when recorded
 ///     }
 /// }
 /// ```
@@ -227,7 +245,7 @@ pub use lens_macros::trace_fn;
 /// Expands to:
 ///
 /// ```text
-/// if STEP.is_enabled() { Some(start_span("train.step", vec![...])) } else { None }
+/// if STEP.is_enabled() { start_span("train.step", vec![...]) } else { SpanGuard::none() }
 /// ```
 #[doc(inline)]
 pub use lens_macros::managed_span;
@@ -290,7 +308,7 @@ pub use lens_runtime::{
     SpanGroup, SpanGroupError, SpanGroupFamily, SpanGroupSet,
 };
 pub use lens_runtime::{semconv, ConfigError, ExporterKind, LensConfig, ValidConfig};
-pub use lens_runtime::{Instrument, Instrumented, IntoInstrumentSpan};
+pub use lens_runtime::{InSpan, InSpanFuture, IntoInstrumentSpan};
 
 /// Context propagation: W3C TraceContext + Baggage over maps, HTTP headers
 /// (feature `http`), environment variables and bytes; trace broadcast over a
@@ -434,10 +452,10 @@ pub mod groups {
 }
 
 /// Opens a span that is not attached to the current context, e.g. to
-/// instrument a future with [`Instrument::in_span`]. Always on.
+/// instrument a future with [`InSpan::in_span`]. Always on.
 ///
 /// ```
-/// use lens::Instrument;
+/// use lens::InSpan;
 /// async fn generate() -> usize { 3 }
 /// let fut = generate().in_span(lens::detached_span("rollout.generate"));
 /// # drop(fut);

@@ -6,7 +6,7 @@ mod common;
 use common::{assert_child, attr, fixture};
 use lens::otel::trace::{Status, TraceContextExt};
 use lens::otel::Value;
-use lens::{managed_span, span_cm, trace_fn, Instrument};
+use lens::{managed_span, span_cm, trace_fn, InSpan};
 use std::time::Duration;
 
 #[trace_fn(group = "step", name = "rl.step", args(i))]

@@ -16,7 +16,7 @@ use lens::otel::trace::{SpanKind, Status};
 use lens::otel::Value;
 use lens::propagation::http::ClientSpans;
 use lens::serving::ServerLayer;
-use lens::{Instrument, SpanGroup};
+use lens::{InSpan, SpanGroup};
 use reqwest_middleware::ClientWithMiddleware;
 use std::net::SocketAddr;
 use std::time::Duration;

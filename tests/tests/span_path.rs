@@ -854,7 +854,9 @@ fn a_guard_on_a_full_context_stack_still_records_and_ends_its_span() {
                 assert_ne!(current.span().span_context(), &sc, "not attached");
                 let _ = format!("{g:?}");
                 drop(g);
-                let s = span_cm!("on.full.stack.moved").into_span();
+                let s = span_cm!("on.full.stack.moved")
+                    .into_span()
+                    .expect("span_cm! holds a span");
                 s.set_attribute("k", 8);
                 drop(s);
             })

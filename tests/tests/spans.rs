@@ -168,7 +168,9 @@ fn safe_set_span_attributes_redacts_extra_and_default_keys() {
             lens::safe_set_span_attributes(&s, &[("active.email", &"x")], &["EMAIL"]);
         });
         lens::safe_set_span_attributes(&lens::otel::Context::current(), &[("cx", &1)], &[]);
-        let detached = span_cm!("detached").into_span();
+        let detached = span_cm!("detached")
+            .into_span()
+            .expect("span_cm! holds a span");
         lens::safe_set_span_attributes(&detached, &attrs, &[]);
     }
     let g = f.span("guard");
@@ -315,7 +317,7 @@ fn panic_unwinding_through_a_guard_marks_error_with_message() {
 fn guard_methods_set_status_and_record_error() {
     let f = fixture("all");
     {
-        let g = managed_span!("step", "s").unwrap();
+        let g = managed_span!("step", "s");
         g.set_attribute("loss", 0.5);
         g.set_status(lens::SpanStatus::Ok);
         let g2 = span_cm!("e");
@@ -351,7 +353,7 @@ fn otel_get_active_span_and_raw_otel_children_see_lens_span() {
     let f = fixture("all");
     let tracer = f.provider.tracer("raw");
     {
-        let g = managed_span!("step", "lens.parent").unwrap();
+        let g = managed_span!("step", "lens.parent");
         let active = lens::otel::trace::get_active_span(|s| s.span_context().clone());
         assert_eq!(&active, g.context().span().span_context());
         tracer.in_span("raw.child", |_| {
@@ -372,7 +374,7 @@ fn tracing_opentelemetry_spans_get_the_lens_parent() {
     let layer = tracing_opentelemetry::layer().with_tracer(f.provider.tracer("tracing"));
     let subscriber = tracing_subscriber::registry().with(layer);
     tracing::subscriber::with_default(subscriber, || {
-        let _g = managed_span!("step", "lens.step").unwrap();
+        let _g = managed_span!("step", "lens.step");
         let s = tracing::info_span!("tracing.child");
         let _e = s.enter();
     });
@@ -399,4 +401,62 @@ fn dynamic_span_names() {
         let _g = managed_span!("step", format!("layer.{layer}"));
     }
     assert_eq!(f.span("layer.1").name, "layer.1");
+}
+
+#[test]
+fn an_inert_guard_ignores_every_method() {
+    use lens::InSpan as _;
+    let f = fixture("step");
+    {
+        let _outer = managed_span!("step", "outer");
+        let g = managed_span!("checkpoint", "ckpt.off");
+        assert!(g.is_none() && !g.is_recording());
+        g.set_attribute("loss", 0.5);
+        g.add_event("ev", &[("k", &1)]);
+        g.record_error("boom");
+        g.set_status(lens::SpanStatus::Ok);
+        assert!(!g.context().has_active_span());
+        assert_eq!(format!("{g:?}"), "SpanGuard(inert)");
+        // the outer span is still the current one, untouched
+        assert!(lens::otel::Context::current()
+            .span()
+            .span_context()
+            .is_valid());
+        assert!(g.into_span().is_none());
+        // an inert guard instruments nothing: the future runs in the
+        // current context
+        let fut = async { 1 }.in_span(managed_span!("checkpoint", "ckpt.fut"));
+        assert_eq!(futures_lite_block_on(fut), 1);
+    }
+    let spans = f.spans();
+    assert_eq!(spans.len(), 1, "only `outer`: {spans:?}");
+    let outer = f.span("outer");
+    assert!(outer.attributes.is_empty() && outer.events.is_empty());
+    assert_eq!(outer.status, Status::Unset);
+}
+
+#[test]
+fn an_enabled_guard_is_recording_and_takes_attributes_without_if_let() {
+    let f = fixture("step");
+    {
+        let g = managed_span!("step", "on");
+        assert!(!g.is_none() && g.is_recording());
+        g.set_attribute("loss", 0.5);
+        g.add_event("ev", &[("k", &1)]);
+        assert!(!lens::SpanGuard::none().is_recording());
+        assert!(!lens::SpanGuard::default().is_recording());
+    }
+    let on = f.span("on");
+    assert_eq!(attr(&on, "loss"), Some(Value::F64(0.5)));
+    assert_eq!(on.events.len(), 1);
+}
+
+/// Polls a future that never waits to completion.
+fn futures_lite_block_on<F: std::future::Future>(fut: F) -> F::Output {
+    let mut fut = std::pin::pin!(fut);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match fut.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(v) => v,
+        std::task::Poll::Pending => panic!("the future waited"),
+    }
 }

@@ -9,7 +9,7 @@ use lens::otel::trace::Status;
 use lens::otel::Value;
 use lens::otel_sdk::trace::SpanData;
 use lens::tracing::TracingBridge;
-use lens::{groups, managed_span, span_cm, Instrument as _};
+use lens::{groups, managed_span, span_cm, InSpan as _};
 use std::time::Duration;
 use tracing::Instrument as _;
 use tracing_subscriber::layer::SubscriberExt as _;
@@ -469,7 +469,7 @@ async fn request() -> u32 {
     // spawned plainly: the call captures `request` as the parent
     let handler = tokio::spawn(lens_handler());
     // a lens span inside the tracing span, in a task on another worker
-    // both `Instrument` traits in scope: `.in_span` and `.in_current_span`
+    // `lens::InSpan` and `tracing::Instrument` in scope: `.in_span` and `.in_current_span`
     let worker = async {
         tokio::task::yield_now().await;
         tracing_leaf(7).await

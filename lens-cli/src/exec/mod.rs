@@ -101,7 +101,12 @@ pub(crate) fn run(args: &ExecArgs) -> ExitCode {
     };
     let outcome = match &telemetry {
         Some((_, run_id)) => traced(args, program, rest, run_id),
-        None => run_child(Command::new(program).args(rest), "exec", program, None),
+        None => run_child(
+            Command::new(program).args(rest),
+            "exec",
+            program,
+            &SpanGuard::none(),
+        ),
     };
     if let Some((handle, _)) = &telemetry {
         // a failure is on stderr already (the library reports each one);
@@ -136,7 +141,7 @@ fn traced(args: &ExecArgs, program: &OsStr, rest: &[OsString], run_id: &RunId) -
     if run_id.generated && std::env::var_os(RUN_ID_VAR).is_none() {
         cmd.env(RUN_ID_VAR, &run_id.id);
     }
-    let outcome = run_child(&mut cmd, "exec", program, Some(&span));
+    let outcome = run_child(&mut cmd, "exec", program, &span);
     record(&span, outcome);
     outcome
 }
@@ -150,20 +155,18 @@ fn default_name(program: &OsStr) -> String {
     format!("exec {base}")
 }
 
-/// Starts the child, records its pid on `span` (if any) and waits for it;
+/// Starts the child, records its pid on `span` (inert: none) and waits for it;
 /// a child that cannot start is named on stderr as `lens <who>: cannot run`.
 /// Install [`signals::install`] first for termination signals to reach it.
 pub(crate) fn run_child(
     cmd: &mut Command,
     who: &str,
     program: &OsStr,
-    span: Option<&SpanGuard>,
+    span: &SpanGuard,
 ) -> Outcome {
     match start(cmd, who, program) {
         Ok(child) => {
-            if let Some(span) = span {
-                span.set_attribute(attr::CHILD_PID, i64::from(child.id()));
-            }
+            span.set_attribute(attr::CHILD_PID, i64::from(child.id()));
             wait(child)
         }
         Err(code) => Outcome::NotStarted(code),

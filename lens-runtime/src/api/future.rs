@@ -3,23 +3,25 @@
 
 use crate::api::span::{LensSpan, SpanGuard};
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
 
 pin_project_lite::pin_project! {
-    /// A future running inside a span. Made by [`Instrument::in_span`].
+    /// A future running inside a span. Made by [`InSpan::in_span`].
     #[derive(Debug)]
     #[must_use = "futures do nothing unless polled"]
-    pub struct Instrumented<F> {
+    pub struct InSpanFuture<F> {
         #[pin]
         inner: F,
         span: Option<LensSpan>,
     }
 }
 
-/// Anything that can be the span of an [`Instrumented`] future: a
-/// [`LensSpan`], a [`SpanGuard`] (detached first), or an `Option` of either
-/// (`None`, e.g. from a disabled `managed_span!`, instruments nothing).
+/// Anything that can be the span of an [`InSpanFuture`]: a
+/// [`LensSpan`], a [`SpanGuard`] (detached first; an inert one, e.g. from
+/// a disabled `managed_span!`, instruments nothing), or an `Option` of
+/// either (`None` instruments nothing).
 pub trait IntoInstrumentSpan {
     /// The span, if any.
     fn into_instrument_span(self) -> Option<LensSpan>;
@@ -31,7 +33,7 @@ impl IntoInstrumentSpan for LensSpan {
 }
 impl IntoInstrumentSpan for SpanGuard {
     fn into_instrument_span(self) -> Option<LensSpan> {
-        Some(self.into_span())
+        self.into_span()
     }
 }
 impl<T: IntoInstrumentSpan> IntoInstrumentSpan for Option<T> {
@@ -40,64 +42,43 @@ impl<T: IntoInstrumentSpan> IntoInstrumentSpan for Option<T> {
     }
 }
 
-/// Runs any future inside a span: [`in_span`](Self::in_span).
+/// Runs any future inside a span: [`in_span`](Self::in_span). Named so as
+/// not to clash with `tracing::Instrument`: both can be in scope.
 ///
 /// ```
-/// use lens::Instrument;
+/// use lens::InSpan;
 /// async fn rollout() -> u32 { 7 }
 /// let fut = rollout().in_span(lens::detached_span("rollout"));
 /// # drop(fut);
 /// ```
-///
-/// The method was called `instrument` before, like `tracing::Instrument`'s:
-/// with both traits in scope a call to `.instrument(..)` is ambiguous
-/// (E0034). `instrument` stays as a deprecated alias for one release; the
-/// clash ends when it goes.
-pub trait Instrument: Future + Sized {
+pub trait InSpan: Future + Sized {
     /// Wraps `self` so that `span` is current while it is polled and ends
-    /// when it completes or is dropped (`None`, e.g. from a disabled
-    /// `managed_span!`, instruments nothing).
+    /// when it completes or is dropped (an inert guard, e.g. from a
+    /// disabled `managed_span!`, or `None` instruments nothing).
     ///
     /// ```
-    /// use lens::Instrument;
+    /// use lens::InSpan;
     /// # async fn step() {}
     /// let fut = step().in_span(lens::managed_span!("step", "train.step"));
     /// # drop(fut);
     /// ```
-    fn in_span<S: IntoInstrumentSpan>(self, span: S) -> Instrumented<Self> {
-        Instrumented {
+    fn in_span<S: IntoInstrumentSpan>(self, span: S) -> InSpanFuture<Self> {
+        InSpanFuture {
             inner: self,
             span: span.into_instrument_span(),
         }
     }
-
-    /// The former name of [`in_span`](Self::in_span).
-    ///
-    /// ```
-    /// #![allow(deprecated)]
-    /// use lens::Instrument;
-    /// # async fn step() {}
-    /// let fut = step().instrument(lens::detached_span("step"));
-    /// # drop(fut);
-    /// ```
-    #[deprecated(
-        since = "0.1.0",
-        note = "renamed `in_span` (no clash with `tracing::Instrument::instrument`)"
-    )]
-    fn instrument<S: IntoInstrumentSpan>(self, span: S) -> Instrumented<Self> {
-        self.in_span(span)
-    }
 }
-impl<F: Future> Instrument for F {}
+impl<F: Future> InSpan for F {}
 
 /// Wraps `fut` in `span` (used by `#[trace_fn]` on `async fn`).
 #[doc(hidden)]
 #[inline]
-pub fn instrument<F: Future>(fut: F, span: Option<LensSpan>) -> Instrumented<F> {
-    Instrumented { inner: fut, span }
+pub fn instrument<F: Future>(fut: F, span: Option<LensSpan>) -> InSpanFuture<F> {
+    InSpanFuture { inner: fut, span }
 }
 
-impl<F: Future> Future for Instrumented<F> {
+impl<F: Future> Future for InSpanFuture<F> {
     type Output = F::Output;
 
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<F::Output> {
@@ -116,32 +97,79 @@ impl<F: Future> Future for Instrumented<F> {
 }
 
 pin_project_lite::pin_project! {
-    /// A future whose `Err` output is recorded on its span (`#[trace_fn(err)]`).
+    /// A future whose `Err` output is recorded on its span (`#[trace_fn(err)]`),
+    /// as its `Display` text (`M` = [`DisplayErr`]) or its `Debug` text
+    /// ([`DebugErr`]).
     #[derive(Debug)]
     #[must_use = "futures do nothing unless polled"]
-    pub struct InstrumentedResult<F> {
+    pub struct InSpanResult<F, M> {
         #[pin]
-        inner: Instrumented<F>,
+        inner: InSpanFuture<F>,
+        how: PhantomData<fn() -> M>,
+    }
+}
+
+/// How an `Err` is recorded on a span.
+#[doc(hidden)]
+pub trait RecordErr<E> {
+    /// Records `err` on `span`.
+    fn record(span: &LensSpan, err: &E);
+}
+
+/// `err`, `err(Display)`: the error's `Display` text.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct DisplayErr;
+
+/// `err(Debug)`: the error's `Debug` text.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct DebugErr;
+
+impl<E: std::fmt::Display> RecordErr<E> for DisplayErr {
+    fn record(span: &LensSpan, err: &E) {
+        span.record_error(err);
+    }
+}
+
+impl<E: std::fmt::Debug> RecordErr<E> for DebugErr {
+    fn record(span: &LensSpan, err: &E) {
+        span.record_error_debug(err);
     }
 }
 
 /// Wraps `fut` in `span`, recording an `Err` output as the span's error.
 #[doc(hidden)]
 #[inline]
-pub fn instrument_result<F, T, E>(fut: F, span: Option<LensSpan>) -> InstrumentedResult<F>
+pub fn instrument_result<F, T, E>(fut: F, span: Option<LensSpan>) -> InSpanResult<F, DisplayErr>
 where
     F: Future<Output = Result<T, E>>,
     E: std::fmt::Display,
 {
-    InstrumentedResult {
+    InSpanResult {
         inner: instrument(fut, span),
+        how: PhantomData,
     }
 }
 
-impl<F, T, E> Future for InstrumentedResult<F>
+/// [`instrument_result`] recording the error's `Debug` text (`err(Debug)`).
+#[doc(hidden)]
+#[inline]
+pub fn instrument_result_debug<F, T, E>(fut: F, span: Option<LensSpan>) -> InSpanResult<F, DebugErr>
 where
     F: Future<Output = Result<T, E>>,
-    E: std::fmt::Display,
+    E: std::fmt::Debug,
+{
+    InSpanResult {
+        inner: instrument(fut, span),
+        how: PhantomData,
+    }
+}
+
+impl<F, T, E, M> Future for InSpanResult<F, M>
+where
+    F: Future<Output = Result<T, E>>,
+    M: RecordErr<E>,
 {
     type Output = Result<T, E>;
 
@@ -155,7 +183,7 @@ where
         crate::api::span::live::detach(attached);
         if let Poll::Ready(result) = &out {
             if let Err(e) = result {
-                span.record_error(e);
+                M::record(span, e);
             }
             inner.span.take();
         }

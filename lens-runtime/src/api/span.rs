@@ -164,20 +164,20 @@ impl LensSpan {
         // not attached where OpenTelemetry's context is gone (a span
         // entered in a thread-local destructor at thread exit)
         let attached = live::attach_if_live(self.cx());
-        self.guard(attached)
+        SpanGuard::from_active(self.guard(attached))
     }
 
     /// [`enter`](Self::enter) where OpenTelemetry's context is known to be
     /// there (checked as the span started, on this thread).
     #[inline]
-    pub(crate) fn enter_live(self) -> SpanGuard {
+    pub(crate) fn enter_live(self) -> ActiveGuard {
         let attached = self.cx().clone().attach();
         self.guard(Some(attached))
     }
 
     #[inline(always)]
-    fn guard(self, attached: Option<ContextGuard>) -> SpanGuard {
-        SpanGuard {
+    fn guard(self, attached: Option<ContextGuard>) -> ActiveGuard {
+        ActiveGuard {
             span: ManuallyDrop::new(self),
             attached: ManuallyDrop::new(attached),
         }
@@ -247,6 +247,17 @@ impl LensSpan {
         );
     }
 
+    /// [`record_error`](Self::record_error) with the error's `Debug` text
+    /// (`#[trace_fn(err(Debug))]`).
+    pub(crate) fn record_error_debug<E: fmt::Debug + ?Sized>(&self, err: &E) {
+        record_exception(
+            &self.handle(),
+            std::any::type_name::<E>(),
+            format!("{err:?}"),
+            exception::captured_backtrace(),
+        );
+    }
+
     /// Sets the span status.
     ///
     /// ```
@@ -274,10 +285,12 @@ impl crate::api::attr::SpanAttributeTarget for LensSpan {
 
 impl crate::api::attr::SpanAttributeTarget for SpanGuard {
     fn is_recording(&self) -> bool {
-        self.handle().is_recording()
+        SpanGuard::is_recording(self)
     }
     fn set_checked_attribute(&self, attribute: KeyValue) {
-        self.handle().set_attribute(attribute);
+        if let Some(h) = self.handle() {
+            h.set_attribute(attribute);
+        }
     }
 }
 
@@ -297,17 +310,37 @@ fn drop_span(inner: &mut ManuallyDrop<SpanInner>) {
 }
 
 /// A span that is the current one on this thread until the guard drops; it
-/// ends then. Returned by `managed_span!` (as `Option<SpanGuard>`) and
-/// `span_cm!`. Not `Send`: a guard must drop on the thread that made it (use
-/// [`LensSpan`] and the future combinator to cross threads or `.await`s).
+/// ends then, and the previous context is restored. Returned by
+/// `managed_span!`, `span_cm!` and [`LensSpan::enter`].
+///
+/// A guard can be *inert*: `managed_span!` returns one when its group is
+/// off (and [`SpanGuard::none`] makes one). An inert guard holds no span:
+/// its methods do nothing, [`is_recording`](Self::is_recording) is false,
+/// and dropping it is one test. So a site sets attributes with no
+/// `if let`, whether its group is on or not.
+///
+/// Not `Send`: a guard must drop on the thread that made it (use
+/// [`LensSpan`] and [`InSpan::in_span`](crate::InSpan::in_span) to cross
+/// threads or `.await`s).
 ///
 /// ```
 /// let g = lens::span_cm!("train.step");
 /// g.set_attribute("loss", 1.5);
 /// drop(g); // ends the span and restores the previous context
+///
+/// let off = lens::managed_span!("checkpoint", "ckpt.save"); // group off
+/// off.set_attribute("bytes", 1024_i64); // does nothing
+/// assert!(!off.is_recording());
 /// ```
 #[must_use = "the span ends when the guard is dropped; bind it with `let _guard = ...`"]
 pub struct SpanGuard {
+    // `None`: inert. The drop glue is `Option<ActiveGuard>`'s: one test,
+    // then (for a span) one out-of-line call.
+    active: Option<ActiveGuard>,
+}
+
+/// The guard of a started span (a [`SpanGuard`] that is not inert).
+pub(crate) struct ActiveGuard {
     // Both dropped by hand in `drop_guard`: the span ends while it is still
     // the current one, then the previous context is restored. The span's own
     // `Drop` never runs (its fields are dropped there instead).
@@ -315,7 +348,7 @@ pub struct SpanGuard {
     attached: ManuallyDrop<Option<ContextGuard>>,
 }
 
-impl Drop for SpanGuard {
+impl Drop for ActiveGuard {
     #[inline]
     fn drop(&mut self) {
         drop_guard(self);
@@ -323,11 +356,11 @@ impl Drop for SpanGuard {
 }
 
 /// The whole end of a guard, out of line: the site's drop glue for a
-/// `SpanGuard` or an `Option<SpanGuard>` is then one call.
+/// `SpanGuard` is then one test and one call.
 #[inline(never)]
-fn drop_guard(guard: &mut SpanGuard) {
+fn drop_guard(guard: &mut ActiveGuard) {
     guard.span.inner.finish();
-    // SAFETY: called once, from `SpanGuard::drop`; neither field is used
+    // SAFETY: called once, from `ActiveGuard::drop`; neither field is used
     // again, and `LensSpan::drop` is never run for `span` (ManuallyDrop).
     unsafe {
         ManuallyDrop::drop(&mut guard.span.inner);
@@ -335,28 +368,17 @@ fn drop_guard(guard: &mut SpanGuard) {
     }
 }
 
-impl fmt::Debug for SpanGuard {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("SpanGuard").field(&self.span).finish()
-    }
-}
-
-impl std::ops::Deref for SpanGuard {
+impl std::ops::Deref for ActiveGuard {
     type Target = LensSpan;
+    #[inline(always)]
     fn deref(&self) -> &LensSpan {
         &self.span
     }
 }
 
-impl SpanGuard {
-    /// Detaches the span from the current context, keeping it open, e.g. to
-    /// hand it to a future.
-    ///
-    /// ```
-    /// let span = lens::span_cm!("x").into_span();
-    /// drop(span); // ends it
-    /// ```
-    pub fn into_span(self) -> LensSpan {
+impl ActiveGuard {
+    /// Detaches the span from the current context, keeping it open.
+    fn into_span(self) -> LensSpan {
         let mut this = ManuallyDrop::new(self);
         // SAFETY: `this` is never dropped; each field is taken or dropped
         // exactly once here.
@@ -367,12 +389,194 @@ impl SpanGuard {
     }
 }
 
+impl fmt::Debug for SpanGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.active {
+            Some(g) => f.debug_tuple("SpanGuard").field(&*g.span).finish(),
+            None => f.write_str("SpanGuard(inert)"),
+        }
+    }
+}
+
+impl Default for SpanGuard {
+    /// [`SpanGuard::none`].
+    fn default() -> Self {
+        Self::none()
+    }
+}
+
+impl SpanGuard {
+    /// An inert guard: no span, every method a no-op (what `managed_span!`
+    /// returns when its group is off; `tracing::Span::none()` plays the
+    /// same part).
+    ///
+    /// ```
+    /// let g = lens::SpanGuard::none();
+    /// g.set_attribute("ignored", 1);
+    /// assert!(!g.is_recording());
+    /// assert!(g.into_span().is_none());
+    /// ```
+    #[inline(always)]
+    pub const fn none() -> Self {
+        SpanGuard { active: None }
+    }
+
+    #[inline(always)]
+    pub(crate) fn from_active(active: ActiveGuard) -> Self {
+        SpanGuard {
+            active: Some(active),
+        }
+    }
+
+    /// Whether the guard is inert: made by [`none`](Self::none) or by a
+    /// `managed_span!` whose group is off. A guard that is not inert holds
+    /// a span, recording or not (see [`is_recording`](Self::is_recording)).
+    ///
+    /// ```
+    /// assert!(lens::SpanGuard::none().is_none());
+    /// assert!(!lens::span_cm!("x").is_none());
+    /// ```
+    #[inline(always)]
+    pub fn is_none(&self) -> bool {
+        self.active.is_none()
+    }
+
+    /// Whether the guard holds a span that records: false for an inert
+    /// guard (its group off) and for a span that is not sampled. Use it to
+    /// skip work done only to be recorded.
+    ///
+    /// ```
+    /// let g = lens::managed_span!("step", "train.step");
+    /// if g.is_recording() {
+    ///     let summary = format!("{:?}", [1, 2, 3]); // only when recorded
+    ///     g.set_attribute("summary", summary);
+    /// }
+    /// ```
+    #[inline]
+    pub fn is_recording(&self) -> bool {
+        self.active
+            .as_ref()
+            .is_some_and(|g| g.handle().is_recording())
+    }
+
+    /// Sets `key = value` on the span (nothing for an inert guard). See
+    /// [`LensSpan::set_attribute`].
+    ///
+    /// ```
+    /// let g = lens::span_cm!("x");
+    /// g.set_attribute("loss", 0.25);
+    /// ```
+    #[inline]
+    pub fn set_attribute<V: AttributeValue>(&self, key: impl Into<Key>, value: V) {
+        if let Some(g) = &self.active {
+            g.set_attribute(key, value);
+        }
+    }
+
+    /// Adds an event to the span (nothing for an inert guard). See
+    /// [`LensSpan::add_event`].
+    ///
+    /// ```
+    /// let g = lens::span_cm!("x");
+    /// g.add_event("grad.clipped", &[("norm", &3.5)]);
+    /// ```
+    #[inline]
+    pub fn add_event(
+        &self,
+        name: impl Into<Cow<'static, str>>,
+        attributes: &[(&str, &dyn AttributeValue)],
+    ) {
+        if let Some(g) = &self.active {
+            g.add_event(name, attributes);
+        }
+    }
+
+    /// Records `err` on the span: ERROR status and an `exception` event
+    /// (nothing for an inert guard). See [`LensSpan::record_error`].
+    ///
+    /// ```
+    /// let g = lens::span_cm!("x");
+    /// g.record_error("disk full");
+    /// ```
+    #[inline]
+    pub fn record_error<E: Display + ?Sized>(&self, err: &E) {
+        if let Some(g) = &self.active {
+            g.record_error(err);
+        }
+    }
+
+    /// Sets the span status (nothing for an inert guard).
+    ///
+    /// ```
+    /// let g = lens::span_cm!("x");
+    /// g.set_status(lens::SpanStatus::Ok);
+    /// ```
+    #[inline]
+    pub fn set_status(&self, status: SpanStatus) {
+        if let Some(g) = &self.active {
+            g.set_status(status);
+        }
+    }
+
+    /// The OpenTelemetry context holding the span; for an inert guard, an
+    /// empty context (no span: what is propagated from it starts a new
+    /// trace; propagate `lens::otel::Context::current()` to continue the
+    /// enclosing span whatever the guard).
+    ///
+    /// ```
+    /// use lens::otel::trace::TraceContextExt;
+    /// let g = lens::span_cm!("x");
+    /// let _sc = g.context().span().span_context().clone(); // e.g. to link to
+    /// assert!(!lens::SpanGuard::none().context().has_active_span());
+    /// ```
+    pub fn context(&self) -> &Context {
+        match &self.active {
+            Some(g) => g.context(),
+            None => empty_context(),
+        }
+    }
+
+    /// Detaches the span from the current context, keeping it open, e.g. to
+    /// hand it to a future; `None` for an inert guard.
+    ///
+    /// ```
+    /// let span = lens::span_cm!("x").into_span();
+    /// drop(span); // ends it
+    /// ```
+    pub fn into_span(self) -> Option<LensSpan> {
+        self.active.map(ActiveGuard::into_span)
+    }
+
+    /// Where the span's operations go, if there is a span.
+    #[inline]
+    pub(crate) fn handle(&self) -> Option<SpanHandle<'_>> {
+        self.active.as_ref().map(|g| g.handle())
+    }
+}
+
+/// The context of an inert guard.
+#[cold]
+fn empty_context() -> &'static Context {
+    static EMPTY: std::sync::OnceLock<Context> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(Context::new)
+}
+
 /// Records `Err` of a `#[trace_fn(err)]` function on its span.
 #[doc(hidden)]
 #[inline]
-pub fn record_result<T, E: Display>(guard: &Option<SpanGuard>, result: &Result<T, E>) {
-    if let (Some(g), Err(e)) = (guard, result) {
-        g.record_error(e);
+pub fn record_result<T, E: Display>(guard: &SpanGuard, result: &Result<T, E>) {
+    if let Err(e) = result {
+        guard.record_error(e);
+    }
+}
+
+/// Records `Err` of a `#[trace_fn(err(Debug))]` function on its span, as
+/// its `Debug` text.
+#[doc(hidden)]
+#[inline]
+pub fn record_result_debug<T, E: fmt::Debug>(guard: &SpanGuard, result: &Result<T, E>) {
+    if let (Some(g), Err(e)) = (&guard.active, result) {
+        g.record_error_debug(e);
     }
 }
 

@@ -1,6 +1,6 @@
 //! A library instrumented with lens but without the SDK.
 
-use lens::{managed_span, span_cm, trace_fn, Instrument};
+use lens::{managed_span, span_cm, trace_fn, InSpan};
 
 /// A training step, gated by the `step` group.
 #[trace_fn(group = "step", name = "train.step", fields(iteration = it), args(it), err)]

@@ -274,7 +274,9 @@ fn run(mode: &str, arg: Option<&str>) -> Res {
             if !lens::groups::STEP.is_enabled() {
                 return Err("dropping the old handle disabled the groups".into());
             }
-            drop(managed_span!("step", "b.step").ok_or("step group off")?);
+            if managed_span!("step", "b.step").is_none() {
+                return Err("step group off".into());
+            }
             match builder()?.install() {
                 Err(lens::SetupError::AlreadyInitialized) => {}
                 Err(e) => return Err(format!("unexpected error: {e}").into()),

@@ -84,20 +84,17 @@ fn run(mode: &str, arg: Option<&str>) -> Result<(), Box<dyn std::error::Error>> 
             for i in 0..3u64 {
                 let step = managed_span!("step", "probe.step", "dl.iteration" = i);
                 let loss = forward_backward(2);
-                if let Some(s) = &step {
-                    s.set_attribute("loss", loss);
-                }
+                step.set_attribute("loss", loss);
             }
             save(false)?;
         }
         "nan" => {
             let _job = span_cm!("probe.job");
-            if let Some(step) = managed_span!("step", "probe.nan") {
-                step.set_attribute("loss", f64::NAN);
-                step.set_attribute("grad_norm", f64::INFINITY);
-                step.set_attribute("floor", f64::NEG_INFINITY);
-                step.set_attribute("lr", 0.25);
-            }
+            let step = managed_span!("step", "probe.nan");
+            step.set_attribute("loss", f64::NAN);
+            step.set_attribute("grad_norm", f64::INFINITY);
+            step.set_attribute("floor", f64::NEG_INFINITY);
+            step.set_attribute("lr", 0.25);
         }
         "batches" => {
             let n: u64 = arg.and_then(|a| a.parse().ok()).unwrap_or(10);

@@ -5,7 +5,7 @@
 //! here, not leaked.
 
 use super::{
-    forget_stale_panic, open, record, record_panic, LensSpan, SpanGuard, SpanHandle, SpanInner,
+    forget_stale_panic, open, record, record_panic, ActiveGuard, LensSpan, SpanHandle, SpanInner,
 };
 use opentelemetry::ContextGuard;
 
@@ -93,7 +93,7 @@ impl LensSpan {
     }
 }
 
-impl SpanGuard {
+impl ActiveGuard {
     /// Writes into `out` the guard of a span of lens's own path, current
     /// on this thread (whose OpenTelemetry context is live): `start`
     /// writes the started span's context and registration straight into
@@ -104,7 +104,7 @@ impl SpanGuard {
     /// be copied there: 14 instructions).
     #[inline(always)]
     pub(crate) fn recorded_live_into(
-        out: &mut std::mem::MaybeUninit<SpanGuard>,
+        out: &mut std::mem::MaybeUninit<ActiveGuard>,
         start: impl for<'a> FnOnce(record::StartOut<'a>) -> record::Written<'a>,
     ) {
         /// Ends the span written into a guard that is not made after all

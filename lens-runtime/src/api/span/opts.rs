@@ -46,9 +46,10 @@ impl IntoParentContext for &LensSpan {
         Some(self.context().clone())
     }
 }
+/// An inert guard: the current context, as without `parent`.
 impl IntoParentContext for &SpanGuard {
     fn into_parent_context(self) -> Option<Context> {
-        Some(self.context().clone())
+        self.active.as_ref().map(|g| g.context().clone())
     }
 }
 impl IntoParentContext for SpanContext {
@@ -170,15 +171,17 @@ const RETURN_KEY: &str = "return";
 
 /// Records `value` as the `return` attribute (`#[trace_fn(ret)]`).
 #[doc(hidden)]
-pub fn record_return<V: AttributeValue + ?Sized>(guard: &Option<SpanGuard>, value: &V) {
-    if let (Some(g), Some(v)) = (guard, value_for_key(RETURN_KEY, value)) {
-        g.handle().set_attribute(KeyValue::new(RETURN_KEY, v));
+pub fn record_return<V: AttributeValue + ?Sized>(guard: &SpanGuard, value: &V) {
+    if let Some(g) = guard.handle() {
+        if let Some(v) = value_for_key(RETURN_KEY, value) {
+            g.set_attribute(KeyValue::new(RETURN_KEY, v));
+        }
     }
 }
 
 /// Records the `Ok` value as the `return` attribute (`#[trace_fn(ret, err)]`).
 #[doc(hidden)]
-pub fn record_ok<T: AttributeValue, E>(guard: &Option<SpanGuard>, result: &Result<T, E>) {
+pub fn record_ok<T: AttributeValue, E>(guard: &SpanGuard, result: &Result<T, E>) {
     if let Ok(v) = result {
         record_return(guard, v);
     }

@@ -1,7 +1,7 @@
 //! Where spans start: lens's own recorder when it is installed, else the
 //! tracer set up with a provider, else the global tracer.
 
-use super::{LensSpan, SpanGuard, SCOPE_NAME};
+use super::{ActiveGuard, LensSpan, SpanGuard, SCOPE_NAME};
 use crate::api::attr::Attrs;
 use opentelemetry::trace::{SpanBuilder, TraceContextExt, Tracer as _};
 use opentelemetry::Context;
@@ -39,7 +39,7 @@ fn start_context(name: Cow<'static, str>, attributes: Attrs) -> LensSpan {
 #[cfg(feature = "sdk-core")]
 #[inline(always)]
 fn start_recorded_live(
-    out: &mut MaybeUninit<SpanGuard>,
+    out: &mut MaybeUninit<ActiveGuard>,
     rec: &'static record::Recorder,
     name: Cow<'static, str>,
     attributes: record::Moved<'_, Attrs>,
@@ -49,7 +49,7 @@ fn start_recorded_live(
     // are copied once, into the record (the name as a `Moved` too: +4
     // instructions a span, callgrind)
     let mut name = ManuallyDrop::new(name);
-    SpanGuard::recorded_live_into(out, |out| {
+    ActiveGuard::recorded_live_into(out, |out| {
         Context::map_current(|parent| {
             // SAFETY: taken once, here, and not used again (the closure
             // runs once; if it did not run, the name would leak)
@@ -166,7 +166,7 @@ pub fn start_span(name: impl Into<Cow<'static, str>>, attributes: impl Into<Attr
     let mut guard = MaybeUninit::uninit();
     start_span_into(&mut guard, name, ManuallyDrop::new(attributes.into()));
     // SAFETY: `start_span_into` wrote the guard (it returns only then)
-    unsafe { guard.assume_init() }
+    SpanGuard::from_active(unsafe { guard.assume_init() })
 }
 
 /// [`start_span`] out of line, written into `out`, where the caller keeps
@@ -178,13 +178,13 @@ pub fn start_span(name: impl Into<Cow<'static, str>>, attributes: impl Into<Attr
 /// two registers, a `Cow` through memory).
 #[inline(never)]
 fn start_span_into(
-    out: &mut MaybeUninit<SpanGuard>,
+    out: &mut MaybeUninit<ActiveGuard>,
     name: impl Into<Cow<'static, str>>,
     #[cfg_attr(not(feature = "sdk-core"), allow(unused_mut))] mut attributes: ManuallyDrop<Attrs>,
 ) {
     if !super::live::otel_context_live() {
         drop(ManuallyDrop::into_inner(attributes));
-        out.write(LensSpan::inert().enter());
+        out.write(LensSpan::inert().guard(None));
         return;
     }
     #[cfg(feature = "sdk-core")]

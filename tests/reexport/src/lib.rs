@@ -1,0 +1,3 @@
+//! Re-exports lens as `my_reexport::lens` (see `tests/reexport.rs`).
+
+pub use inner_lens as lens;
