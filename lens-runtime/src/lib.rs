@@ -78,7 +78,7 @@ pub use config::strategy::{
     registered_export_strategies, remove_export_strategy, replace_export_strategy, should_export,
     StrategyError,
 };
-pub use config::{ConfigError, ExporterKind, LensConfig, ValidConfig};
+pub use config::{ConfigError, ExporterKind, LensConfig, OtelContext, SpanPath, ValidConfig};
 #[cfg(feature = "sdk-core")]
 pub use host::gpus::GpuDevice;
 #[cfg(feature = "sdk-core")]

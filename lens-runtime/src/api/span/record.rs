@@ -391,7 +391,7 @@ mod tests {
             sampler: Box::new(Sampler::ParentBased(Box::new(Sampler::AlwaysOn))),
             default_sampling,
             ids_only: false,
-            common: Common::from_env("t", None),
+            common: Common::new("t", None),
         }))
     }
 

@@ -193,33 +193,19 @@ impl std::fmt::Debug for Common {
 }
 
 impl Common {
-    /// The scope `name` (at `version`), with the span limits the SDK's
-    /// default config has: its defaults, or
-    /// `OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT`, `OTEL_SPAN_EVENT_COUNT_LIMIT` and
-    /// `OTEL_SPAN_LINK_COUNT_LIMIT`.
-    pub(crate) fn from_env(name: &'static str, version: Option<&'static str>) -> Common {
-        let mut limits = SpanLimits::default();
-        for (var, limit) in [
-            (
-                "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT",
-                &mut limits.max_attributes_per_span,
-            ),
-            (
-                "OTEL_SPAN_EVENT_COUNT_LIMIT",
-                &mut limits.max_events_per_span,
-            ),
-            ("OTEL_SPAN_LINK_COUNT_LIMIT", &mut limits.max_links_per_span),
-        ] {
-            // as the SDK reads them: a value that is not a `u32` is ignored
-            if let Some(n) = std::env::var(var).ok().and_then(|v| v.parse().ok()) {
-                *limit = n;
-            }
-        }
+    /// The scope `name` (at `version`), with the SDK's default span limits
+    /// (the plan's come by [`with_limits`](Self::with_limits)).
+    pub(crate) fn new(name: &'static str, version: Option<&'static str>) -> Common {
         Common {
             scope: (name, version),
-            limits,
+            limits: SpanLimits::default(),
             sink: None,
         }
+    }
+
+    /// The records keep at most `limits` attributes, events and links.
+    pub(crate) fn with_limits(self, limits: SpanLimits) -> Common {
+        Common { limits, ..self }
     }
 
     /// The records' instrumentation scope (it has no attributes, so
@@ -439,7 +425,7 @@ impl Record {
     /// A finished record named `s{i}`, span id `i + 1`, of no pipeline.
     pub(crate) fn for_test(i: u64, sampled: bool) -> Record {
         static COMMON: std::sync::LazyLock<Common> =
-            std::sync::LazyLock::new(|| Common::from_env("t", None));
+            std::sync::LazyLock::new(|| Common::new("t", None));
         let start = clock::now();
         Record {
             trace_id: TraceId::from(1u128),
