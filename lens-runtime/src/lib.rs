@@ -17,6 +17,8 @@
 
 // docs.rs (`--cfg docsrs`): "Available on crate feature … only" badges
 #![cfg_attr(docsrs, feature(doc_cfg))]
+// every `unsafe` block says why it is sound, in a `// SAFETY:` comment
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod api;
 #[cfg(feature = "tracing")]

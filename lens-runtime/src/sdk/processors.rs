@@ -105,8 +105,8 @@ impl crate::api::span::record::SpanSink for RecorderSink {
         // another pipeline's records go to it now, before this queue
         // (and unsampled ones nowhere); with one pipeline ever, every
         // record is this sink's, and the records are not read here (the
-        // exporter thread reads them once, to build them: read here too, on
-        // another CPU, they cost ~15 ns a span). Every record is sampled:
+        // exporter thread reads them once, to build them: read here too,
+        // they would cross one more CPU's cache). Every record is sampled:
         // the samplers lens builds (the SDK's, rank-aware over them) sample
         // or drop, never record only (the export thread would drop such a
         // record, uncounted, all the same)
