@@ -17,6 +17,8 @@
 
 // docs.rs (`--cfg docsrs`): "Available on crate feature … only" badges
 #![cfg_attr(docsrs, feature(doc_cfg))]
+// every `unsafe` block says why it is sound, in a `// SAFETY:` comment
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod api;
 #[cfg(feature = "tracing")]
@@ -78,7 +80,7 @@ pub use config::strategy::{
     registered_export_strategies, remove_export_strategy, replace_export_strategy, should_export,
     StrategyError,
 };
-pub use config::{ConfigError, ExporterKind, LensConfig, ValidConfig};
+pub use config::{ConfigError, ExporterKind, LensConfig, OtelContext, SpanPath, ValidConfig};
 #[cfg(feature = "sdk-core")]
 pub use host::gpus::GpuDevice;
 #[cfg(feature = "sdk-core")]

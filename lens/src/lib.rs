@@ -307,7 +307,9 @@ pub use lens_runtime::{
     is_span_group_enabled, register_family, set_enabled_span_groups, span_group_families,
     SpanGroup, SpanGroupError, SpanGroupFamily, SpanGroupSet,
 };
-pub use lens_runtime::{semconv, ConfigError, ExporterKind, LensConfig, ValidConfig};
+pub use lens_runtime::{
+    semconv, ConfigError, ExporterKind, LensConfig, OtelContext, SpanPath, ValidConfig,
+};
 pub use lens_runtime::{InSpan, InSpanFuture, IntoInstrumentSpan};
 
 /// Context propagation: W3C TraceContext + Baggage over maps, HTTP headers

@@ -135,6 +135,33 @@ fn a_bad_value_in_code_gives_the_variable_s_error_naming_the_method() {
 }
 
 #[test]
+fn span_path_and_context_in_code_beat_their_variables() {
+    let _s = serial();
+    // with a configuration made in code, setup reads the variables (strictly)
+    set("NEMO_LENS_SPAN_PATH", "fast");
+    let e = setup_error(TelemetryBuilder::new(enabled(), 0, 1));
+    assert_eq!(
+        e,
+        "invalid value \"fast\" for NEMO_LENS_SPAN_PATH; expected one of: lens, sdk"
+    );
+    set("NEMO_LENS_OTEL_CONTEXT", "none");
+    // set in code, neither variable is read
+    let mut cfg = enabled();
+    cfg.span_path = Some(lens::SpanPath::Sdk);
+    cfg.otel_context = Some(lens::OtelContext::Ids);
+    let exporter = InMemorySpanExporter::default();
+    let h = TelemetryBuilder::new(cfg, 0, 1)
+        .with_span_exporter(exporter.clone())
+        .allow_reinit(true)
+        .install()
+        .unwrap();
+    drop(lens::span_cm!("code.path"));
+    assert!(h.force_flush().is_clean());
+    assert_eq!(exporter.get_finished_spans().unwrap().len(), 1);
+    let _ = h.shutdown(Duration::from_secs(5));
+}
+
+#[test]
 fn an_added_span_processor_sees_the_spans() {
     let _s = serial();
     let exported = InMemorySpanExporter::default();

@@ -1,6 +1,6 @@
 //! `LensConfig` parsing and validation, every error path.
 
-use lens::{ConfigError, ExporterKind, LensConfig};
+use lens::{ConfigError, ExporterKind, LensConfig, OtelContext, SpanPath};
 use std::collections::HashMap;
 
 fn from(vars: &[(&str, &str)]) -> Result<LensConfig, ConfigError> {
@@ -37,7 +37,38 @@ fn defaults_match_the_python_library() {
     assert_eq!(c.exporter, ExporterKind::Otlp);
     assert_eq!(c.run_id, None);
     assert_eq!(c.user, None);
+    // unset: setup reads the unprefixed variable, else the default
+    assert_eq!((c.span_path, c.otel_context), (None, None));
     c.validate().unwrap();
+}
+
+#[test]
+fn span_path_and_otel_context_are_read_strictly_under_each_prefix() {
+    let c = from(&[
+        ("NEMO_LENS_SPAN_PATH", " SDK "),
+        ("NEMO_LENS_OTEL_CONTEXT", "Ids"),
+    ])
+    .unwrap();
+    assert_eq!(c.span_path, Some(SpanPath::Sdk));
+    assert_eq!(c.otel_context, Some(OtelContext::Ids));
+    let c = from_with(
+        &["MEGATRON_OTEL_", "NEMO_LENS_"],
+        &[],
+        &[
+            ("MEGATRON_OTEL_SPAN_PATH", "lens"),
+            ("NEMO_LENS_SPAN_PATH", "sdk"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(c.span_path, Some(SpanPath::Lens), "the first prefix wins");
+    assert_eq!(
+        err(&[("NEMO_LENS_SPAN_PATH", "fast")]),
+        "invalid value \"fast\" for NEMO_LENS_SPAN_PATH; expected one of: lens, sdk"
+    );
+    assert_eq!(
+        err(&[("NEMO_LENS_OTEL_CONTEXT", "none")]),
+        "invalid value \"none\" for NEMO_LENS_OTEL_CONTEXT; expected one of: full, ids"
+    );
 }
 
 #[test]

@@ -36,6 +36,26 @@ fn a_bad_variable_prints_one_sentence_naming_the_variable_value_and_choices() {
 }
 
 #[test]
+fn span_path_context_and_span_limits_are_strict() {
+    for (var, value, expected) in [
+        ("NEMO_LENS_SPAN_PATH", "fast", "one of: lens, sdk"),
+        ("NEMO_LENS_OTEL_CONTEXT", "none", "one of: full, ids"),
+        (
+            "OTEL_SPAN_EVENT_COUNT_LIMIT",
+            "-1",
+            "a whole number from 0 to 4294967295",
+        ),
+    ] {
+        let (code, stderr) = run(&[("NEMO_LENS_EXPORTER", "console"), (var, value)]);
+        assert_eq!(code, 1, "{stderr}");
+        assert_eq!(
+            stderr,
+            format!("Error: invalid value \"{value}\" for {var}; expected {expected}\n")
+        );
+    }
+}
+
+#[test]
 fn a_wrapped_error_prints_its_source_once() {
     // the span-group error is the config error's source: printed once,
     // after the config error's own words

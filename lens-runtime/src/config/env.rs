@@ -2,7 +2,9 @@
 //! the first prefix that sets it, each value checked as it is read.
 
 use super::error::{invalid, ConfigError};
-use super::lens::{parse_bool, ExporterKind, LensConfig, ENV_PREFIX};
+use super::lens::{
+    parse_bool, parse_choice, ExporterKind, LensConfig, OtelContext, SpanPath, ENV_PREFIX,
+};
 use super::validate::{
     check_perfetto_max_bytes, check_rank, check_rate, check_redact_keys, check_spec, check_strategy,
 };
@@ -186,6 +188,12 @@ impl LensConfig {
                 .map(str::to_owned)
                 .collect();
             check_redact_keys(&var, &c.redact_keys)?;
+        }
+        if let Some((var, v)) = env.get("SPAN_PATH") {
+            c.span_path = Some(parse_choice(&var, &v, SpanPath::CHOICES)?);
+        }
+        if let Some((var, v)) = env.get("OTEL_CONTEXT") {
+            c.otel_context = Some(parse_choice(&var, &v, OtelContext::CHOICES)?);
         }
         Ok(c)
     }

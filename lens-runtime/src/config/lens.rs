@@ -71,6 +71,116 @@ impl fmt::Display for ExporterKind {
     }
 }
 
+/// Who builds lens's spans under setup (`NEMO_LENS_SPAN_PATH`).
+///
+/// ```
+/// use lens::SpanPath;
+/// assert_eq!("SDK".parse::<SpanPath>().unwrap(), SpanPath::Sdk);
+/// assert_eq!(SpanPath::default(), SpanPath::Lens);
+/// assert!("fast".parse::<SpanPath>().is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum SpanPath {
+    /// Lens's own span recorder (`lens`, the default): records in
+    /// per-thread lists, built into spans on the export thread.
+    #[default]
+    Lens,
+    /// The OpenTelemetry SDK's tracer (`sdk`).
+    Sdk,
+}
+
+impl SpanPath {
+    /// Every accepted name.
+    pub const CHOICES: &'static str = "lens, sdk";
+
+    /// The name as written in configuration.
+    ///
+    /// ```
+    /// assert_eq!(lens::SpanPath::Sdk.as_str(), "sdk");
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SpanPath::Lens => "lens",
+            SpanPath::Sdk => "sdk",
+        }
+    }
+}
+
+impl FromStr for SpanPath {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "lens" => Ok(SpanPath::Lens),
+            "sdk" => Ok(SpanPath::Sdk),
+            _ => Err(()),
+        }
+    }
+}
+
+/// How a span of lens's own path is current in OpenTelemetry
+/// (`NEMO_LENS_OTEL_CONTEXT`).
+///
+/// ```
+/// use lens::OtelContext;
+/// assert_eq!(" ids ".parse::<OtelContext>().unwrap(), OtelContext::Ids);
+/// assert_eq!(OtelContext::default(), OtelContext::Full);
+/// assert!("none".parse::<OtelContext>().is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum OtelContext {
+    /// A small forwarding span (`full`, the default): raw OpenTelemetry
+    /// code can set attributes, events and status on it through
+    /// `get_active_span`.
+    #[default]
+    Full,
+    /// Its ids only (`ids`): parenting and propagation work as with
+    /// `full`; what raw OpenTelemetry code sets through `get_active_span`
+    /// is dropped.
+    Ids,
+}
+
+impl OtelContext {
+    /// Every accepted name.
+    pub const CHOICES: &'static str = "full, ids";
+
+    /// The name as written in configuration.
+    ///
+    /// ```
+    /// assert_eq!(lens::OtelContext::Ids.as_str(), "ids");
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OtelContext::Full => "full",
+            OtelContext::Ids => "ids",
+        }
+    }
+}
+
+impl FromStr for OtelContext {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "full" => Ok(OtelContext::Full),
+            "ids" => Ok(OtelContext::Ids),
+            _ => Err(()),
+        }
+    }
+}
+
+/// Parses `value` of `variable` as one of `T`'s names (`choices`), or a
+/// strict error naming the variable, the value and the choices.
+pub(crate) fn parse_choice<T: FromStr>(
+    variable: &str,
+    value: &str,
+    choices: &str,
+) -> Result<T, ConfigError> {
+    value
+        .parse()
+        .map_err(|_| invalid(variable, value, &format!("one of: {choices}")))
+}
+
 /// The default service name, as the Python library's.
 pub(crate) const DEFAULT_SERVICE_NAME: &str = "nemo";
 
@@ -191,6 +301,36 @@ pub struct LensConfig {
     /// assert!(err.to_string().contains("NEMO_LENS_REDACT_KEYS"));
     /// ```
     pub redact_keys: Vec<String>,
+    /// Who builds spans under setup: lens's own recorder or the
+    /// OpenTelemetry SDK's tracer (`NEMO_LENS_SPAN_PATH`). `None` (the
+    /// default): setup reads `NEMO_LENS_SPAN_PATH`, else
+    /// [`SpanPath::Lens`]. A span processor added in code
+    /// (`TelemetryBuilder::with_span_processor`) takes the SDK's path
+    /// whatever this says.
+    ///
+    /// ```
+    /// use lens::{LensConfig, SpanPath};
+    /// let cfg = LensConfig::from_lookup(&["NEMO_LENS_"], &[], |v| {
+    ///     (v == "NEMO_LENS_SPAN_PATH").then(|| "sdk".to_owned())
+    /// }).unwrap();
+    /// assert_eq!(cfg.span_path, Some(SpanPath::Sdk));
+    /// let err = LensConfig::from_lookup(&["NEMO_LENS_"], &[], |v| {
+    ///     (v == "NEMO_LENS_SPAN_PATH").then(|| "fast".to_owned())
+    /// }).unwrap_err();
+    /// assert!(err.to_string().contains("NEMO_LENS_SPAN_PATH"));
+    /// ```
+    pub span_path: Option<SpanPath>,
+    /// How a span of lens's own path is current in OpenTelemetry
+    /// (`NEMO_LENS_OTEL_CONTEXT`). `None` (the default): setup reads
+    /// `NEMO_LENS_OTEL_CONTEXT`, else [`OtelContext::Full`].
+    ///
+    /// ```
+    /// use lens::{LensConfig, OtelContext};
+    /// let mut cfg = LensConfig::default();
+    /// cfg.otel_context = Some(OtelContext::Ids);
+    /// cfg.validate().unwrap();
+    /// ```
+    pub otel_context: Option<OtelContext>,
 }
 
 impl Default for LensConfig {
@@ -220,6 +360,8 @@ impl Default for LensConfig {
             profile: true,
             span_group_families: Vec::new(),
             redact_keys: Vec::new(),
+            span_path: None,
+            otel_context: None,
         }
     }
 }

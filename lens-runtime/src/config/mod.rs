@@ -15,7 +15,7 @@ mod validate;
 pub use error::ConfigError;
 #[cfg(feature = "sdk-core")]
 pub(crate) use lens::DEFAULT_SERVICE_NAME;
-pub use lens::{ExporterKind, LensConfig};
+pub use lens::{ExporterKind, LensConfig, OtelContext, SpanPath};
 pub use validate::ValidConfig;
 
 #[cfg(test)]
@@ -132,6 +132,90 @@ mod tests {
         assert!(
             e.contains("NEMO_LENS_PROFILE") && e.contains("sometimes"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn span_limits_parse_strictly() {
+        use super::otel::span_limits;
+        let l = span_limits(|_: &str| None).unwrap();
+        assert_eq!(
+            (
+                l.max_attributes_per_span,
+                l.max_events_per_span,
+                l.max_links_per_span
+            ),
+            (128, 128, 128)
+        );
+        let l = span_limits(lookup(&[
+            ("OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", " 2 "),
+            ("OTEL_SPAN_EVENT_COUNT_LIMIT", "0"),
+            ("OTEL_SPAN_LINK_COUNT_LIMIT", ""),
+        ]))
+        .unwrap();
+        assert_eq!(
+            (
+                l.max_attributes_per_span,
+                l.max_events_per_span,
+                l.max_links_per_span
+            ),
+            (2, 0, 128),
+            "a blank value keeps the default"
+        );
+        for (var, bad) in [
+            ("OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "-1"),
+            ("OTEL_SPAN_EVENT_COUNT_LIMIT", "many"),
+            ("OTEL_SPAN_LINK_COUNT_LIMIT", "4294967296"),
+        ] {
+            let e = span_limits(lookup_one(var, bad)).unwrap_err().to_string();
+            assert!(
+                e.contains(var) && e.contains(bad) && e.contains("0 to 4294967295"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn span_path_and_context_parse_strictly_and_code_wins() {
+        use super::otel::{span_path_and_context, CodeSettings};
+        let none = CodeSettings::default();
+        assert_eq!(
+            span_path_and_context(&none, |_: &str| None).unwrap(),
+            (SpanPath::Lens, OtelContext::Full)
+        );
+        let both = lookup(&[
+            ("NEMO_LENS_SPAN_PATH", " SDK "),
+            ("NEMO_LENS_OTEL_CONTEXT", "ids"),
+        ]);
+        assert_eq!(
+            span_path_and_context(&none, &both).unwrap(),
+            (SpanPath::Sdk, OtelContext::Ids)
+        );
+        for (var, choices) in [
+            ("NEMO_LENS_SPAN_PATH", "one of: lens, sdk"),
+            ("NEMO_LENS_OTEL_CONTEXT", "one of: full, ids"),
+        ] {
+            let e = span_path_and_context(&none, lookup_one(var, "fast"))
+                .unwrap_err()
+                .to_string();
+            assert_eq!(
+                e,
+                format!("invalid value \"fast\" for {var}; expected {choices}")
+            );
+        }
+        // a choice in code is taken, its variable not read
+        let code = CodeSettings {
+            span_path: Some(SpanPath::Lens),
+            otel_context: Some(OtelContext::Full),
+            ..CodeSettings::default()
+        };
+        let bad = lookup(&[
+            ("NEMO_LENS_SPAN_PATH", "fast"),
+            ("NEMO_LENS_OTEL_CONTEXT", "fast"),
+        ]);
+        assert_eq!(
+            span_path_and_context(&code, bad).unwrap(),
+            (SpanPath::Lens, OtelContext::Full)
         );
     }
 

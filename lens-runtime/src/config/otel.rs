@@ -3,8 +3,9 @@
 //! signal-flush deadline, read and validated once, before anything is
 //! installed.
 
+use super::lens::{parse_choice, OtelContext, SpanPath};
 use super::ConfigError;
-use opentelemetry_sdk::trace::Sampler;
+use opentelemetry_sdk::trace::{Sampler, SpanLimits};
 use std::time::Duration;
 
 /// Default span queue: large enough for a per-layer `all` preset burst
@@ -75,6 +76,10 @@ pub(crate) struct CodeSettings {
     pub(crate) export_timeout: Option<Duration>,
     /// `with_sampler`, over `OTEL_TRACES_SAMPLER(_ARG)`.
     pub(crate) sampler: Option<Sampler>,
+    /// `LensConfig::span_path`, over `NEMO_LENS_SPAN_PATH`.
+    pub(crate) span_path: Option<SpanPath>,
+    /// `LensConfig::otel_context`, over `NEMO_LENS_OTEL_CONTEXT`.
+    pub(crate) otel_context: Option<OtelContext>,
 }
 
 /// The name a code setting is reported under in errors.
@@ -147,6 +152,77 @@ pub(crate) struct OtelEnv {
     /// `OTEL_PROPAGATORS`: which of W3C TraceContext and Baggage the global
     /// propagator carries.
     pub(crate) propagators: Propagators,
+    /// Who builds spans: the configuration's `span_path`, else
+    /// `NEMO_LENS_SPAN_PATH`, else lens's own recorder.
+    pub(crate) span_path: SpanPath,
+    /// How a span of lens's path is current in OpenTelemetry: the
+    /// configuration's `otel_context`, else `NEMO_LENS_OTEL_CONTEXT`, else
+    /// `full`.
+    pub(crate) otel_context: OtelContext,
+    /// `OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT`, `OTEL_SPAN_EVENT_COUNT_LIMIT`,
+    /// `OTEL_SPAN_LINK_COUNT_LIMIT` over the SDK's defaults (128 each), for
+    /// both span paths.
+    pub(crate) span_limits: SpanLimits,
+}
+
+/// What a span count limit may be.
+const COUNT_LIMIT_EXPECTED: &str = "a whole number from 0 to 4294967295";
+
+/// The span limits: each `OTEL_SPAN_*_COUNT_LIMIT` (read through `lookup`)
+/// over the SDK's default; a value that is not a `u32` is an error naming
+/// the variable.
+pub(crate) fn span_limits(
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<SpanLimits, ConfigError> {
+    let mut limits = SpanLimits::default();
+    for (var, limit) in [
+        (
+            "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT",
+            &mut limits.max_attributes_per_span,
+        ),
+        (
+            "OTEL_SPAN_EVENT_COUNT_LIMIT",
+            &mut limits.max_events_per_span,
+        ),
+        ("OTEL_SPAN_LINK_COUNT_LIMIT", &mut limits.max_links_per_span),
+    ] {
+        if let Some(v) = lookup(var).filter(|v| !v.trim().is_empty()) {
+            *limit = v
+                .trim()
+                .parse()
+                .map_err(|_| invalid(var, v.clone(), COUNT_LIMIT_EXPECTED))?;
+        }
+    }
+    Ok(limits)
+}
+
+/// `NEMO_LENS_SPAN_PATH` and `NEMO_LENS_OTEL_CONTEXT` (read through
+/// `lookup`) under `code`'s choices: a choice in code is taken and its
+/// variable not read; unset or blank, the defaults; another value than the
+/// choices is an error naming the variable.
+pub(crate) fn span_path_and_context(
+    code: &CodeSettings,
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<(SpanPath, OtelContext), ConfigError> {
+    fn choice<T: std::str::FromStr + Default>(
+        var: &str,
+        lookup: &impl Fn(&str) -> Option<String>,
+        choices: &str,
+    ) -> Result<T, ConfigError> {
+        match lookup(var).filter(|v| !v.trim().is_empty()) {
+            Some(v) => parse_choice(var, &v, choices),
+            None => Ok(T::default()),
+        }
+    }
+    let path = match code.span_path {
+        Some(p) => p,
+        None => choice("NEMO_LENS_SPAN_PATH", &lookup, SpanPath::CHOICES)?,
+    };
+    let context = match code.otel_context {
+        Some(c) => c,
+        None => choice("NEMO_LENS_OTEL_CONTEXT", &lookup, OtelContext::CHOICES)?,
+    };
+    Ok((path, context))
 }
 
 /// The global propagator's parts (`OTEL_PROPAGATORS`).
@@ -349,6 +425,7 @@ impl OtelEnv {
                 }
             }
         };
+        let (span_path, otel_context) = span_path_and_context(code, env)?;
         Ok(OtelEnv {
             protocols,
             batch: BatchSettings {
@@ -367,6 +444,9 @@ impl OtelEnv {
             metric_interval,
             signal_flush_timeout,
             propagators: Propagators::parse(env)?,
+            span_path,
+            otel_context,
+            span_limits: span_limits(env)?,
         })
     }
 }

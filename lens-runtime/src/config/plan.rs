@@ -46,7 +46,14 @@ impl Plan {
         code: &CodeSettings,
     ) -> Result<Plan, PlanError> {
         let (config, groups) = ValidConfig::new(config, custom.is_none())?.into_parts();
-        let otel = OtelEnv::read(code)?;
+        // the configuration's choices (in code, or from a prefixed
+        // variable) over the unprefixed variables
+        let code = CodeSettings {
+            span_path: config.span_path,
+            otel_context: config.otel_context,
+            ..code.clone()
+        };
+        let otel = OtelEnv::read(&code)?;
         let decide: StrategyFn = match custom {
             Some(f) => f,
             None => {

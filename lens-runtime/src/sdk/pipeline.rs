@@ -5,7 +5,7 @@
 use crate::api::span::record::{Recorder, SpanSink};
 use crate::api::span::SCOPE_NAME;
 use crate::config::otel::{BatchSettings, OtelEnv};
-use crate::config::{ExporterKind, LensConfig};
+use crate::config::{ExporterKind, LensConfig, OtelContext, SpanPath};
 use crate::sdk::deadline::{spawn_all, trouble_of, wait_all, Task, Troubles};
 use crate::sdk::export::{self, batch::BatchProcessor, console, file, log_count::LogCounters};
 use crate::sdk::export::{perfetto::PerfettoExporter, perfetto::PerfettoFiles};
@@ -14,7 +14,7 @@ use crate::sdk::ids::ForkSafeIdGenerator;
 pub(crate) use crate::sdk::processors::batch_processor;
 
 mod losses;
-use crate::sdk::processors::{log_processor, own_recorder, own_span_path, CountEnded};
+use crate::sdk::processors::{log_processor, own_recorder, CountEnded};
 use crate::sdk::redact::Redactor;
 use crate::sdk::report::ShutdownReport;
 use crate::sdk::sampler::RankAwareSampler;
@@ -256,7 +256,7 @@ impl Pipeline {
             spans = Some(processor.clone());
             // a span processor given in code sees spans only on the SDK's
             // path (lens's own recorder bypasses the provider's processors)
-            let own_path = own_span_path() && inp.extra.span_processors.is_empty();
+            let own_path = otel.span_path == SpanPath::Lens && inp.extra.span_processors.is_empty();
             let own_processor = processor.clone();
             // the SDK's default, which the provider uses when none is set
             let mut rec_sampler: Box<dyn ShouldSample> =
@@ -264,8 +264,12 @@ impl Pipeline {
             // whether the recorder may decide as `parentbased_always_on`
             // without calling the sampler
             let mut default_sampling = otel.default_sampler;
+            // the plan's span limits and sampler, over what the SDK's
+            // default config read from the environment itself
             let mut b = SdkTracerProvider::builder()
                 .with_resource(res.clone())
+                .with_span_limits(otel.span_limits)
+                .with_sampler(Sampler::ParentBased(Box::new(Sampler::AlwaysOn)))
                 .with_id_generator(ForkSafeIdGenerator::new())
                 .with_span_processor(CountEnded {
                     inner: processor,
@@ -291,6 +295,8 @@ impl Pipeline {
                 recorder = Some(own_recorder(
                     rec_sampler,
                     default_sampling,
+                    otel.otel_context == OtelContext::Ids,
+                    otel.span_limits,
                     own_processor,
                     &batch,
                 ));

@@ -10,7 +10,7 @@ use crate::sdk::export::{Counting, SpanCounters};
 use crate::sdk::redact::{RedactLogs, Redactor};
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::logs::LogExporter;
-use opentelemetry_sdk::trace::{ShouldSample, SpanData, SpanExporter, SpanProcessor};
+use opentelemetry_sdk::trace::{ShouldSample, SpanData, SpanExporter, SpanLimits, SpanProcessor};
 use opentelemetry_sdk::Resource;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -55,49 +55,16 @@ pub(crate) fn log_processor<E: LogExporter + 'static>(
     )
 }
 
-/// Which of two values `var` names: `true` for `yes` (or unset or empty:
-/// `default`), `false` for `no`; another value is reported and `default`
-/// kept.
-fn either(var: &str, yes: &str, no: &str, default: bool) -> bool {
-    let Some(v) = crate::vars::var(var) else {
-        return default;
-    };
-    match v.trim().to_ascii_lowercase() {
-        t if t.is_empty() => default,
-        t if t == yes => true,
-        t if t == no => false,
-        _ => {
-            let kept = if default { yes } else { no };
-            crate::diag::warn(format_args!(
-                "invalid value {v:?} for {var}; expected {yes} or {no}; using {kept}"
-            ));
-            default
-        }
-    }
-}
-
-/// Whether `NEMO_LENS_SPAN_PATH` asks for lens's own span recorder
-/// (`lens`, the default) rather than spans built by the OpenTelemetry SDK
-/// (`sdk`).
-pub(crate) fn own_span_path() -> bool {
-    either("NEMO_LENS_SPAN_PATH", "lens", "sdk", true)
-}
-
-/// Whether `NEMO_LENS_OTEL_CONTEXT` asks for spans of lens's path to be
-/// current in OpenTelemetry as their ids only (`ids`: parenting only),
-/// rather than as a forwarding span that OpenTelemetry's API can set
-/// attributes, events and status on (`full`, the default).
-pub(crate) fn otel_context_ids() -> bool {
-    either("NEMO_LENS_OTEL_CONTEXT", "ids", "full", false)
-}
-
 /// Lens's own span path over `processor`: the recorder (the provider's
 /// sampler, `default_sampling` if that decides as `parentbased_always_on`,
-/// fork-safe ids, lens's scope), its sink and the collector's
-/// interval (a quarter of the batch delay, 5–250 ms).
+/// fork-safe ids, lens's scope, the plan's span `limits`, current in
+/// OpenTelemetry as ids only with `ids_only`), its sink and the
+/// collector's interval (a quarter of the batch delay, 5–250 ms).
 pub(crate) fn own_recorder(
     sampler: Box<dyn ShouldSample>,
     default_sampling: bool,
+    ids_only: bool,
+    limits: SpanLimits,
     processor: BatchProcessor,
     batch: &BatchSettings,
 ) -> (Recorder, Arc<dyn SpanSink>, Duration) {
@@ -110,11 +77,12 @@ pub(crate) fn own_recorder(
     let rec = Recorder {
         sampler,
         default_sampling,
-        ids_only: otel_context_ids(),
-        common: crate::api::span::record::Common::from_env(
+        ids_only,
+        common: crate::api::span::record::Common::new(
             crate::api::span::SCOPE_NAME,
             Some(env!("CARGO_PKG_VERSION")),
         )
+        .with_limits(limits)
         .with_sink(&sink),
     };
     let interval =
@@ -137,8 +105,8 @@ impl crate::api::span::record::SpanSink for RecorderSink {
         // another pipeline's records go to it now, before this queue
         // (and unsampled ones nowhere); with one pipeline ever, every
         // record is this sink's, and the records are not read here (the
-        // exporter thread reads them once, to build them: read here too, on
-        // another CPU, they cost ~15 ns a span). Every record is sampled:
+        // exporter thread reads them once, to build them: read here too,
+        // they would cross one more CPU's cache). Every record is sampled:
         // the samplers lens builds (the SDK's, rank-aware over them) sample
         // or drop, never record only (the export thread would drop such a
         // record, uncounted, all the same)

@@ -207,8 +207,11 @@ fn start_flush_thread() -> std::io::Result<()> {
 /// interrupted still is.
 fn install_handlers() -> std::io::Result<()> {
     for (i, &sig) in SIGNALS.iter().enumerate() {
-        // SAFETY: sigaction with a null new action only reads the current one.
+        // SAFETY: `sigaction` is plain data (integers, a mask and a
+        // handler address), for which all zeros is a valid value.
         let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: sigaction with a null new action only reads the current
+        // one into `old`, a valid `sigaction` owned here.
         if unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) } != 0 {
             continue;
         }
@@ -231,12 +234,13 @@ fn install_handlers() -> std::io::Result<()> {
         } else {
             old.sa_flags & kept
         };
-        // SAFETY: the previous action with our handler is a valid action;
-        // `handler` is async-signal-safe.
         let mut new: libc::sigaction = old;
         new.sa_sigaction = handler as *const () as usize;
         new.sa_flags = flags | libc::SA_SIGINFO;
         h.installed.store(true, Ordering::Release);
+        // SAFETY: the previous action with our handler is a valid action
+        // (`handler` has the `SA_SIGINFO` signature and is
+        // async-signal-safe); the old action is not asked for (null).
         if unsafe { libc::sigaction(sig, &new, std::ptr::null_mut()) } != 0 {
             h.installed.store(false, Ordering::Release);
         }
@@ -305,8 +309,10 @@ extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ucontext: *m
 
 /// Whether lens's handler is the one installed for `sig` now.
 fn is_current_handler(sig: libc::c_int) -> bool {
-    // SAFETY: reading the current action only.
+    // SAFETY: `sigaction` is plain data, for which all zeros is valid.
     let mut cur: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: a null new action: this only reads the current one into
+    // `cur`, a valid `sigaction` owned here.
     (unsafe { libc::sigaction(sig, std::ptr::null(), &mut cur) } == 0)
         && cur.sa_sigaction == handler as *const () as usize
 }

@@ -118,6 +118,8 @@ fn variables() -> Vec<(String, Context)> {
             "NEMO_LENS_USER_ID",
             "NEMO_LENS_FILE_PATH",
             "NEMO_LENS_FLUSH_ON_SIGNAL",
+            "NEMO_LENS_SPAN_PATH",
+            "NEMO_LENS_OTEL_CONTEXT",
             "NEMO_LENS_GPU_METRICS",
             "WANDB_ENTITY",
             "WANDB_PROJECT",

@@ -157,8 +157,9 @@ thread_local! {
     /// This thread's list, taken when the thread first registers a span
     /// and handed back to the free pool when the thread exits (spans still
     /// open in it stay registered until they end). A thread local with no
-    /// destructor, so that reading it checks no state of its own (3
-    /// instructions a span); [`HandBack`] hands the list back.
+    /// destructor, so that reading it checks no state of its own (a
+    /// thread local with a destructor checks its registration on every
+    /// read); [`HandBack`] hands the list back.
     static MINE: Cell<Option<&'static OpenList>> = const { Cell::new(None) };
     static HAND_BACK: HandBack = const { HandBack };
 }

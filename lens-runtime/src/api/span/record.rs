@@ -246,7 +246,7 @@ impl Recorder {
             }
         } else {
             // a copy made here: a reference to `kind` itself has it stored
-            // on the stack on every path (1 instruction a span)
+            // on the stack on every path, sampled by the default or not
             let r = self.sampler.should_sample(
                 Some(parent_cx),
                 trace_id,
@@ -312,8 +312,8 @@ impl Recorder {
         };
         // written where it lies (`MaybeUninit::write` into the slot), not
         // made on the stack and copied there: the copy reads back stores
-        // still on their way to the cache and stalls on them (`perf
-        // annotate`: ~10 ns a span)
+        // still on their way to the cache and stalls on them (seen with
+        // `perf annotate`)
         new_slot.place().write(Record {
             trace_id,
             span_id,
@@ -357,7 +357,7 @@ fn over_limit(attributes: &mut Attrs, max: usize) -> u32 {
 
 /// Drops `v`, which is empty: without a call, if it holds no memory (a
 /// `Vec` of capacity 0 owns nothing, so forgetting it is dropping it; the
-/// call that would drop its no elements costs ~12 instructions a span).
+/// drop glue would still be called, on every span, to drop no elements).
 #[inline(always)]
 fn forget_empty<T>(v: Vec<T>) {
     match v.capacity() {
@@ -391,7 +391,7 @@ mod tests {
             sampler: Box::new(Sampler::ParentBased(Box::new(Sampler::AlwaysOn))),
             default_sampling,
             ids_only: false,
-            common: Common::from_env("t", None),
+            common: Common::new("t", None),
         }))
     }
 

@@ -46,8 +46,8 @@ fn start_recorded_live(
 ) {
     // the closure captures the name by reference (each capture by value
     // is a copy), and the attributes as a reference that owns them: they
-    // are copied once, into the record (the name as a `Moved` too: +4
-    // instructions a span, callgrind)
+    // are copied once, into the record (the name is not a `Moved`: its
+    // 24 bytes copy for less than the reference's setup)
     let mut name = ManuallyDrop::new(name);
     ActiveGuard::recorded_live_into(out, |out| {
         Context::map_current(|parent| {

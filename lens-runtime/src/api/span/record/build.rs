@@ -7,8 +7,8 @@
 //! does for the SDK's own batch processor), and so are each span's
 //! attributes. Built on the collector thread instead, the batches were
 //! freed on another thread's heap, which glibc trims and faults in again
-//! (one page fault every ~75 spans, ~50 ns a span off the calling thread,
-//! measured in `total_cpu`), and every span crossed one more CPU cache.
+//! (page faults that the `total_cpu` bench counts as CPU time off the
+//! calling thread), and every span crossed one more CPU cache.
 
 use super::data::Batch;
 use super::data::{Record, SpanSink};
@@ -146,7 +146,8 @@ unsafe fn push_built(spans: &mut Vec<SpanData>, rec: &Record, redact: &dyn Fn(&m
     let Some(slot) = spans.spare_capacity_mut().first_mut() else {
         return; // unreachable: `reserve(1)` made room
     };
-    // SAFETY (caller): `rec` is moved out once
+    // SAFETY: the caller's promise: `rec` is live and moved out once,
+    // here, and not used or dropped after
     let span = unsafe { Record::move_into_span_data(rec, slot) };
     redact(span);
     // SAFETY: the slot at `len` is initialised just above

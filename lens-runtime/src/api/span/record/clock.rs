@@ -131,9 +131,11 @@ fn invariant_tsc() -> bool {
     #[cfg(target_arch = "x86_64")]
     use std::arch::x86_64::__cpuid;
     // CPUID 0x8000_0007 EDX bit 8: invariant TSC
-    // SAFETY (before Rust 1.94): `cpuid` is available on every x86_64 CPU
-    // (and every x86 one that runs Rust's std)
+    // SAFETY: (unsafe before Rust 1.94) `cpuid` is available on every
+    // x86_64 CPU (and every x86 one that runs Rust's std)
     let max = unsafe { __cpuid(0x8000_0000) }.eax;
+    // SAFETY: (unsafe before Rust 1.94) as above; leaf 0x8000_0007 is
+    // asked for only when the CPU reports it (`max`)
     max >= 0x8000_0007 && unsafe { __cpuid(0x8000_0007) }.edx & (1 << 8) != 0
 }
 
@@ -146,16 +148,16 @@ fn invariant_tsc() -> bool {
 #[inline(always)]
 fn rdtsc() -> Option<u64> {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY (before `_rdtsc` was made safe): `rdtsc` is on every x86-64
-    // CPU
     #[allow(unused_unsafe)]
+    // SAFETY: (unsafe before `_rdtsc` was made safe) `rdtsc` is on every
+    // x86-64 CPU
     return Some(unsafe { std::arch::x86_64::_rdtsc() });
     #[cfg(not(target_arch = "x86_64"))]
     None
 }
 
-/// Now: ~14 instructions from the counter (`rdtsc`, then the anchor's
-/// line), without `quanta`'s call and the checks of its clock type.
+/// Now: read from the counter (`rdtsc`, then the anchor's line), without
+/// `quanta`'s call and the checks of its clock type.
 #[inline(always)]
 pub(crate) fn now() -> Stamp {
     let in_use = LINE.in_use.load(Ordering::Acquire);

@@ -1,7 +1,7 @@
 //! A value handed on by reference, owned by whoever holds the reference:
 //! the span's attributes go from the caller's argument to the record with
-//! one copy, not one per function they pass through (a 64-byte move each,
-//! ~8 instructions).
+//! one copy, not one per function they pass through (a 64-byte move
+//! each).
 
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};

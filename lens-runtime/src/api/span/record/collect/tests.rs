@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 use std::sync::Mutex;
 
 static COMMON: LazyLock<super::super::Common> =
-    LazyLock::new(|| super::super::Common::from_env("t", None));
+    LazyLock::new(|| super::super::Common::new("t", None));
 
 fn rec(i: u64, sampled: bool) -> Record {
     Record::for_test(i, sampled)
@@ -158,8 +158,8 @@ fn a_record_reaches_only_its_own_pipeline_s_sink() {
     let sinks: [Arc<dyn SpanSink>; 2] = [a.clone(), b.clone()];
     let leak = |c| -> &'static super::super::Common { Box::leak(Box::new(c)) };
     let commons = [
-        leak(super::super::Common::from_env("a", None).with_sink(&sinks[0])),
-        leak(super::super::Common::from_env("b", None).with_sink(&sinks[1])),
+        leak(super::super::Common::new("a", None).with_sink(&sinks[0])),
+        leak(super::super::Common::new("b", None).with_sink(&sinks[1])),
     ];
     super::set_sink(sinks[1].clone(), std::time::Duration::from_secs(1));
     let (stop, looks) = (
@@ -274,8 +274,8 @@ fn records_move_into_spans_whole_and_unsampled_ones_are_dropped_once() {
     let own: Arc<dyn SpanSink> = own_kept.clone();
     let gone: Arc<dyn SpanSink> = Arc::new(KeepSpans::default());
     let leak = |c| -> &'static super::super::Common { Box::leak(Box::new(c)) };
-    let of_own = leak(super::super::Common::from_env("own", None).with_sink(&own));
-    let of_gone = leak(super::super::Common::from_env("gone", None).with_sink(&gone));
+    let of_own = leak(super::super::Common::new("own", None).with_sink(&own));
+    let of_gone = leak(super::super::Common::new("gone", None).with_sink(&gone));
     drop(gone);
     let sink = KeepSpans::default();
     let records: Vec<Record> = (0..8).map(|i| full(i, i % 3 != 0, &COMMON)).collect();
@@ -339,7 +339,7 @@ fn records_are_sorted_out_before_they_are_queued() {
     let gone: Arc<dyn SpanSink> = Arc::new(KeepSpans::default());
     let me: Arc<dyn SpanSink> = Arc::new(KeepSpans::default());
     let leak = |c| -> &'static super::super::Common { Box::leak(Box::new(c)) };
-    let of = |s: &Arc<dyn SpanSink>| leak(super::super::Common::from_env("x", None).with_sink(s));
+    let of = |s: &Arc<dyn SpanSink>| leak(super::super::Common::new("x", None).with_sink(s));
     let (of_me, of_other, of_gone) = (of(&me), of(&other), of(&gone));
     drop(gone);
     let with = |i, sampled, common| {
