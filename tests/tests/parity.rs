@@ -172,7 +172,10 @@ fn variables_read() -> BTreeSet<String> {
         for (i, _) in env.match_indices(call) {
             let rest = &env[i + call.len()..];
             let key = &rest[..rest.find('"').unwrap()];
-            if key.starts_with("OTEL_") || key.starts_with("WANDB_") {
+            // `plain` reads the name as it is (OTEL_*, WANDB_*); the others
+            // read it under lens's prefixes (`OTEL_CONTEXT` is lens's
+            // NEMO_LENS_OTEL_CONTEXT)
+            if call == "env.plain(\"" {
                 vars.insert(key.to_owned());
             } else {
                 vars.insert(format!("NEMO_LENS_{key}"));
