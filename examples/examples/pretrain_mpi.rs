@@ -82,10 +82,12 @@ fn main() -> Result<(), Box<dyn Error>> {
                     microbatch = mb,
                     dst_rank = rank + 1
                 );
-                let bytes = send
-                    .as_ref()
-                    .map(|s| context_to_bytes(s.context()))
-                    .unwrap_or_default();
+                // an inert guard (group off) sends nothing: the next stage
+                // then starts its own trace
+                let bytes = match send.is_none() {
+                    true => Vec::new(),
+                    false => context_to_bytes(send.context()),
+                };
                 world.process_at_rank(rank + 1).send(&bytes[..]);
             }
         }
