@@ -65,6 +65,11 @@
 #                                       lens_setup_on, the same with the
 #                                       forwarding span, =full, the default:
 #                                       its ratio is reported, no target)
+#   (fastrace_local_on / fastrace_root_on: fastrace with its
+#    OpenTelemetry reporter, a LocalSpan under a local parent (one root per
+#    1,000 spans, as its users nest spans) and every span a root made the
+#    local parent (its costly path); lens_setup_on's ratio to each is
+#    reported, no target)
 #   lens_on   <= sdk_on + 800          (managed_span! with one attribute vs the
 #                                       raw SDK start+end with it in the builder)
 set -euo pipefail
@@ -79,7 +84,7 @@ REPEAT=${REPEAT:-3}
 MODES=("$@")
 if [ ${#MODES[@]} -eq 0 ]; then
     MODES=(bare bit_test bit_test_xcrate bit_test_noguard bit_test_noguard_xcrate lens_off lens_managed_off bare3 lens_off3 tracing_off bridge_off bridge_off_global fastrace_off
-           lens_trace_fn_on lens_on lens_setup_on lens_setup_ids_on sdk_on sdk_cx_on sdk_guard_on otel_current_ids otel_current_full)
+           lens_trace_fn_on lens_on lens_setup_on lens_setup_ids_on sdk_on sdk_cx_on sdk_guard_on fastrace_local_on fastrace_root_on otel_current_ids otel_current_full)
 fi
 
 command -v valgrind >/dev/null || { echo "valgrind not found" >&2; exit 2; }
@@ -194,11 +199,23 @@ if [ -n "${PER_CALL[sdk_on]:-}" ]; then
         [ -n "${PER_CALL[$m]:-}" ] && printf '      %-45s %s\n' "$m / sdk_on" \
             "$(awk -v a="${PER_CALL[$m]}" -v b="${PER_CALL[sdk_on]}" 'BEGIN { printf "%.3f", a / b }')"
     done
+    for m in fastrace_local_on fastrace_root_on; do
+        [ -n "${PER_CALL[$m]:-}" ] && printf '      %-45s %s\n' "$m / sdk_on" \
+            "$(awk -v a="${PER_CALL[$m]}" -v b="${PER_CALL[sdk_on]}" 'BEGIN { printf "%.3f", a / b }')"
+    done
     if [ -n "${PER_CALL[lens_setup_ids_on]:-}" ]; then
         check "lens_setup_ids_on <= 0.5 x sdk_on" "${PER_CALL[lens_setup_ids_on]}" "<=" \
             "$(awk -v s="${PER_CALL[sdk_on]}" 'BEGIN { printf "%.2f", s / 2 }')"
     fi
 fi
+
+# lens's calling thread against fastrace's, each fastrace form apart
+for m in fastrace_local_on fastrace_root_on; do
+    for l in lens_setup_on lens_setup_ids_on; do
+        [ -n "${PER_CALL[$m]:-}" ] && [ -n "${PER_CALL[$l]:-}" ] && printf '      %-45s %s\n' "$l / $m" \
+            "$(awk -v a="${PER_CALL[$l]}" -v b="${PER_CALL[$m]}" 'BEGIN { printf "%.3f", a / b }')"
+    done
+done
 
 if [ "${NO_CHECK:-0}" = 1 ]; then
     exit 0

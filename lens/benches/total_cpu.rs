@@ -40,6 +40,23 @@
 //! prints how many were left after the plain flush. Its "dropped" column is
 //! the spans the exporter never received, as for the other variants.
 //!
+//! `fastrace_local` is fastrace as its users write it: the same reporter,
+//! but one `Span::root` per [`FASTRACE_SPANS_PER_ROOT`] spans, made the
+//! local parent, and each measured span a `LocalSpan` under it (what
+//! `#[fastrace::trace]` makes there; see `common::variants::FastraceStep`).
+//! A root's spans reach the collector as one command when the root ends.
+//! The roots are made on the calling thread inside the timed loop, so
+//! their cost is in the columns, spread over the spans; the exporter gets
+//! N spans plus one per root, and "dropped" is what it lacks of that.
+//! `fastrace_otel` above is fastrace's costly path, every span a root.
+//!
+//! The all-variants run sets `OTEL_BSP_MAX_QUEUE_SIZE` to
+//! [`common::NO_DROP_QUEUE`] (1,048,576) for every child: lens reads it,
+//! and so do the raw-SDK and `tracing` variants' batch processors (see
+//! `common::queue_size`), so no variant's queue can fill in a run of up to
+//! that many spans. A `--variant` run alone keeps the defaults unless the
+//! environment sets it.
+//!
 //! Two modes of the single-variant run, for the soak and rate checks (the
 //! all-variants run never sets them):
 //!
@@ -70,12 +87,15 @@
 
 mod common;
 
-use common::variants::{fastrace_root_span, lens_managed_span, sdk_in_span, sdk_start_end};
+use common::variants::{
+    fastrace_local_span, fastrace_root_span, lens_managed_span, sdk_in_span, sdk_start_end,
+    FastraceStep, FASTRACE_SPANS_PER_ROOT,
+};
 use std::borrow::Cow;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-const VARIANTS: [(&str, &str); 6] = [
+const VARIANTS: [(&str, &str); 7] = [
     (
         "lens_sdk",
         "lens managed_span! under install, NEMO_LENS_SPAN_PATH=sdk",
@@ -96,6 +116,10 @@ const VARIANTS: [(&str, &str); 6] = [
     (
         "fastrace_otel",
         "fastrace Span::root as local parent, fastrace-opentelemetry reporter",
+    ),
+    (
+        "fastrace_local",
+        "fastrace LocalSpan under a local parent (one root per 1,000), fastrace-opentelemetry reporter",
     ),
 ];
 
@@ -292,7 +316,7 @@ fn run_one(variant: &str, n: u64, modes: Modes) {
             });
             common::dropped_after_flush(&provider, &exporter, n)
         }
-        "fastrace_otel" => {
+        "fastrace_otel" | "fastrace_local" => {
             let exporter = common::DiscardExporter::default();
             let reporter = fastrace_opentelemetry::OpenTelemetryReporter::new(
                 exporter.clone(),
@@ -304,15 +328,31 @@ fn run_one(variant: &str, n: u64, modes: Modes) {
                 print_rss(variant, "at start", None);
             }
             (t0, p0) = (thread_cpu(), process_cpu());
+            let local = variant == "fastrace_local";
+            let mut step = None;
             emitted = emit(variant, n, modes, &mut sink, &no_counter, |i| {
-                fastrace_root_span(i as i64)
+                if !local {
+                    return fastrace_root_span(i as i64);
+                }
+                if i % FASTRACE_SPANS_PER_ROOT == 0 {
+                    drop(step.take()); // the previous root ends first
+                    step = Some(FastraceStep::new(i));
+                }
+                fastrace_local_span(i as i64)
             });
-            let (left, nudges) = fastrace_flush_all(&exporter, n);
+            drop(step);
+            // the spans the exporter must get: one per call, plus the roots
+            let expected = if local {
+                n + n.div_ceil(FASTRACE_SPANS_PER_ROOT)
+            } else {
+                n
+            };
+            let (left, nudges) = fastrace_flush_all(&exporter, expected);
             note = Some(format!(
-                "{variant:<14} {left} spans still queued after fastrace::flush(), \
+                "{variant:<14} {left} of {expected} spans still queued after fastrace::flush(), \
                  {nudges} empty root spans + flushes to export them"
             ));
-            (n + nudges).saturating_sub(exporter.received())
+            (expected + nudges).saturating_sub(exporter.received())
         }
         other => {
             eprintln!("unknown variant {other}");
@@ -361,8 +401,9 @@ fn run_one(variant: &str, n: u64, modes: Modes) {
 /// commands first move this thread's spill queue into its ring (as far as
 /// the ring has room, 10,240 commands), and the flush drains the ring. A
 /// round that exports no more than its own span means the rest is lost, and
-/// stops. Returns the spans missing after the plain flush and the empty
-/// spans added (each exported too).
+/// stops. `n` is the spans the run made (roots included). Returns the spans
+/// missing after the plain flush and the empty spans added (each exported
+/// too).
 fn fastrace_flush_all(exporter: &common::DiscardExporter, n: u64) -> (u64, u64) {
     fastrace::flush();
     let left = n.saturating_sub(exporter.received());
@@ -426,6 +467,7 @@ fn main() {
         let status = std::process::Command::new(&exe)
             .args(["--variant", name, &n.to_string()])
             .env("NEMO_LENS_SPAN_PATH", path)
+            .env("OTEL_BSP_MAX_QUEUE_SIZE", common::NO_DROP_QUEUE.to_string())
             .env("NEMO_LENS_QUIET", "1")
             .status()
             .expect("run a variant");

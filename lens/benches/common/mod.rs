@@ -19,6 +19,21 @@ use std::time::Duration;
 /// drops the span on the *calling* thread and skews the numbers); every run
 /// checks and prints the drop count.
 pub(crate) const MAX_QUEUE_SIZE: usize = 1 << 16;
+/// The queue the benches' side-by-side runs give every variant, lens's and
+/// the raw SDK's alike (`OTEL_BSP_MAX_QUEUE_SIZE`, lens's upper limit for
+/// it): at least the spans of a run, so a queue that fills cannot be what
+/// separates two variants; each run still reports its drops.
+pub(crate) const NO_DROP_QUEUE: usize = 1 << 20;
+
+/// The raw SDK variants' batch queue: `OTEL_BSP_MAX_QUEUE_SIZE` when set
+/// (as lens reads it), else [`MAX_QUEUE_SIZE`].
+pub(crate) fn queue_size() -> usize {
+    std::env::var("OTEL_BSP_MAX_QUEUE_SIZE")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(MAX_QUEUE_SIZE)
+}
+
 /// Spans per export call (the SDK default); the producer wakes the exporter
 /// thread each time this many are queued.
 pub(crate) const MAX_EXPORT_BATCH_SIZE: usize = 512;
@@ -53,11 +68,12 @@ impl SpanExporter for DiscardExporter {
     }
 }
 
-/// A provider with a [`BatchSpanProcessor`] into a [`DiscardExporter`].
+/// A provider with a [`BatchSpanProcessor`] into a [`DiscardExporter`]
+/// (queue: [`queue_size`]).
 pub(crate) fn discard_provider() -> (SdkTracerProvider, DiscardExporter) {
     let exporter = DiscardExporter::default();
     let config = BatchConfigBuilder::default()
-        .with_max_queue_size(MAX_QUEUE_SIZE)
+        .with_max_queue_size(queue_size())
         .with_max_export_batch_size(MAX_EXPORT_BATCH_SIZE)
         .with_scheduled_delay(SCHEDULED_DELAY)
         .build();

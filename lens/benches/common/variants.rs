@@ -195,6 +195,45 @@ pub(crate) fn fastrace_root_span(i: i64) -> u64 {
     body(i as u64)
 }
 
+/// LocalSpans under each root in [`FastraceStep`]'s shape: well below
+/// fastrace's limit of 10,240 spans collected under one local parent (past
+/// it, `LocalSpan`s are silently not recorded).
+pub(crate) const FASTRACE_SPANS_PER_ROOT: u64 = 1_000;
+
+/// fastrace as its users nest spans: one `Span::root` per step (a request,
+/// a training step), made the thread's local parent with
+/// `set_local_parent`, and the step's spans inside it as `LocalSpan`s
+/// ([`fastrace_local_span`], what `#[fastrace::trace]` makes under a local
+/// parent). The root's spans go to the reporter in one batch when it drops.
+/// Fields drop in order: the guard first, then the root.
+pub(crate) struct FastraceStep {
+    _parent: fastrace::local::LocalParentGuard,
+    _root: fastrace::Span,
+}
+
+impl FastraceStep {
+    /// Opens step `i`: a root span with a fresh random trace, made the
+    /// local parent.
+    pub(crate) fn new(i: u64) -> Self {
+        let root = fastrace::Span::root("train.step", fastrace::collector::SpanContext::random())
+            .with_property(|| ("step", i.to_string()));
+        Self {
+            _parent: root.set_local_parent(),
+            _root: root,
+        }
+    }
+}
+
+/// fastrace, the span its users write inside a root: a `LocalSpan` under
+/// the thread's local parent (see [`FastraceStep`]) with one property, the
+/// iteration formatted as a string (fastrace properties are strings).
+#[inline(never)]
+pub(crate) fn fastrace_local_span(i: i64) -> u64 {
+    let _span = fastrace::local::LocalSpan::enter_with_local_parent("train.step")
+        .with_property(|| ("iteration", i.to_string()));
+    body(i as u64)
+}
+
 /// Raw SDK, `in_span` style, but the span ends at the end of the scope (as a
 /// guard's does) rather than whenever the last clone of its context drops:
 /// an explicit `end()` reaches the span through the context's mutex.
