@@ -137,6 +137,10 @@ pub(crate) struct OtelEnv {
     pub(crate) export_timeout: Duration,
     /// The OTLP exporters' own timeout, when given in code (else theirs:
     /// `OTEL_EXPORTER_OTLP_[<SIGNAL>_]TIMEOUT`, else 10 s).
+    #[cfg_attr(
+        not(any(feature = "otlp-grpc", feature = "otlp-http")),
+        allow(dead_code) // read by the OTLP exporters only
+    )]
     pub(crate) otlp_timeout: Option<Duration>,
     /// The OTLP endpoint given in code, over every endpoint variable.
     pub(crate) endpoint: Option<String>,
