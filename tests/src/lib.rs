@@ -49,6 +49,38 @@ pub fn clean_command(program: impl AsRef<std::ffi::OsStr>) -> Command {
     cmd
 }
 
+/// [`clean_command`] for a job launcher: also without the rank variables a
+/// torchrun-style launcher sets (`RANK`, `WORLD_SIZE`, `LOCAL_WORLD_SIZE`,
+/// `MASTER_ADDR`, `MASTER_PORT`) and the `ddp_sync` example's faults
+/// (`DDP_*`), so a job starts from nothing of the developer's shell.
+///
+/// ```
+/// let status = tests::clean_job_command("sh")
+///     .args(["-c", "test -z \"$RANK$DDP_SLOW_RANK\""])
+///     .env("RANK_OF_MINE", "kept")
+///     .status()
+///     .unwrap();
+/// assert!(status.success());
+/// ```
+pub fn clean_job_command(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut cmd = clean_command(program);
+    for (k, _) in std::env::vars() {
+        let leaks = k.starts_with("DDP_")
+            || [
+                "RANK",
+                "WORLD_SIZE",
+                "LOCAL_WORLD_SIZE",
+                "MASTER_ADDR",
+                "MASTER_PORT",
+            ]
+            .contains(&k.as_str());
+        if leaks {
+            cmd.env_remove(k);
+        }
+    }
+    cmd
+}
+
 /// [`clean_command`] with telemetry on for every rank and every group, as a
 /// user would switch it on through the environment.
 pub fn lens_command(program: impl AsRef<std::ffi::OsStr>) -> Command {

@@ -14,7 +14,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
-use tests::{clean_command, example_binary, lens_cli_binary, run_with_timeout_and, Finished};
+use tests::{clean_job_command, example_binary, lens_cli_binary, run_with_timeout_and, Finished};
 
 /// One job at a time: the slow-rank timings must not depend on another job
 /// running beside it on a small machine.
@@ -38,21 +38,7 @@ fn work_dir(tag: &str) -> PathBuf {
 /// `lens record ARGS…` in `cwd` with nothing from the developer's shell
 /// (no `NEMO_LENS_*`, `OTEL_*`, rank or fault variables) but `envs`.
 fn record(cwd: &Path, args: &[&str], envs: &[(&str, &str)]) -> Command {
-    let mut cmd = clean_command(lens_cli_binary());
-    for (k, _) in std::env::vars() {
-        let leaks = k.starts_with("DDP_")
-            || [
-                "RANK",
-                "WORLD_SIZE",
-                "LOCAL_WORLD_SIZE",
-                "MASTER_ADDR",
-                "MASTER_PORT",
-            ]
-            .contains(&k.as_str());
-        if leaks {
-            cmd.env_remove(k);
-        }
-    }
+    let mut cmd = clean_job_command(lens_cli_binary());
     cmd.current_dir(cwd).arg("record").args(args);
     for (k, v) in envs {
         cmd.env(k, v);

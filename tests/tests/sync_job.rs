@@ -25,7 +25,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
-use tests::{clean_command, example_binary, lens_cli_binary, run_with_timeout_and, Finished};
+use tests::{clean_job_command, example_binary, lens_cli_binary, run_with_timeout_and, Finished};
 
 /// The phases of a step, in order: the direct children of `train.step`.
 const PHASES: [&str; 4] = [
@@ -68,21 +68,7 @@ fn job_dir(tag: &str) -> PathBuf {
 /// The launcher, with telemetry on for every rank and group (file exporter)
 /// and nothing from the developer's shell: no rank variables, no faults.
 fn job_command(world: u32, steps: u64, envs: &[(&str, &str)], cwd: &Path) -> Command {
-    let mut cmd = clean_command(example_binary("ddp_sync"));
-    for (k, _) in std::env::vars() {
-        let leaks = k.starts_with("DDP_")
-            || [
-                "RANK",
-                "WORLD_SIZE",
-                "LOCAL_WORLD_SIZE",
-                "MASTER_ADDR",
-                "MASTER_PORT",
-            ]
-            .contains(&k.as_str());
-        if leaks {
-            cmd.env_remove(k);
-        }
-    }
+    let mut cmd = clean_job_command(example_binary("ddp_sync"));
     cmd.current_dir(cwd)
         .args(["--world", &world.to_string(), "--steps", &steps.to_string()])
         .env("NEMO_LENS_ENABLED", "1")
