@@ -5,16 +5,38 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-/// Exit status of the commands that read runs (`report`, `perfetto`).
-pub(crate) const EXIT_READ: &str = "\
+/// The exit-status table of the commands that read runs (a macro, so that
+/// `REPORT_AFTER` can end with the same text).
+macro_rules! exit_read {
+    () => {
+        "\
 Exit status:
   0  done (also when stdout is closed early, e.g. `lens report RUN | head -1`)
   1  the command failed: an output could not be written, an input could not be read at all
   2  usage error: an unknown option, a bad value or a missing argument
-  3  the input held nothing to report: no input files, or no spans, metrics or logs in them";
+  3  the input held nothing to report: no input files, or no spans, metrics or logs in them"
+    };
+}
+
+/// The exit statuses `lens exec` and `lens record` pass on from their
+/// command.
+macro_rules! exit_child {
+    () => {
+        "\
+  N      the command exited with code N
+  128+N  signal N killed the command
+  126    the command exists but cannot be executed
+  127    the command is not found or cannot be started
+"
+    };
+}
+
+/// Exit status of the commands that read runs (`report`, `perfetto`).
+pub(crate) const EXIT_READ: &str = exit_read!();
 
 /// `lens report --help`'s end: the filters, then the exit status.
-pub(crate) const REPORT_AFTER: &str = "\
+pub(crate) const REPORT_AFTER: &str = concat!(
+    "\
 Filters (--name, --rank):
   They restrict the tables: spans by name (and --csv), truncated and ERROR spans, ranks,
   metrics, and the same parts of --json (`by_name`, `truncated`, `errors`, `ranks`,
@@ -24,11 +46,9 @@ Filters (--name, --rank):
   from its work against the other ranks' steps), as do the first line's totals, the
   missing ranks and the HTML timeline.
 
-Exit status:
-  0  done (also when stdout is closed early, e.g. `lens report RUN | head -1`)
-  1  the command failed: an output could not be written, an input could not be read at all
-  2  usage error: an unknown option, a bad value or a missing argument
-  3  the input held nothing to report: no input files, or no spans, metrics or logs in them";
+",
+    exit_read!()
+);
 
 /// Exit status of `lens --help`: every command's.
 pub(crate) const EXIT_ALL: &str = "\
@@ -39,17 +59,16 @@ Exit status:
   2  usage error: an unknown option, a bad value or a missing argument
   3  the input held nothing to report (report, perfetto): no input files, or no spans,
      metrics or logs in them
-  lens exec and lens record exit with their command's status instead: the command's exit code, 128+N when
-  signal N killed it, 126 when it cannot be executed, 127 when it is not found";
+  lens exec and lens record exit with their command's status instead: the command's exit
+  code, 128+N when signal N killed it, 126 when it cannot be executed, 127 when it is not
+  found";
 
 /// Exit status of `lens record`.
-pub(crate) const EXIT_RECORD: &str = "\
-Exit status (the command's, as a shell reports it, whatever the report found):
-  N      the command exited with code N
-  128+N  signal N killed the command
-  126    the command exists but cannot be executed
-  127    the command is not found or cannot be started
-  2      usage error of lens record itself, or --out is not empty (before the command runs)";
+pub(crate) const EXIT_RECORD: &str = concat!(
+    "Exit status (the command's, as a shell reports it, whatever the report found):\n",
+    exit_child!(),
+    "  2      usage error of lens record itself, or --out is not empty (before the command runs)"
+);
 
 /// Exit status of `lens emit-spans`.
 pub(crate) const EXIT_EMIT: &str = "\
@@ -67,13 +86,11 @@ Exit status:
   2  usage error: an unknown option, a bad value or a missing argument";
 
 /// Exit status of `lens exec`.
-pub(crate) const EXIT_EXEC: &str = "\
-Exit status (the command's, as a shell reports it):
-  N      the command exited with code N
-  128+N  signal N killed the command
-  126    the command exists but cannot be executed
-  127    the command is not found or cannot be started
-  2      usage error of lens exec itself (before the command runs)";
+pub(crate) const EXIT_EXEC: &str = concat!(
+    "Exit status (the command's, as a shell reports it):\n",
+    exit_child!(),
+    "  2      usage error of lens exec itself (before the command runs)"
+);
 
 /// Look at Lens runs (summaries, HTML timelines, Perfetto traces) and add
 /// spans from outside Rust programs (launchers, shell steps, SLURM).

@@ -13,6 +13,9 @@
 //! Test code is exempt: inline `#[cfg(test)] mod …` blocks, files named
 //! `tests.rs`, and the test-only helpers.
 
+mod common;
+
+use common::files;
 use std::path::{Path, PathBuf};
 
 /// The one file of the runtime that reads the environment.
@@ -52,17 +55,6 @@ fn root() -> PathBuf {
         .parent()
         .unwrap()
         .to_path_buf()
-}
-
-fn files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let p = entry.unwrap().path();
-        if p.is_dir() {
-            files(&p, out);
-        } else if p.extension().is_some_and(|e| e == "rs") {
-            out.push(p);
-        }
-    }
 }
 
 /// `text` without its inline `#[cfg(test)] mod … { … }` blocks, wherever

@@ -9,6 +9,9 @@
 //! path, a `super::…` path, or a use of a child module by name, outside
 //! comments and `#[cfg(test)] mod tests` / `mod examples`.
 
+mod common;
+
+use common::files;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -24,17 +27,6 @@ fn layer(module: &str) -> usize {
         .iter()
         .position(|l| *l == top)
         .unwrap_or_else(|| panic!("module {module} is in no layer; add its folder to LAYERS"))
-}
-
-fn files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let p = entry.unwrap().path();
-        if p.is_dir() {
-            files(&p, out);
-        } else if p.extension().is_some_and(|e| e == "rs") {
-            out.push(p);
-        }
-    }
 }
 
 /// The file's code without comments and without its unit tests.

@@ -251,19 +251,7 @@ fn overview(o: &mut String, ranks: &[i64], tl: &Timeline, m: &Marks<'_>) {
     let (mut labels, mut lanes_html) = (String::new(), String::new());
     for (rank, t, spans) in &drawn {
         let d = rows_of(spans, &depths(spans));
-        let rows = d.iter().max().map_or(1, |m| m + 1);
-        let h = rows * ROW + 4;
-        let is_strag = m.strag.contains(rank);
-        let cls = if is_strag { " straggler" } else { "" };
-        let _ = write!(
-            labels,
-            "<div class=\"label{cls}\" style=\"height:{h}px\">rank {rank}{}</div>",
-            if is_strag { " ⚠" } else { "" }
-        );
-        let _ = write!(
-            lanes_html,
-            "<div class=\"lane{cls}\" data-rank=\"{rank}\" style=\"height:{h}px\">"
-        );
+        open_lane(&mut labels, &mut lanes_html, *rank, &d, m);
         if let (Some((a_it, a)), Some((b_it, b))) = (t.first_step, t.last_step) {
             let (l, r) = (pct(a), pct(b));
             let _ = write!(
@@ -286,6 +274,24 @@ fn overview(o: &mut String, ranks: &[i64], tl: &Timeline, m: &Marks<'_>) {
 }
 
 /// Ten ticks over `range` ns.
+/// Writes `rank`'s label and opens its lane (closed by the caller), tall
+/// enough for the rows of `rows` (each span's row), marked when the rank
+/// is a straggler.
+fn open_lane(labels: &mut String, lanes: &mut String, rank: i64, rows: &[u32], m: &Marks<'_>) {
+    let h = (rows.iter().max().map_or(1, |r| r + 1)) * ROW + 4;
+    let is_strag = m.strag.contains(&rank);
+    let cls = if is_strag { " straggler" } else { "" };
+    let _ = write!(
+        labels,
+        "<div class=\"label{cls}\" style=\"height:{h}px\">rank {rank}{}</div>",
+        if is_strag { " ⚠" } else { "" }
+    );
+    let _ = write!(
+        lanes,
+        "<div class=\"lane{cls}\" data-rank=\"{rank}\" style=\"height:{h}px\">"
+    );
+}
+
 fn axis(range: f64) -> String {
     let mut axis = String::new();
     for i in 0..10 {
@@ -447,19 +453,7 @@ fn section(
             }
         }
         let d = rows_of(&all, &depths(&all));
-        let rows = d.iter().max().map_or(1, |m| m + 1);
-        let h = rows * ROW + 4;
-        let is_strag = m.strag.contains(rank);
-        let cls = if is_strag { " straggler" } else { "" };
-        let _ = write!(
-            labels,
-            "<div class=\"label{cls}\" style=\"height:{h}px\">rank {rank}{}</div>",
-            if is_strag { " ⚠" } else { "" }
-        );
-        let _ = write!(
-            lanes_html,
-            "<div class=\"lane{cls}\" data-rank=\"{rank}\" style=\"height:{h}px\">"
-        );
+        open_lane(&mut labels, &mut lanes_html, *rank, &d, m);
         for (s, depth) in all.iter().zip(d) {
             span(&mut lanes_html, s, (t0, t1), depth, m, *rank);
         }
