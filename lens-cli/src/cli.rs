@@ -22,8 +22,7 @@ Exit status:
 /// command.
 macro_rules! exit_child {
     () => {
-        "\
-  N      the command exited with code N
+        "  N      the command exited with code N
   128+N  signal N killed the command
   126    the command exists but cannot be executed
   127    the command is not found or cannot be started
