@@ -338,11 +338,12 @@ fn slurm_variables_are_the_code_s() {
             .get(key.as_str())
             .unwrap_or_else(|| panic!("no row `{key}`"));
         assert_eq!(row.rust, vars.join(", else "), "Rust column of `{key}`");
-        assert_eq!(
-            row.python.split(", else ").next(),
-            Some(vars[0]),
-            "`{key}`: lens reads the documented variable first"
-        );
+        for v in row.python.split(", else ") {
+            assert!(
+                vars.contains(&v),
+                "`{key}`: lens also reads {v}, which the Python library reads"
+            );
+        }
     }
 }
 
@@ -377,7 +378,7 @@ fn metrics_are_the_semconv_constants_with_their_kind_and_unit() {
 fn scope_and_carriers_are_the_code_s() {
     let t = tables();
     let rows = by_key(section(&t, "Instrumentation scope"));
-    assert_eq!(rows["spans, metrics, logs"].rust, lens::SCOPE_NAME);
+    assert_eq!(rows["spans and metrics"].rust, lens::SCOPE_NAME);
 }
 
 #[test]

@@ -10,6 +10,13 @@
 //!   launcher) with the `file` exporter writing `FILE`; the same spans and
 //!   metrics as the Python probe; then the run id, whether the rank
 //!   exports, and the resource, spans and metrics read back from `FILE`.
+//! * `resource ATTRS FILE`: set up from the environment with the caller's
+//!   resource attributes `ATTRS` (`k=v,k=v`, or `-`), one span, shut
+//!   down; the resource and each value's type, read back from `FILE`.
+//! * `propagate`: a rank that does not export: the context `TRACEPARENT`
+//!   / `TRACESTATE` / `BAGGAGE` carry, extracted and injected again;
+//!   baggage set in code, injected; the JSON and compact byte carriers of
+//!   that context.
 //! * `rank`: one Rust rank of the mixed job of `tests/tests/mixed_job.rs`
 //!   as a user writes it: set up from the environment, join the trace the
 //!   launcher hands down in `TRACEPARENT`, one `train.step` span and the
@@ -27,6 +34,15 @@ type Res<T> = Result<T, Box<dyn std::error::Error>>;
 #[derive(Debug)]
 struct ValueError;
 impl std::fmt::Display for ValueError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("boom")
+    }
+}
+
+/// An error of the probe's own, as the Python probe's `Boom`.
+#[derive(Debug)]
+struct Boom;
+impl std::fmt::Display for Boom {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("boom")
     }
@@ -99,8 +115,11 @@ fn job(file: &str) -> Res<Value> {
         // inert when the group is off: no `if let` needed
         managed_span!("step", "train.step.failed").record_error(&ValueError);
         drop(span_cm!("block"));
+        span_cm!("block.failed").record_error(&Boom);
         traced();
     }
+    // still open at shutdown
+    std::mem::forget(managed_span!("job", "left.open"));
     let meter = lens::meter("");
     RlMetrics::new(&meter).record(&RlRecord {
         reward_mean: Some(0.5),
@@ -132,7 +151,53 @@ fn job(file: &str) -> Res<Value> {
     let run_id = h.run_id().to_owned();
     let exporting = h.is_exporting();
     h.shutdown(Duration::from_secs(10)).into_result()?;
+    let (resource, _, spans, metrics) = read_back(file)?;
+    Ok(json!({
+        "run_id": run_id, "exporting": exporting, "resource": resource,
+        "spans": spans, "metrics": metrics,
+    }))
+}
+
+/// Attributes as `{key: value}`, each value as the Python probe writes it.
+fn attr_map(list: &Value) -> Map<String, Value> {
+    list.as_array()
+        .into_iter()
+        .flatten()
+        .map(|kv| {
+            let k = kv["key"].as_str().unwrap_or("").to_owned();
+            (k, Value::String(text(&kv["value"])))
+        })
+        .collect()
+}
+
+/// The OTLP JSON type of an `AnyValue`, named as the Python probe names it.
+fn type_of(v: &Value) -> &'static str {
+    let o = v.as_object();
+    let has = |k: &str| o.is_some_and(|o| o.contains_key(k));
+    if has("stringValue") {
+        "string"
+    } else if has("intValue") {
+        "int"
+    } else if has("boolValue") {
+        "bool"
+    } else if has("doubleValue") {
+        "double"
+    } else {
+        "other"
+    }
+}
+
+/// (resource, its value types, spans, metrics) of the OTLP JSON lines in `file`.
+fn read_back(
+    file: &str,
+) -> Res<(
+    Map<String, Value>,
+    Map<String, Value>,
+    Vec<Value>,
+    Vec<Value>,
+)> {
     let mut resource = Map::new();
+    let mut types = Map::new();
     let (mut spans, mut metrics) = (Vec::new(), Vec::new());
     let body = std::fs::read_to_string(file).unwrap_or_default();
     for line in body.lines() {
@@ -144,6 +209,7 @@ fn job(file: &str) -> Res<Value> {
             for r in v[outer].as_array().into_iter().flatten() {
                 for kv in r["resource"]["attributes"].as_array().into_iter().flatten() {
                     let k = kv["key"].as_str().unwrap_or("").to_owned();
+                    types.insert(k.clone(), json!(type_of(&kv["value"])));
                     resource.insert(k, Value::String(text(&kv["value"])));
                 }
                 for s in r[inner].as_array().into_iter().flatten() {
@@ -156,9 +222,19 @@ fn job(file: &str) -> Res<Value> {
                                 (Some(2), _) | (_, Some("STATUS_CODE_ERROR")) => "ERROR",
                                 _ => "UNSET",
                             };
+                            let events: Vec<Value> = item["events"]
+                                .as_array()
+                                .into_iter()
+                                .flatten()
+                                .map(|e| {
+                                    json!({"name": e["name"], "attributes": attr_map(&e["attributes"])})
+                                })
+                                .collect();
                             spans.push(json!({
                                 "name": item["name"], "scope": scope, "status": code,
                                 "message": item["status"]["message"].as_str().unwrap_or(""),
+                                "attributes": attr_map(&item["attributes"]),
+                                "events": events,
                             }));
                             continue;
                         }
@@ -182,9 +258,65 @@ fn job(file: &str) -> Res<Value> {
             }
         }
     }
+    Ok((resource, types, spans, metrics))
+}
+
+/// One rank set up with the caller's resource attributes (see the module docs).
+fn resource(attrs: &str, file: &str) -> Res<Value> {
+    let mut b = TelemetryBuilder::from_env()?;
+    if attrs != "-" {
+        for kv in attrs.split(',') {
+            let (k, v) = kv.split_once('=').ok_or("ATTRS is k=v,k=v")?;
+            let key: &'static str = Box::leak(k.to_owned().into_boxed_str());
+            b = b.with_resource_attribute(key, v.to_owned());
+        }
+    }
+    let h = b.install()?;
+    drop(managed_span!("job", "job"));
+    h.shutdown(Duration::from_secs(10)).into_result()?;
+    let (resource, types, _, _) = read_back(file)?;
+    Ok(json!({ "resource": resource, "types": types }))
+}
+
+/// A rank that does not export, forwarding context (see the module docs).
+fn propagate() -> Res<Value> {
+    use lens::otel::baggage::BaggageExt;
+    use lens::otel::{Context, KeyValue};
+    use lens::propagation::{context_from_env, context_to_bytes, context_to_json_bytes};
+    let h = lens::setup_telemetry_from_env()?;
+    let cx = context_from_env();
+    let entries: Map<String, Value> = cx
+        .baggage()
+        .iter()
+        .map(|(k, (v, _))| (k.to_string(), json!(v.to_string())))
+        .collect();
+    let (carrier, nccl, compact) = {
+        let _g = cx.clone().attach();
+        let cur = Context::current();
+        (
+            lens::propagation::inject_context(),
+            String::from_utf8(context_to_json_bytes(&cur))?,
+            context_to_bytes(&cur)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>(),
+        )
+    };
+    let mut encoded = lens::propagation::Carrier::new();
+    let in_code = Context::new().with_baggage([KeyValue::new("k", "a b+c")]);
+    lens::propagation::inject_into(&in_code, &mut encoded);
+    let many =
+        Context::new().with_baggage((0..200).map(|i| KeyValue::new(format!("m{i:03}"), "v")));
+    let mut odd_key = lens::propagation::Carrier::new();
+    let odd = Context::new().with_baggage([KeyValue::new("a key/\u{e9}", "v")]);
+    lens::propagation::inject_into(&odd, &mut odd_key);
+    let exporting = h.is_exporting();
+    h.shutdown(Duration::from_secs(10)).into_result()?;
     Ok(json!({
-        "run_id": run_id, "exporting": exporting, "resource": resource,
-        "spans": spans, "metrics": metrics,
+        "many_set": many.baggage().len(),
+        "odd_key": odd_key.get("baggage").cloned().unwrap_or_default(),
+        "exporting": exporting, "carrier": carrier, "entries": entries, "nccl": nccl,
+        "encoded": encoded.get("baggage").cloned().unwrap_or_default(), "compact": compact,
     }))
 }
 
@@ -215,6 +347,8 @@ fn main() {
             .map_err(|e| format!("world size: {e}").into())
             .and_then(strategies),
         "job" => job(arg(2)),
+        "resource" => resource(arg(2), arg(3)),
+        "propagate" => propagate(),
         "rank" => rank(),
         other => Err(format!("unknown mode {other:?}").into()),
     };
