@@ -2,12 +2,15 @@
 //! `../shared/peers/nemo-lens-0.2.0`, or the folder `LENS_PYTHON_PEER`
 //! names), under the same environment: configuration defaults, strategies
 //! and their exporting ranks, run ids under SLURM / torchrun / MPI,
-//! resource keys, span names, scopes and status, and metric names, kinds,
-//! units and bucket boundaries. `tests/python/parity_probe.py` is the
+//! resource keys, span names, scopes and status, metric names, kinds,
+//! units and bucket boundaries, the variables behind every detected
+//! attribute, resource precedence, error messages, baggage and carriers,
+//! exception events, the variables the library reads, its groups, keys
+//! and instruments, and a forked child. `tests/python/parity_probe.py` is the
 //! Python side, the `lens-parity` probe the Rust side; both print one
 //! normalised JSON object. Every difference is asserted as it is, and the
-//! Python column of `docs/PARITY.md` is checked against the Python output
-//! where a row states what the library writes or defaults to.
+//! Python column of every row of `docs/PARITY.md` is checked against the
+//! Python output (the mixed-job row by `mixed_job.rs`).
 //!
 //! The peer is installed once into a virtual environment of its own under
 //! the target directory (`tests/python/peer-venv.sh`); without the peer the

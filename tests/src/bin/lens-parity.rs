@@ -30,6 +30,13 @@ use serde_json::{json, Map, Value};
 use std::time::Duration;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
+/// (resource, its value types, spans, metrics) read back from a file.
+type ReadBack = (
+    Map<String, Value>,
+    Map<String, Value>,
+    Vec<Value>,
+    Vec<Value>,
+);
 
 #[derive(Debug)]
 struct ValueError;
@@ -188,14 +195,7 @@ fn type_of(v: &Value) -> &'static str {
 }
 
 /// (resource, its value types, spans, metrics) of the OTLP JSON lines in `file`.
-fn read_back(
-    file: &str,
-) -> Res<(
-    Map<String, Value>,
-    Map<String, Value>,
-    Vec<Value>,
-    Vec<Value>,
-)> {
+fn read_back(file: &str) -> Res<ReadBack> {
     let mut resource = Map::new();
     let mut types = Map::new();
     let (mut spans, mut metrics) = (Vec::new(), Vec::new());
