@@ -14,6 +14,9 @@
 //! `lens slurm-env` prints the SLURM job's resource attributes for
 //! `OTEL_RESOURCE_ATTRIBUTES`.
 
+// signals and child processes go through signal-hook and nix
+#![forbid(unsafe_code)]
+
 mod cli;
 mod emit_spans;
 mod exec;

@@ -41,7 +41,7 @@ pub use api::attr::{
     is_redacted_key, safe_set_span_attributes, AttributeValue, SpanAttributeTarget, REDACTED,
     REDACTED_KEYS,
 };
-pub use api::future::{InSpan, InSpanFuture, IntoInstrumentSpan};
+pub use api::future::{InSpan, InSpanFuture, IntoInSpan};
 pub use api::groups::{
     base, is_span_group_enabled, register_family, set_enabled_span_groups, span_group_families,
     SpanGroup, SpanGroupError, SpanGroupFamily, SpanGroupSet,

@@ -310,7 +310,7 @@ pub use lens_runtime::{
 pub use lens_runtime::{
     semconv, ConfigError, ExporterKind, LensConfig, OtelContext, SpanPath, ValidConfig,
 };
-pub use lens_runtime::{InSpan, InSpanFuture, IntoInstrumentSpan};
+pub use lens_runtime::{InSpan, InSpanFuture, IntoInSpan};
 
 /// Context propagation: W3C TraceContext + Baggage over maps, HTTP headers
 /// (feature `http`), environment variables and bytes; trace broadcast over a

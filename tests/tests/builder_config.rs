@@ -260,3 +260,145 @@ fn a_view_renames_a_metric_and_an_added_reader_gets_the_metrics() {
     }
     let _ = h.shutdown(Duration::from_secs(5));
 }
+
+/// The headers a real OTLP receiver got (tests/python/header_sink.py: a
+/// grpcio server and an HTTP server recording each request's headers).
+struct HeaderSink {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<serde_json::Value>,
+    grpc: u16,
+    http: u16,
+}
+
+impl HeaderSink {
+    fn start() -> Self {
+        use std::io::BufRead;
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/python/header_sink.py");
+        let mut child = std::process::Command::new("python3")
+            .args([script, "--seconds", "120"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3 runs tests/python/header_sink.py (grpcio comes with opentelemetry-exporter-otlp)");
+        let out = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                if let Ok(v) = serde_json::from_str(&line) {
+                    let _ = tx.send(v);
+                }
+            }
+        });
+        let ports: serde_json::Value = lines
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the header sink prints its ports");
+        let port = |k: &str| ports[k].as_u64().unwrap() as u16;
+        let (grpc, http) = (port("grpc"), port("http"));
+        HeaderSink {
+            child,
+            lines,
+            grpc,
+            http,
+        }
+    }
+
+    /// The headers of the next trace export over `transport`.
+    fn next_trace_export(&self, transport: &str) -> Vec<(String, String)> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+            let Ok(v) = self.lines.recv_timeout(left) else {
+                break;
+            };
+            let path = v["path"].as_str().unwrap_or("");
+            if v["transport"] == transport && path.contains("race") {
+                return v["headers"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|p| {
+                        (
+                            p[0].as_str().unwrap().to_owned(),
+                            p[1].as_str().unwrap().to_owned(),
+                        )
+                    })
+                    .collect();
+            }
+        }
+        panic!("no trace export over {transport} reached the header sink in 20 s");
+    }
+}
+
+impl Drop for HeaderSink {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Headers given in code replace the same names of
+/// `OTEL_EXPORTER_OTLP_HEADERS` (every value of them), and the variable's
+/// other headers are still sent: seen by a real receiver over both
+/// transports.
+#[test]
+fn headers_in_code_beat_the_same_names_in_the_variables() {
+    let _s = serial();
+    let sink = HeaderSink::start();
+    set(
+        "OTEL_EXPORTER_OTLP_HEADERS",
+        "x-team=from-env,x-env-only=kept",
+    );
+    for (protocol, transport, port) in [
+        (OtlpProtocol::Grpc, "grpc", sink.grpc),
+        (OtlpProtocol::HttpProtobuf, "http", sink.http),
+        (OtlpProtocol::HttpJson, "http", sink.http),
+    ] {
+        let mut cfg = enabled();
+        cfg.exporter = ExporterKind::Otlp;
+        let h = TelemetryBuilder::new(cfg, 0, 1)
+            .with_endpoint(format!("http://127.0.0.1:{port}"))
+            .with_otlp_protocol(protocol)
+            .with_header("x-team", "from-code")
+            .with_header("authorization", "Bearer t0ken")
+            .allow_reinit(true)
+            .install()
+            .unwrap();
+        drop(lens::span_cm!("code.headers"));
+        let report = h.shutdown(Duration::from_secs(10));
+        assert!(report.is_clean(), "{protocol:?}: {report}");
+        let got = sink.next_trace_export(transport);
+        let values = |name: &str| -> Vec<&str> {
+            got.iter()
+                .filter(|(k, _)| k == name)
+                .map(|(_, v)| v.as_str())
+                .collect()
+        };
+        assert_eq!(values("x-team"), ["from-code"], "{protocol:?}: {got:?}");
+        assert_eq!(values("x-env-only"), ["kept"], "{protocol:?}: {got:?}");
+        assert_eq!(
+            values("authorization"),
+            ["Bearer t0ken"],
+            "{protocol:?}: {got:?}"
+        );
+    }
+}
+
+#[test]
+fn a_bad_header_in_code_names_the_method_and_hides_the_value() {
+    let _s = serial();
+    for (name, value) in [
+        ("bad name", "v"),
+        ("", "v"),
+        ("x-key-bin", "v"),
+        ("x-ok", "line\nbreak"),
+        ("x-ok", "caf\u{e9}"),
+    ] {
+        let e = setup_error(
+            TelemetryBuilder::new(enabled(), 0, 1)
+                .with_header(name, value)
+                .with_header("x-secret", "s3cret-value"),
+        );
+        assert!(e.contains("TelemetryBuilder::with_header"), "{e}");
+        assert!(e.contains("printable ASCII"), "{e}");
+        assert!(!e.contains(value) || value == "v", "{e}");
+    }
+}

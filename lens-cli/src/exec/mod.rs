@@ -196,16 +196,10 @@ fn start(cmd: &mut Command, who: &str, program: &OsStr) -> Result<Child, u8> {
 /// be forwarded to a reused pid, then reaps it.
 fn wait(mut child: Child) -> Outcome {
     let pid = child.id();
-    loop {
-        // SAFETY: a zeroed siginfo is a valid out-parameter; WNOWAIT leaves
-        // the child to be reaped by `Child::wait` below.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        let rc =
-            unsafe { libc::waitid(libc::P_PID, pid, &mut info, libc::WEXITED | libc::WNOWAIT) };
-        if rc == 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-            break;
-        }
-    }
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap_or(i32::MAX));
+    let flags = nix::sys::wait::WaitPidFlag::WEXITED | nix::sys::wait::WaitPidFlag::WNOWAIT;
+    let exited = || nix::sys::wait::waitid(nix::sys::wait::Id::Pid(pid), flags);
+    while let Err(nix::errno::Errno::EINTR) = exited() {}
     signals::child_exited();
     loop {
         match child.wait() {

@@ -1,13 +1,20 @@
 //! Forwarding of termination signals to the child of `lens exec`.
 //!
-//! The handlers only read and write atomics and call `kill(2)`, all
-//! async-signal-safe. A signal that arrives before the child exists is kept
-//! and sent as soon as it does; once the child has exited (before it is
-//! reaped, so its pid cannot have been reused) nothing is sent any more.
+//! `signal-hook` catches the signals (its handler only writes to a pipe)
+//! and a thread of ours forwards each to the child with `kill(2)`. A signal
+//! that arrives before the child exists is kept and sent as soon as it
+//! does; once the child has exited (before it is reaped, so its pid cannot
+//! have been reused) nothing is sent any more. One lock orders the three.
 
-use std::sync::atomic::{AtomicI32, Ordering::SeqCst};
+use std::sync::{Mutex, MutexGuard};
 
 use libc::c_int;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use signal_hook::consts::signal::SIGINT;
+use signal_hook::iterator::exfiltrator::WithOrigin;
+use signal_hook::iterator::SignalsInfo;
+use signal_hook::low_level::siginfo::Cause;
 
 /// The signals `lens exec` forwards: SIGTERM and SIGINT (a scheduler's and
 /// a user's stop), SIGHUP and SIGQUIT, and SIGUSR1 / SIGUSR2 (SLURM's
@@ -22,121 +29,128 @@ pub(crate) const FORWARDED: [c_int; 6] = [
     libc::SIGUSR2,
 ];
 
-/// The running child's pid; 0 before it starts and after it exits.
-static CHILD: AtomicI32 = AtomicI32::new(0);
-/// A signal that arrived while there was no child yet (0: none).
-static PENDING: AtomicI32 = AtomicI32::new(0);
-/// The last signal sent to the child (0: none).
-static LAST_SENT: AtomicI32 = AtomicI32::new(0);
+/// Where forwarding stands.
+struct Forwarding {
+    /// The running child's pid; `None` before it starts and after it exits.
+    child: Option<Pid>,
+    /// A signal that arrived while there was no child yet.
+    pending: Option<c_int>,
+    /// The last signal sent to the child.
+    last_sent: Option<c_int>,
+}
 
-/// Installs the forwarding handler for every signal of [`FORWARDED`] that
-/// is not ignored: a signal the caller ignores (e.g. SIGHUP under `nohup`)
-/// stays ignored, for `lens exec` and its child.
+static STATE: Mutex<Forwarding> = Mutex::new(Forwarding {
+    child: None,
+    pending: None,
+    last_sent: None,
+});
+
+fn state() -> MutexGuard<'static, Forwarding> {
+    STATE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Installs forwarding for every signal of [`FORWARDED`] that is not
+/// ignored: a signal the caller ignores (e.g. SIGHUP under `nohup`) stays
+/// ignored, for `lens exec` and its child. A signal that cannot be caught
+/// (an error from the system) keeps its default action, with a note.
 pub(crate) fn install() {
-    for sig in FORWARDED {
-        // SAFETY: `sigaction` with a null new action only reads the current
-        // one into `old`, a zeroed (valid) struct.
-        let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
-        if unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) } != 0
-            || old.sa_sigaction == libc::SIG_IGN
-        {
-            continue;
+    let ignored = ignored_signals();
+    let wanted: Vec<c_int> = FORWARDED
+        .into_iter()
+        .filter(|s| !ignored.contains(s))
+        .collect();
+    let mut signals = match SignalsInfo::<WithOrigin>::new(&wanted) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("lens exec: cannot catch signals to forward them ({e}); they end lens exec");
+            return;
         }
-        // SAFETY: a zeroed `sigaction` is valid; the handler is an
-        // `extern "C"` function of the SA_SIGINFO signature that only does
-        // async-signal-safe work.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_signal as *const () as libc::sighandler_t;
-            action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(sig, &action, std::ptr::null_mut());
-        }
+    };
+    let spawned = std::thread::Builder::new()
+        .name("lens-signals".into())
+        .spawn(move || {
+            for origin in signals.forever() {
+                // a terminal sends SIGINT / SIGQUIT / SIGHUP to its whole
+                // foreground process group, the child included: forwarding
+                // it would deliver it twice
+                let from_terminal = origin.cause == Cause::Kernel
+                    && [SIGINT, libc::SIGQUIT, libc::SIGHUP].contains(&origin.signal);
+                if !from_terminal {
+                    forward(origin.signal);
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        eprintln!("lens exec: cannot start the signal-forwarding thread ({e})");
+    }
+}
+
+/// Sends `sig` to the child, or keeps it for the child about to start.
+fn forward(sig: c_int) {
+    let mut s = state();
+    match s.child {
+        Some(pid) => send(&mut s, pid, sig),
+        None => s.pending = Some(sig),
     }
 }
 
 /// Records the started child and sends it a signal that arrived before.
 pub(crate) fn child_started(pid: i32) {
-    CHILD.store(pid, SeqCst);
-    let sig = PENDING.swap(0, SeqCst);
-    if sig != 0 {
-        send(pid, sig);
+    let mut s = state();
+    let pid = Pid::from_raw(pid);
+    s.child = Some(pid);
+    if let Some(sig) = s.pending.take() {
+        send(&mut s, pid, sig);
     }
 }
 
 /// Stops forwarding: the child has exited and is about to be reaped.
 pub(crate) fn child_exited() {
-    CHILD.store(0, SeqCst);
+    state().child = None;
 }
 
 /// The last signal forwarded to the child, if any.
 pub(crate) fn last_forwarded() -> Option<i32> {
-    Some(LAST_SENT.load(SeqCst)).filter(|s| *s != 0)
+    state().last_sent
 }
 
-/// The SA_SIGINFO handler: forwards `sig` to the child, or keeps it for
-/// the child about to start.
-extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, _context: *mut libc::c_void) {
-    if from_terminal(sig, info) {
-        return;
-    }
-    let pid = CHILD.load(SeqCst);
-    if pid > 0 {
-        send(pid, sig);
-        return;
-    }
-    PENDING.store(sig, SeqCst);
-    // the child may have been recorded meanwhile, after `child_started`
-    // looked at PENDING: whoever swaps the signal out sends it
-    let pid = CHILD.load(SeqCst);
-    if pid > 0 {
-        let sig = PENDING.swap(0, SeqCst);
-        if sig != 0 {
-            send(pid, sig);
-        }
+/// `kill(pid, sig)` under the lock, so it never races `child_exited`.
+fn send(s: &mut Forwarding, pid: Pid, sig: c_int) {
+    if let Ok(signal) = Signal::try_from(sig) {
+        // an error means the child is gone: nothing to forward to
+        let _ = kill(pid, signal);
+        s.last_sent = Some(sig);
     }
 }
 
-/// A terminal sends SIGINT / SIGQUIT / SIGHUP to its whole foreground
-/// process group, the child included: forwarding it would deliver it twice.
-#[cfg(target_os = "linux")]
-fn from_terminal(sig: c_int, info: *const libc::siginfo_t) -> bool {
-    if info.is_null() || ![libc::SIGINT, libc::SIGQUIT, libc::SIGHUP].contains(&sig) {
-        return false;
+/// The signals this process ignores (inherited from its parent, as under
+/// `nohup`), from `/proc/self/status`; none where that cannot be read
+/// (every signal is then caught and forwarded).
+fn ignored_signals() -> Vec<c_int> {
+    ignored_in(&std::fs::read_to_string("/proc/self/status").unwrap_or_default())
+}
+
+/// The signals of the `SigIgn` mask of a `/proc/<pid>/status` text.
+fn ignored_in(status: &str) -> Vec<c_int> {
+    let mask = status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigIgn:"))
+        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+        .unwrap_or(0);
+    (1..=64)
+        .filter(|sig: &c_int| mask & (1u64 << (sig - 1)) != 0)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sigign_mask_lists_the_ignored_signals() {
+        let status = "Name:\tlens\nSigBlk:\t0000000000000000\nSigIgn:\t0000000000001001\nSigCgt:\t0000000180004002\n";
+        assert_eq!(ignored_in(status), [libc::SIGHUP, libc::SIGPIPE]);
+        assert_eq!(ignored_in("SigIgn:\t8000000000000000\n"), [64]);
+        assert!(ignored_in("no mask here").is_empty());
     }
-    // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
-    unsafe { (*info).si_code == libc::SI_KERNEL }
-}
-
-/// Elsewhere the sender is not told apart: every signal is forwarded.
-#[cfg(not(target_os = "linux"))]
-fn from_terminal(_sig: c_int, _info: *const libc::siginfo_t) -> bool {
-    false
-}
-
-/// `kill(pid, sig)`, keeping `errno` as the interrupted code had it.
-fn send(pid: i32, sig: c_int) {
-    // SAFETY: errno is thread-local and valid for the thread's lifetime;
-    // `kill` is async-signal-safe.
-    unsafe {
-        let errno = errno_location();
-        let saved = *errno;
-        libc::kill(pid, sig);
-        *errno = saved;
-    }
-    LAST_SENT.store(sig, SeqCst);
-}
-
-/// This thread's `errno`.
-#[cfg(target_os = "linux")]
-unsafe fn errno_location() -> *mut c_int {
-    // SAFETY: always valid for the calling thread.
-    unsafe { libc::__errno_location() }
-}
-
-/// This thread's `errno`.
-#[cfg(not(target_os = "linux"))]
-unsafe fn errno_location() -> *mut c_int {
-    // SAFETY: always valid for the calling thread.
-    unsafe { libc::__error() }
 }

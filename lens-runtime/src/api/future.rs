@@ -22,23 +22,30 @@ pin_project_lite::pin_project! {
 /// [`LensSpan`], a [`SpanGuard`] (detached first; an inert one, e.g. from
 /// a disabled `managed_span!`, instruments nothing), or an `Option` of
 /// either (`None` instruments nothing).
-pub trait IntoInstrumentSpan {
+///
+/// ```
+/// use lens::IntoInSpan;
+/// // telemetry is off here: the guard is inert, so there is no span
+/// assert!(lens::managed_span!("step", "train.step").into_in_span().is_none());
+/// assert!(None::<lens::LensSpan>.into_in_span().is_none());
+/// ```
+pub trait IntoInSpan {
     /// The span, if any.
-    fn into_instrument_span(self) -> Option<LensSpan>;
+    fn into_in_span(self) -> Option<LensSpan>;
 }
-impl IntoInstrumentSpan for LensSpan {
-    fn into_instrument_span(self) -> Option<LensSpan> {
+impl IntoInSpan for LensSpan {
+    fn into_in_span(self) -> Option<LensSpan> {
         Some(self)
     }
 }
-impl IntoInstrumentSpan for SpanGuard {
-    fn into_instrument_span(self) -> Option<LensSpan> {
+impl IntoInSpan for SpanGuard {
+    fn into_in_span(self) -> Option<LensSpan> {
         self.into_span()
     }
 }
-impl<T: IntoInstrumentSpan> IntoInstrumentSpan for Option<T> {
-    fn into_instrument_span(self) -> Option<LensSpan> {
-        self.and_then(T::into_instrument_span)
+impl<T: IntoInSpan> IntoInSpan for Option<T> {
+    fn into_in_span(self) -> Option<LensSpan> {
+        self.and_then(T::into_in_span)
     }
 }
 
@@ -62,10 +69,10 @@ pub trait InSpan: Future + Sized {
     /// let fut = step().in_span(lens::managed_span!("step", "train.step"));
     /// # drop(fut);
     /// ```
-    fn in_span<S: IntoInstrumentSpan>(self, span: S) -> InSpanFuture<Self> {
+    fn in_span<S: IntoInSpan>(self, span: S) -> InSpanFuture<Self> {
         InSpanFuture {
             inner: self,
-            span: span.into_instrument_span(),
+            span: span.into_in_span(),
         }
     }
 }

@@ -2,6 +2,8 @@
 //! library's `NemoLensConfig`, parsed strictly and validated up front; the
 //! `OTEL_*` settings lens applies itself; export strategies.
 
+#[cfg(feature = "sdk-core")]
+mod code;
 mod env;
 pub(crate) mod error;
 mod lens;

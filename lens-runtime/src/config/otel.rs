@@ -3,6 +3,9 @@
 //! signal-flush deadline, read and validated once, before anything is
 //! installed.
 
+pub(crate) use super::code::{
+    check_endpoint, check_header, check_timeout, CodeSettings, CODE_ENDPOINT, CODE_EXPORT_TIMEOUT,
+};
 use super::lens::{parse_choice, OtelContext, SpanPath};
 use super::ConfigError;
 use opentelemetry_sdk::trace::{Sampler, SpanLimits};
@@ -63,67 +66,6 @@ pub(crate) fn env_number<T: std::str::FromStr>(
     }
 }
 
-/// The settings given in code (`TelemetryBuilder`), each over its
-/// `OTEL_*` variable: code over environment over default.
-#[derive(Debug, Default, Clone)]
-pub(crate) struct CodeSettings {
-    /// `with_endpoint`, over `OTEL_EXPORTER_OTLP_[<SIGNAL>_]ENDPOINT`.
-    pub(crate) endpoint: Option<String>,
-    /// `with_otlp_protocol`, over `OTEL_EXPORTER_OTLP_[<SIGNAL>_]PROTOCOL`.
-    pub(crate) protocol: Option<OtlpProtocol>,
-    /// `with_export_timeout`, over `OTEL_BSP_EXPORT_TIMEOUT` and
-    /// `OTEL_EXPORTER_OTLP_[<SIGNAL>_]TIMEOUT`.
-    pub(crate) export_timeout: Option<Duration>,
-    /// `with_sampler`, over `OTEL_TRACES_SAMPLER(_ARG)`.
-    pub(crate) sampler: Option<Sampler>,
-    /// `LensConfig::span_path`, over `NEMO_LENS_SPAN_PATH`.
-    pub(crate) span_path: Option<SpanPath>,
-    /// `LensConfig::otel_context`, over `NEMO_LENS_OTEL_CONTEXT`.
-    pub(crate) otel_context: Option<OtelContext>,
-}
-
-/// The name a code setting is reported under in errors.
-pub(crate) const CODE_ENDPOINT: &str = "TelemetryBuilder::with_endpoint";
-/// The name a code timeout is reported under in errors.
-pub(crate) const CODE_EXPORT_TIMEOUT: &str = "TelemetryBuilder::with_export_timeout";
-
-/// What an OTLP endpoint may be.
-const ENDPOINT_EXPECTED: &str = "an http:// or https:// URL such as http://localhost:4317";
-
-/// Checks an OTLP endpoint (`variable` names where it came from): an
-/// `http://` or `https://` URL with a host, no whitespace. The same check
-/// for the environment and for code.
-pub(crate) fn check_endpoint(variable: &str, value: &str) -> Result<(), ConfigError> {
-    let v = value.trim();
-    let lower = v.to_ascii_lowercase();
-    let rest = lower
-        .strip_prefix("http://")
-        .or_else(|| lower.strip_prefix("https://"));
-    let ok = match rest {
-        Some(rest) => {
-            let host = rest.split(['/', '?', '#']).next().unwrap_or("");
-            !host.is_empty()
-                && !host.starts_with(':')
-                && !v.chars().any(|c| c.is_whitespace() || c.is_control())
-        }
-        None => false,
-    };
-    match ok {
-        true => Ok(()),
-        false => Err(invalid(variable, value.to_owned(), ENDPOINT_EXPECTED)),
-    }
-}
-
-/// Checks an export timeout (`variable` names where it came from): at
-/// most a day, as for every `OTEL_*` duration; zero means the default.
-pub(crate) fn check_timeout(
-    variable: &str,
-    timeout: Duration,
-) -> Result<Option<Duration>, ConfigError> {
-    let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
-    in_a_day(variable, ms).map(|d| d.filter(|d| !d.is_zero()))
-}
-
 /// Everything read from standard `OTEL_*` variables (and the few
 /// `NEMO_LENS_*` ones setup alone uses) and the settings given in code,
 /// validated up front.
@@ -144,6 +86,13 @@ pub(crate) struct OtelEnv {
     pub(crate) otlp_timeout: Option<Duration>,
     /// The OTLP endpoint given in code, over every endpoint variable.
     pub(crate) endpoint: Option<String>,
+    /// The headers given in code, over the same keys of the header
+    /// variables (`TelemetryBuilder::with_header`).
+    #[cfg_attr(
+        not(any(feature = "otlp-grpc", feature = "otlp-http")),
+        allow(dead_code) // read by the OTLP exporters only
+    )]
+    pub(crate) headers: Vec<(String, String)>,
     /// The sampler: in code, else `OTEL_TRACES_SAMPLER(_ARG)`; `None`:
     /// none named (the SDK's default, parent-based always-on).
     pub(crate) sampler: Option<Sampler>,
@@ -266,7 +215,7 @@ impl Propagators {
     }
 }
 
-fn invalid(variable: &str, value: String, expected: &str) -> ConfigError {
+pub(super) fn invalid(variable: &str, value: String, expected: &str) -> ConfigError {
     ConfigError::InvalidValue {
         variable: variable.to_owned(),
         value,
@@ -296,7 +245,7 @@ fn env_millis(var: &str) -> Result<Option<Duration>, ConfigError> {
 }
 
 /// `ms` milliseconds of `var`, if at most a day.
-fn in_a_day(var: &str, ms: u64) -> Result<Option<Duration>, ConfigError> {
+pub(super) fn in_a_day(var: &str, ms: u64) -> Result<Option<Duration>, ConfigError> {
     const DAY_MS: u64 = 86_400_000;
     match ms <= DAY_MS {
         true => Ok(Some(Duration::from_millis(ms))),
@@ -338,6 +287,9 @@ impl OtelEnv {
         }
         if let Some(e) = &code.endpoint {
             check_endpoint(CODE_ENDPOINT, e)?;
+        }
+        for (name, value) in &code.headers {
+            check_header(name, value)?;
         }
         // one parse of `OTEL_TRACES_SAMPLER(_ARG)`, whoever reads it
         let (sampler, default_sampler) = match &code.sampler {
@@ -443,6 +395,7 @@ impl OtelEnv {
             export_timeout,
             otlp_timeout,
             endpoint: code.endpoint.as_ref().map(|e| e.trim().to_owned()),
+            headers: code.headers.clone(),
             sampler,
             default_sampler,
             metric_interval,

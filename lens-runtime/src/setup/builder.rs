@@ -32,6 +32,7 @@ use std::time::Duration;
 /// |---|---|
 /// | [`with_endpoint`](Self::with_endpoint) | `OTEL_EXPORTER_OTLP_ENDPOINT` and `OTEL_EXPORTER_OTLP_<SIGNAL>_ENDPOINT` |
 /// | [`with_otlp_protocol`](Self::with_otlp_protocol) | `OTEL_EXPORTER_OTLP_PROTOCOL` and `OTEL_EXPORTER_OTLP_<SIGNAL>_PROTOCOL` |
+/// | [`with_header`](Self::with_header) | the same header names in `OTEL_EXPORTER_OTLP_HEADERS` and `OTEL_EXPORTER_OTLP_<SIGNAL>_HEADERS` |
 /// | [`with_export_timeout`](Self::with_export_timeout) | `OTEL_BSP_EXPORT_TIMEOUT` and `OTEL_EXPORTER_OTLP_[<SIGNAL>_]TIMEOUT` |
 /// | [`with_sampler`](Self::with_sampler) | `OTEL_TRACES_SAMPLER`, `OTEL_TRACES_SAMPLER_ARG` |
 ///
@@ -156,6 +157,35 @@ impl TelemetryBuilder {
     /// ```
     pub fn with_endpoint(mut self, endpoint: impl Into<String>) -> Self {
         self.code.endpoint = Some(endpoint.into());
+        self
+    }
+
+    /// Sends the header `name: value` with every OTLP export (gRPC
+    /// metadata, or an HTTP header), over the same name in
+    /// `OTEL_EXPORTER_OTLP_HEADERS` and the per-signal
+    /// `OTEL_EXPORTER_OTLP_<SIGNAL>_HEADERS`; the variables' other headers
+    /// are still sent. Call it once per header. The name is a token (gRPC's
+    /// binary `-bin` metadata is not taken), the value printable ASCII; a
+    /// bad one fails [`install`](Self::install) with an error naming this
+    /// method, which does not print the value.
+    ///
+    /// ```
+    /// let b = lens::TelemetryBuilder::new(Default::default(), 0, 1)
+    ///     .with_endpoint("https://otlp.example.com")
+    ///     .with_header("authorization", "Bearer t0ken")
+    ///     .with_header("x-team", "pretrain");
+    /// # let _ = b;
+    /// let mut cfg = lens::LensConfig::default();
+    /// cfg.enabled = true;
+    /// let e = lens::TelemetryBuilder::new(cfg, 0, 1)
+    ///     .with_header("bad name", "secret")
+    ///     .install()
+    ///     .unwrap_err();
+    /// assert!(e.to_string().contains("TelemetryBuilder::with_header"));
+    /// assert!(!e.to_string().contains("secret"));
+    /// ```
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.code.headers.push((name.into(), value.into()));
         self
     }
 

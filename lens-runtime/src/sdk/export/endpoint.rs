@@ -48,6 +48,21 @@ impl Signal {
         .find_map(|name| crate::config::otel::env(&name).map(|v| (v.trim().to_owned(), name)))
     }
 
+    /// The timeout the OTLP HTTP exporter gives its own client: the one
+    /// given in code, else `OTEL_EXPORTER_OTLP_<SIGNAL>_TIMEOUT`, else
+    /// `OTEL_EXPORTER_OTLP_TIMEOUT` (milliseconds), else 10 s.
+    #[cfg(feature = "otlp-http")]
+    pub(crate) fn http_timeout(self, code: Option<std::time::Duration>) -> std::time::Duration {
+        code.unwrap_or_else(|| {
+            self.setting("TIMEOUT")
+                .and_then(|(v, _)| v.parse().ok())
+                .map_or(
+                    std::time::Duration::from_secs(10),
+                    std::time::Duration::from_millis,
+                )
+        })
+    }
+
     /// The endpoint this signal's exporter uses and where it came from:
     /// the one given in code (`code`), else the variables, else the
     /// protocol's default.

@@ -15,6 +15,8 @@ mod build_error;
 pub(crate) mod console;
 mod endpoint;
 pub(crate) mod file;
+#[cfg(any(feature = "otlp-grpc", feature = "otlp-http"))]
+mod headers;
 pub(crate) mod log_count;
 mod otlp;
 mod otlp_json;

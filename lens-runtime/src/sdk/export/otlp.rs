@@ -74,6 +74,36 @@ fn secure_for(signal: Signal, endpoint: &str, from: &str) -> Result<Secure, Stri
     ))
 }
 
+/// The client of the OTLP HTTP exporter for `signal`, when lens must
+/// give it one: lens's rustls client for `https://` (the `tls` feature),
+/// or, with headers given in code, a reqwest client with the timeout the
+/// exporter would have used; either sets the code headers on each request.
+/// `None`: the exporter's own client.
+#[cfg(feature = "otlp-http")]
+fn http_client(
+    signal: Signal,
+    otel: &OtelEnv,
+    tls: &Secure,
+) -> Result<Option<super::headers::HttpHeaders>, BuildError> {
+    let inner: Box<dyn opentelemetry_http::HttpClient> = match tls {
+        #[cfg(feature = "tls")]
+        Some(t) => Box::new(
+            t.http_client(signal, otel.otlp_timeout)
+                .map_err(BuildError::new)?,
+        ),
+        #[cfg(not(feature = "tls"))]
+        Some(never) => match *never {},
+        None if otel.headers.is_empty() => return Ok(None),
+        None => Box::new(
+            reqwest::Client::builder()
+                .timeout(signal.http_timeout(otel.otlp_timeout))
+                .build()
+                .map_err(|e| build_err(signal, e))?,
+        ),
+    };
+    super::headers::HttpHeaders::new(inner, &otel.headers).map(Some)
+}
+
 fn build_err(signal: Signal, e: impl std::error::Error + Send + Sync + 'static) -> BuildError {
     BuildError::caused(format!("cannot build the OTLP {} exporter", signal.name), e)
 }
@@ -176,6 +206,10 @@ macro_rules! otlp_exporter {
                     if let Some(t) = otel.otlp_timeout {
                         b = b.with_timeout(t);
                     }
+                    if !otel.headers.is_empty() {
+                        use opentelemetry_otlp::WithTonicConfig;
+                        b = b.with_interceptor(super::headers::GrpcHeaders::new(&otel.headers)?);
+                    }
                     #[cfg(feature = "tls")]
                     let b = match &tls {
                         Some(t) => {
@@ -200,17 +234,10 @@ macro_rules! otlp_exporter {
                     if let Some(t) = otel.otlp_timeout {
                         b = b.with_timeout(t);
                     }
-                    #[cfg(feature = "tls")]
-                    let b = match &tls {
-                        Some(t) => {
-                            use opentelemetry_otlp::WithHttpConfig;
-                            b.with_http_client(
-                                t.http_client(signal, otel.otlp_timeout)
-                                    .map_err(BuildError::new)?,
-                            )
-                        }
-                        None => b,
-                    };
+                    if let Some(c) = http_client(signal, otel, &tls)? {
+                        use opentelemetry_otlp::WithHttpConfig;
+                        b = b.with_http_client(c);
+                    }
                     b.build()
                 }
                 #[allow(unreachable_patterns)]

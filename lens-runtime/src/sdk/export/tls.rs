@@ -158,15 +158,7 @@ impl Settings {
             }
             None => builder.with_no_client_auth(),
         };
-        let timeout = code_timeout.unwrap_or_else(|| {
-            signal
-                .setting("TIMEOUT")
-                .and_then(|(v, _)| v.parse().ok())
-                .map_or(
-                    std::time::Duration::from_secs(10),
-                    std::time::Duration::from_millis,
-                )
-        });
+        let timeout = signal.http_timeout(code_timeout);
         let connector = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(config)
             .https_only()
