@@ -9,7 +9,7 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
 # one build per run: incremental caches only cost disk (tens of GB) and time
 export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 
-# each step names the free disk: a cold build of the suite takes about 20 GB,
+# each step names the free disk: a cold build of the suite takes about 15 GB,
 # and a full disk fails at whichever link step comes next
 step() { printf '\n==> %s   [disk free: %s]\n' "$*" "$(df -h --output=avail "$CARGO_TARGET_DIR" 2>/dev/null | tail -1 | tr -d ' ' || echo '?')"; }
 mkdir -p "$CARGO_TARGET_DIR"
