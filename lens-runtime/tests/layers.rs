@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 const LAYERS: &[&str] = &[
-    "diag", "vars", "api", "config", "host", "sdk", "bridge", "setup",
+    "diag", "vars", "engine", "api", "config", "host", "sdk", "bridge", "setup",
 ];
 /// Files that are not part of the graph.
 const EXEMPT: &[&str] = &["lib.rs", "metrics_test_support.rs", "test_rng.rs"];

@@ -12,7 +12,7 @@ use opentelemetry::{Context, KeyValue};
 use std::borrow::Cow;
 
 #[cfg(feature = "sdk-core")]
-use super::open::Registration;
+use crate::api::engine_socket::{find, recorder, Registration};
 
 /// Where span operations go.
 pub(crate) enum SpanHandle<'a> {
@@ -29,10 +29,10 @@ pub(crate) enum SpanHandle<'a> {
 pub(crate) fn span_of(cx: &Context) -> SpanHandle<'_> {
     let span = cx.span();
     #[cfg(feature = "sdk-core")]
-    if super::record::ids_only() && !span.is_recording() {
+    if recorder::ids_only() && !span.is_recording() {
         let sc = span.span_context();
         if sc.is_valid() && !sc.is_remote() {
-            if let Some(reg) = super::open::records::find(sc.trace_id(), sc.span_id()) {
+            if let Some(reg) = find(sc.trace_id(), sc.span_id()) {
                 return SpanHandle::Rec(reg);
             }
         }

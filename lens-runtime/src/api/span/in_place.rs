@@ -4,9 +4,8 @@
 //! and copied), and what a start or an attach that panics leaves is ended
 //! here, not leaked.
 
-use super::{
-    forget_stale_panic, open, record, record_panic, ActiveGuard, LensSpan, SpanHandle, SpanInner,
-};
+use super::{forget_stale_panic, record_panic, ActiveGuard, LensSpan, SpanHandle, SpanInner};
+use crate::api::engine_socket::{clock, recorder, Registration, StartOut, Written};
 use opentelemetry::ContextGuard;
 
 /// Ends, with the panic unwinding through it, the record of a span whose
@@ -15,11 +14,11 @@ use opentelemetry::ContextGuard;
 /// ended it: not left open to be truncated at shutdown.
 #[cold]
 #[inline(never)]
-fn end_unstarted(reg: open::Registration) {
+fn end_unstarted(reg: Registration) {
     record_panic(&SpanHandle::Rec(reg));
     // made in this process (a fork cannot come between), so never counted
     // as a span lost in a child
-    record::end(&reg, || false, record::clock::now());
+    recorder::end(&reg, || false, clock::now());
 }
 
 /// Writes the span `start` writes into `span`, a span of lens's own path:
@@ -35,10 +34,10 @@ fn end_unstarted(reg: open::Registration) {
 #[inline(always)]
 unsafe fn write_recorded(
     span: *mut LensSpan,
-    start: impl for<'a> FnOnce(record::StartOut<'a>) -> record::Written<'a>,
+    start: impl for<'a> FnOnce(StartOut<'a>) -> Written<'a>,
 ) {
     /// The registration written so far, ended if the start unwinds.
-    struct EndOnUnwind(*const Option<open::Registration>);
+    struct EndOnUnwind(*const Option<Registration>);
     impl Drop for EndOnUnwind {
         #[inline(always)]
         fn drop(&mut self) {
@@ -61,7 +60,7 @@ unsafe fn write_recorded(
     unsafe {
         let inner = std::ptr::addr_of_mut!((*span).inner).cast::<SpanInner>();
         let open = std::ptr::addr_of_mut!((*inner).open);
-        let out = record::StartOut::new(
+        let out = StartOut::new(
             &mut *std::ptr::addr_of_mut!((*inner).cx).cast(),
             &mut *open.cast(),
         );
@@ -81,9 +80,7 @@ impl LensSpan {
     /// A span of lens's own path, made where it is returned: `start`
     /// writes its context and registration straight into its fields.
     #[inline(always)]
-    pub(super) fn recorded(
-        start: impl for<'a> FnOnce(record::StartOut<'a>) -> record::Written<'a>,
-    ) -> Self {
+    pub(super) fn recorded(start: impl for<'a> FnOnce(StartOut<'a>) -> Written<'a>) -> Self {
         let mut out = std::mem::MaybeUninit::<LensSpan>::uninit();
         // SAFETY: `out` is a `LensSpan` to write; it is fully written by
         // `write_recorded` when it returns
@@ -106,7 +103,7 @@ impl ActiveGuard {
     #[inline(always)]
     pub(crate) fn recorded_live_into(
         out: &mut std::mem::MaybeUninit<ActiveGuard>,
-        start: impl for<'a> FnOnce(record::StartOut<'a>) -> record::Written<'a>,
+        start: impl for<'a> FnOnce(StartOut<'a>) -> Written<'a>,
     ) {
         /// Ends the span written into a guard that is not made after all
         /// (attaching its context panicked: e.g. a span started inside

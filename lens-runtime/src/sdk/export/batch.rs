@@ -18,9 +18,9 @@
 //! and redacts as it builds them, while each span is in its cache.
 
 use super::SpanCounters;
-use crate::api::span::record::Batch;
 pub(crate) use crate::config::otel::BatchSettings;
 use crate::diag;
+use crate::engine::record::Batch;
 use crate::sdk::redact::Redactor;
 use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use opentelemetry_sdk::trace::{SpanData, SpanExporter, SpanProcessor};
@@ -278,7 +278,7 @@ mod tests {
         provider.shutdown().unwrap();
     }
 
-    use crate::api::span::record::Record;
+    use crate::engine::record::Record;
     use crate::sdk::export::queue::tests::finished;
 
     /// Lens's records, built on the exporter thread, and the SDK path's

@@ -1,7 +1,7 @@
 //! The batch processor's queue: single spans (the SDK path) and whole
 //! batches of finished records handed over by lens's own span path.
 
-use crate::api::span::record::Batch;
+use crate::engine::record::Batch;
 use opentelemetry_sdk::trace::SpanData;
 use std::collections::VecDeque;
 

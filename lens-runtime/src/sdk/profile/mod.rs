@@ -47,7 +47,7 @@ mod held;
 mod line;
 
 use crate::api::semconv;
-use crate::api::span::record::clock::from_system;
+use crate::engine::clock::from_system;
 use crate::sdk::export::sink::{Batch, Sink};
 use crate::sdk::report::{LossCause, SignalReport};
 use held::Held;
@@ -541,7 +541,7 @@ mod tests {
         end: u64,
         attrs: Vec<KeyValue>,
     ) -> SpanData {
-        let t = |ns: u64| crate::api::span::record::clock::to_system(ns);
+        let t = |ns: u64| crate::engine::clock::to_system(ns);
         SpanData {
             span_context: SpanContext::new(
                 TraceId::from(7u128),

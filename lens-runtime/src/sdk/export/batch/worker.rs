@@ -1,9 +1,10 @@
 //! What the batch processor shares with its exporter thread, and the
 //! thread.
 
-use crate::api::span::record::{build, Batch};
 use crate::config::otel::BatchSettings;
 use crate::diag;
+use crate::engine::record::Batch;
+use crate::engine::to_span_data;
 use crate::sdk::export::queue::{export_batches, Queue};
 use crate::sdk::export::SpanCounters;
 use crate::sdk::redact::Redactor;
@@ -180,7 +181,7 @@ pub(super) fn run<E: SpanExporter>(mut exporter: E, shared: &Shared) {
             let redact = |span: &mut SpanData| {
                 shared.redactor.redact_span(span);
             };
-            let builder = build::Builder::new(settings.max_export_batch_size, &redact);
+            let builder = to_span_data::Builder::new(settings.max_export_batch_size, &redact);
             let build = std::panic::AssertUnwindSafe(|| builder.build(records, &mut export));
             match std::panic::catch_unwind(build) {
                 // counted as ended when queued: not spans after all

@@ -1,13 +1,13 @@
-use super::super::build::{address, sort_out, Builder};
-use super::super::data::Batch;
-use super::super::data::Record;
-use super::collector::{submit_to, SpanSink};
+use super::queue::submit_to;
+use super::SpanSink;
+use crate::engine::record::{Batch, Common, Record};
+use crate::engine::to_span_data::{address, sort_out, Builder};
 use opentelemetry_sdk::trace::SpanData;
 use std::sync::LazyLock;
 use std::sync::Mutex;
 
-static COMMON: LazyLock<super::super::Common> =
-    LazyLock::new(|| super::super::Common::new("t", None));
+static COMMON: LazyLock<Common> =
+    LazyLock::new(|| Common::new("t", None));
 
 fn rec(i: u64, sampled: bool) -> Record {
     Record::for_test(i, sampled)
@@ -156,10 +156,10 @@ fn a_record_reaches_only_its_own_pipeline_s_sink() {
     };
     let (a, b) = (marking("a"), marking("b"));
     let sinks: [Arc<dyn SpanSink>; 2] = [a.clone(), b.clone()];
-    let leak = |c| -> &'static super::super::Common { Box::leak(Box::new(c)) };
+    let leak = |c| -> &'static Common { Box::leak(Box::new(c)) };
     let commons = [
-        leak(super::super::Common::new("a", None).with_sink(&sinks[0])),
-        leak(super::super::Common::new("b", None).with_sink(&sinks[1])),
+        leak(Common::new("a", None).with_sink(&sinks[0])),
+        leak(Common::new("b", None).with_sink(&sinks[1])),
     ];
     super::set_sink(sinks[1].clone(), std::time::Duration::from_secs(1));
     let (stop, looks) = (
@@ -239,14 +239,14 @@ impl SpanSink for KeepSpans {
 /// leaked, would show in that count).
 #[test]
 fn records_move_into_spans_whole_and_unsampled_ones_are_dropped_once() {
-    use super::super::data::More;
+    use crate::engine::record::More;
     use opentelemetry::trace::{Event, Link, SpanContext, Status, TraceState};
     use opentelemetry::{KeyValue, StringValue};
     use std::sync::Arc;
     let shared: Arc<str> = "shared".into();
     let v = || StringValue::from(shared.clone());
     // 1 + 1 (inline) or 1 + 2 (spilled) attributes + 1 in the event + 1 in the link
-    let full = |i: u64, sampled: bool, common: &'static super::super::Common| {
+    let full = |i: u64, sampled: bool, common: &'static Common| {
         let mut r = rec(i, sampled);
         r.common = common;
         r.name = format!("span-{i}").into();
@@ -273,9 +273,9 @@ fn records_move_into_spans_whole_and_unsampled_ones_are_dropped_once() {
     let own_kept = Arc::new(KeepSpans::default());
     let own: Arc<dyn SpanSink> = own_kept.clone();
     let gone: Arc<dyn SpanSink> = Arc::new(KeepSpans::default());
-    let leak = |c| -> &'static super::super::Common { Box::leak(Box::new(c)) };
-    let of_own = leak(super::super::Common::new("own", None).with_sink(&own));
-    let of_gone = leak(super::super::Common::new("gone", None).with_sink(&gone));
+    let leak = |c| -> &'static Common { Box::leak(Box::new(c)) };
+    let of_own = leak(Common::new("own", None).with_sink(&own));
+    let of_gone = leak(Common::new("gone", None).with_sink(&gone));
     drop(gone);
     let sink = KeepSpans::default();
     let records: Vec<Record> = (0..8).map(|i| full(i, i % 3 != 0, &COMMON)).collect();
@@ -338,8 +338,8 @@ fn records_are_sorted_out_before_they_are_queued() {
     let other: Arc<dyn SpanSink> = other_kept.clone();
     let gone: Arc<dyn SpanSink> = Arc::new(KeepSpans::default());
     let me: Arc<dyn SpanSink> = Arc::new(KeepSpans::default());
-    let leak = |c| -> &'static super::super::Common { Box::leak(Box::new(c)) };
-    let of = |s: &Arc<dyn SpanSink>| leak(super::super::Common::new("x", None).with_sink(s));
+    let leak = |c| -> &'static Common { Box::leak(Box::new(c)) };
+    let of = |s: &Arc<dyn SpanSink>| leak(Common::new("x", None).with_sink(s));
     let (of_me, of_other, of_gone) = (of(&me), of(&other), of(&gone));
     drop(gone);
     let with = |i, sampled, common| {

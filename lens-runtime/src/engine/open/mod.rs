@@ -5,17 +5,24 @@
 //! On lens's own span path (`NEMO_LENS_SPAN_PATH=lens`) the list is also
 //! where a span's record lives while it is open, and where it waits, in
 //! the same slot, once finished, until its batch is handed over
-//! ([`record`](super::record)): one uncontended lock to start a span, one
+//! ([`recorder`](crate::engine::recorder)): one uncontended lock to start a span, one
 //! to end it, and no copy of the record on the span's thread.
 
-use super::fresh::ForkFresh;
-use spin::SpinLock;
-mod spin;
-use crate::api::semconv;
+mod lock;
 #[cfg(feature = "sdk-core")]
-use crate::api::span::record::data::Record;
+pub(crate) mod record_slots;
+pub(crate) mod slab;
+#[cfg(test)]
+mod tests;
+
+use crate::engine::fork_fresh::ForkFresh;
+use crate::engine::names;
+#[cfg(feature = "sdk-core")]
+use crate::engine::record::Record;
+use lock::SpinLock;
 use opentelemetry::trace::TraceContextExt;
 use opentelemetry::{Context, KeyValue};
+use slab::Slab;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
@@ -141,7 +148,7 @@ impl Spans {
 
 impl OpenList {
     #[inline(always)]
-    fn lock(&self) -> spin::SpinGuard<'_, Spans> {
+    fn lock(&self) -> lock::SpinGuard<'_, Spans> {
         self.spans.lock()
     }
 
@@ -272,11 +279,11 @@ pub(crate) fn truncate_all(reason: &str) -> usize {
             if !span.is_recording() {
                 continue;
             }
-            span.set_attribute(KeyValue::new(semconv::NEMO_SPAN_TRUNCATED, true));
+            span.set_attribute(KeyValue::new(names::SPAN_TRUNCATED, true));
             span.add_event(
-                semconv::NEMO_SPAN_TRUNCATED,
+                names::SPAN_TRUNCATED,
                 vec![KeyValue::new(
-                    semconv::NEMO_SPAN_TRUNCATED_REASON,
+                    names::SPAN_TRUNCATED_REASON,
                     reason.to_owned(),
                 )],
             );
@@ -321,10 +328,3 @@ fn forget_lists(reg: &mut Registry) {
     reg.free.clear();
     EPOCH.store(reg.epoch, Ordering::Relaxed);
 }
-
-#[cfg(feature = "sdk-core")]
-pub(crate) mod records;
-pub(crate) mod slab;
-use slab::Slab;
-#[cfg(test)]
-mod tests;

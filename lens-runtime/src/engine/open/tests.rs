@@ -190,7 +190,7 @@ fn a_record_written_through_a_new_slot_is_open_then_finished_once() {
     use opentelemetry::trace::{SpanId, TraceId};
     // `for_test(i)`: trace id 1, span id i + 1
     let is_ours = |r: &Record| r.is(TraceId::from(1u128), SpanId::from(9001u64));
-    let mut slot = records::NewSlot::take().expect("a list for this thread");
+    let mut slot = record_slots::NewSlot::take().expect("a list for this thread");
     slot.place().write(Record::for_test(9000, true));
     // SAFETY: the record was written through `place` just above
     let reg = unsafe { slot.commit() };
@@ -219,7 +219,7 @@ fn a_record_written_through_a_new_slot_is_open_then_finished_once() {
 /// i + 1) in this thread's list.
 #[cfg(feature = "sdk-core")]
 fn start_record(i: u64, sampled: bool) -> Registration {
-    let mut slot = records::NewSlot::take().expect("a list for this thread");
+    let mut slot = record_slots::NewSlot::take().expect("a list for this thread");
     slot.place().write(Record::for_test(i, sampled));
     // SAFETY: the record was written through `place` just above
     unsafe { slot.commit() }
@@ -243,7 +243,7 @@ fn a_batch_hands_out_records_in_the_order_they_ended_across_a_truncation() {
     assert!(truncate_all("test") >= 1);
     let ended = start(9101);
     assert!(ended.end_record(usize::MAX, |_| ()).unwrap().is_none());
-    let order: Vec<usize> = records::take_done()
+    let order: Vec<usize> = record_slots::take_done()
         .into_iter()
         .flat_map(|b| b.into_records())
         .filter_map(|r| ours(&r))
@@ -270,7 +270,7 @@ fn a_batch_of_slots_hands_out_its_records_in_the_order_they_ended() {
     for k in [2, 0, 4, 1, 3] {
         assert!(regs[k].end_record(usize::MAX, |_| ()).unwrap().is_none());
     }
-    let batch = records::take_done()
+    let batch = record_slots::take_done()
         .into_iter()
         .find(|b| b.sampled() > 0 && !b.all(|r| ours(r).is_none()))
         .expect("this thread's batch");
@@ -286,12 +286,12 @@ fn a_batch_of_slots_hands_out_its_records_in_the_order_they_ended() {
     for k in [3, 1, 0, 2, 4] {
         assert!(regs[k].end_record(usize::MAX, |_| ()).unwrap().is_none());
     }
-    let mut batch = records::take_done()
+    let mut batch = record_slots::take_done()
         .into_iter()
         .find(|b| !b.all(|r| ours(r).is_none()))
         .expect("this thread's batch");
     let rest = batch.split_off(2);
-    let positions = |b: crate::api::span::record::Batch| -> Vec<usize> {
+    let positions = |b: crate::engine::record::Batch| -> Vec<usize> {
         b.into_records().iter().filter_map(&ours).collect()
     };
     assert_eq!(
@@ -312,11 +312,11 @@ fn a_batch_whose_slots_are_mostly_not_its_records_is_compacted() {
     let open: Vec<Registration> = (9300..9400).map(start).collect();
     let ended = start(9400);
     assert!(ended.end_record(usize::MAX, |_| ()).unwrap().is_none());
-    let mine = |b: &crate::api::span::record::Batch| {
+    let mine = |b: &crate::engine::record::Batch| {
         use opentelemetry::trace::{SpanId, TraceId};
         !b.all(|r| !r.is(TraceId::from(1u128), SpanId::from(9401)))
     };
-    let batch = records::take_done()
+    let batch = record_slots::take_done()
         .into_iter()
         .find(mine)
         .expect("this thread's batch");
@@ -330,7 +330,7 @@ fn a_batch_whose_slots_are_mostly_not_its_records_is_compacted() {
     for r in &open {
         assert!(r.end_record(usize::MAX, |_| ()).unwrap().is_none());
     }
-    let batch = records::take_done()
+    let batch = record_slots::take_done()
         .into_iter()
         .find(|b| b.len() == 100)
         .expect("the 100");

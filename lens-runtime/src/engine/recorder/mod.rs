@@ -5,35 +5,44 @@
 //! configured sampler (the same one the SDK tracer uses: rank-aware,
 //! `OTEL_TRACES_SAMPLER`, parent-based) and reads the clock. Its record
 //! (ids, name, times, attributes, status; events and links boxed apart)
-//! lives in the starting thread's open-span list ([`open`](super::open))
+//! lives in the starting thread's open-span list ([`open`](crate::engine::open))
 //! while the span is open, and stays in its slot, marked finished, when it
 //! ends, until the list's finished records are handed over together: one
 //! uncontended lock at start, one at the end, no allocation for the record
-//! itself and no copy of it on the span's thread. The collector ([`collect`]) hands finished records
+//! itself and no copy of it on the span's thread. The collector ([`collector`]) hands finished records
 //! to the sink off the calling thread, whose exporter thread builds the
-//! SDK's `SpanData` from them ([`build`]).
+//! SDK's `SpanData` from them ([`to_span_data`](crate::engine::to_span_data)).
 //!
 //! The span is made the current OpenTelemetry context as a [`RecSpan`], a
 //! small span that holds only its ids and the record's place: raw
 //! OpenTelemetry spans, `tracing-opentelemetry` and propagators see its
 //! span context as their parent, and `get_active_span`'s
 //! `set_attribute`/`add_event`/`set_status` reach the record. Limits are
-//! the provider's ([`data::Common`]).
+//! the provider's ([`Common`]).
 
-use super::open::records::NewSlot;
+pub(crate) mod forwarding_span;
+pub(crate) mod ids;
+pub(crate) mod placement;
+mod start_options;
+
+use crate::engine::attrs::Attrs;
+use crate::engine::clock;
+use crate::engine::collector::{self, SpanSink};
+use crate::engine::open::record_slots::NewSlot;
+use crate::engine::record::{limit_events, limit_links, More};
+use crate::engine::record::{Common, Record};
+pub(crate) use forwarding_span::end;
+use forwarding_span::RecSpan;
 use opentelemetry::trace::{
     SpanBuilder, SpanContext, SpanId, SpanKind, Status, TraceContextExt, TraceFlags, TraceState,
 };
 use opentelemetry::Context;
 use opentelemetry_sdk::trace::{SamplingDecision, ShouldSample};
+use placement::{Moved, StartOut, Written};
+use start_options::{BuilderExtra, Extra, NoExtra};
 use std::borrow::Cow;
 use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
-
-use crate::api::attr::Attrs;
-pub(crate) use collect::SpanSink;
-use data::{limit_events, limit_links, More};
-pub(crate) use data::{Batch, Common, Record};
 
 /// What spans on lens's path are made with: set by setup when
 /// `NEMO_LENS_SPAN_PATH=lens`.
@@ -95,7 +104,7 @@ pub(crate) fn install(
     // counted before the sink is in use: a sink that finds one install
     // only knows every record it is handed is its own
     INSTALLS.fetch_add(1, Ordering::Relaxed);
-    collect::set_sink(sink, interval);
+    collector::set_sink(sink, interval);
     if recorder.ids_only {
         IDS_ONLY.store(true, Ordering::Relaxed);
     }
@@ -112,26 +121,26 @@ pub(crate) fn uninstall() {
 /// atomic stores).
 pub(crate) fn forget_after_fork() {
     uninstall();
-    collect::reset_after_fork();
+    collector::reset_after_fork();
 }
 
 /// Sampled spans of this path that ended in a forked child (inert: never
 /// exported), for the child's shutdown report.
 pub(crate) fn dropped_in_child() -> u64 {
-    collect::dropped_in_child()
+    collector::dropped_in_child()
 }
 
 /// Moves every thread's finished spans to the sink now (flush, shutdown),
 /// those of batches an ending thread is handing over too (waited for until
 /// `until` at most): every span that ended before the call.
 pub(crate) fn drain(until: std::time::Instant) {
-    collect::drain(Some(until));
+    collector::drain(Some(until));
 }
 
 /// Forgets `sink` once its pipeline is shut down (if it is still the one
 /// in use).
 pub(crate) fn release_sink(sink: &std::sync::Arc<dyn SpanSink>) {
-    collect::release_sink(sink);
+    collector::release_sink(sink);
 }
 
 impl Recorder {
@@ -210,7 +219,7 @@ impl Recorder {
         // read once: the parent's ids are behind a pointer the stores
         // below may alias, so a second `is_valid` would load them again
         let root = !psc.is_valid();
-        let (span_id, new_trace) = super::ids::draw(root);
+        let (span_id, new_trace) = ids::draw(root);
         let (trace_id, flags) = match new_trace {
             None => (psc.trace_id(), psc.trace_flags()),
             Some(t) => (t, TraceFlags::default()),
@@ -365,19 +374,6 @@ fn forget_empty<T>(v: Vec<T>) {
         _ => drop(v),
     }
 }
-
-pub(crate) mod build;
-pub(crate) mod clock;
-pub(crate) mod collect;
-pub(crate) mod data;
-mod extra;
-mod moved;
-pub(crate) use moved::Moved;
-mod out;
-use extra::{BuilderExtra, Extra, NoExtra};
-pub(crate) use out::{StartOut, Written};
-mod rec_span;
-pub(crate) use rec_span::{end, RecSpan};
 
 #[cfg(test)]
 mod tests {

@@ -2,9 +2,9 @@
 //! OpenTelemetry (`NEMO_LENS_OTEL_CONTEXT=full`). What OpenTelemetry code
 //! does to it through `get_active_span` reaches the span's record.
 
-use super::clock::{self, Stamp};
-use super::collect;
-use crate::api::span::open::Registration;
+use crate::engine::clock::{self, Stamp};
+use crate::engine::collector;
+use crate::engine::open::Registration;
 use opentelemetry::trace::{SpanContext, Status};
 use opentelemetry::KeyValue;
 use std::borrow::Cow;
@@ -77,13 +77,13 @@ impl opentelemetry::trace::Span for RecSpan {
 /// only then).
 #[inline(always)]
 pub(crate) fn end(reg: &Registration, sampled: impl FnOnce() -> bool, at: Stamp) {
-    match reg.end_record(collect::THRESHOLD, |r| r.end = at) {
+    match reg.end_record(collector::THRESHOLD, |r| r.end = at) {
         Ok(Some((batch, in_flight))) => {
-            collect::hand_over(batch);
+            collector::hand_over(batch);
             drop(in_flight);
         }
         Ok(None) => {}
-        Err(()) if sampled() => collect::count_dropped_in_child(),
+        Err(()) if sampled() => collector::count_dropped_in_child(),
         Err(()) => {}
     }
 }

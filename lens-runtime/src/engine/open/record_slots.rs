@@ -1,10 +1,10 @@
 //! Lens's own span path: the open records and finished batches of each
 //! thread's list.
 
+use super::lock::SpinGuard;
 use super::slab::Vacant;
-use super::spin::SpinGuard;
 use super::{registry, OpenList, Record, Registration, Spans};
-use crate::api::span::record::data::Batch;
+use crate::engine::record::Batch;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicUsize, Ordering};
 

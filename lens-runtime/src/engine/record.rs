@@ -4,15 +4,15 @@
 //! attributes, events and links per span, 128 attributes per event and
 //! link), or what `OTEL_SPAN_*_COUNT_LIMIT` sets, read as the SDK reads it.
 
-use super::clock::{self, Stamp};
-use crate::api::attr::Attrs;
-use crate::api::semconv;
-use crate::api::span::open::slab::Finished;
+use crate::engine::attrs::Attrs;
+use crate::engine::clock::{self, Stamp};
+use crate::engine::names;
+use crate::engine::open::slab::Finished;
 use opentelemetry::trace::{
     Event, Link, SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState,
 };
 use opentelemetry::{InstrumentationScope, KeyValue};
-use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLimits, SpanLinks};
+use opentelemetry_sdk::trace::{SpanEvents, SpanLimits, SpanLinks};
 use std::borrow::Cow;
 use std::sync::{Arc, Weak};
 use std::time::SystemTime;
@@ -21,7 +21,7 @@ use std::time::SystemTime;
 pub(crate) trait SpanSink: Send + Sync + 'static {
     /// Takes batches of finished records, in the order they were handed
     /// over; never blocks. The sink builds them into the SDK's spans where
-    /// it exports them ([`Builder`](super::build::Builder)), from where
+    /// it exports them ([`Builder`](crate::engine::to_span_data::Builder)), from where
     /// they lie.
     fn submit(&self, batches: Vec<Batch>);
 }
@@ -179,7 +179,7 @@ pub(crate) struct Common {
     /// Where the records go, whatever sink is in use when they are
     /// collected (`None`: the one in use): a record that ends after its
     /// pipeline was shut down or replaced is sent back to its own sink by
-    /// the sink it reaches ([`sort_out`](super::build::sort_out)), never
+    /// the sink it reaches ([`sort_out`](crate::engine::to_span_data::sort_out)), never
     /// queued, built or exported by the next one.
     pub(crate) sink: Option<Weak<dyn SpanSink>>,
 }
@@ -344,13 +344,13 @@ impl Record {
 
     /// Marks a span ended by telemetry shutdown, now.
     pub(crate) fn truncate(&mut self, reason: &str) {
-        self.set_attribute(KeyValue::new(semconv::NEMO_SPAN_TRUNCATED, true));
+        self.set_attribute(KeyValue::new(names::SPAN_TRUNCATED, true));
         let attrs = vec![KeyValue::new(
-            semconv::NEMO_SPAN_TRUNCATED_REASON,
+            names::SPAN_TRUNCATED_REASON,
             reason.to_owned(),
         )];
         self.add_event(
-            semconv::NEMO_SPAN_TRUNCATED.into(),
+            names::SPAN_TRUNCATED.into(),
             opentelemetry::time::now(),
             attrs,
         );
@@ -359,65 +359,6 @@ impl Record {
 
     pub(crate) fn is_sampled(&self) -> bool {
         self.flags.is_sampled()
-    }
-
-    /// Writes the span as the SDK's exporters take it into `out`, moving
-    /// the record's owned fields there: made in place, field by field,
-    /// rather than built on the stack and copied (352 bytes), from the
-    /// record where it lies (168 bytes, not copied out first).
-    ///
-    /// # Safety
-    ///
-    /// `rec` is a live record, and is neither used nor dropped afterwards
-    /// (its owned fields now belong to the span).
-    #[inline]
-    pub(crate) unsafe fn move_into_span_data<'a>(
-        rec: &Record,
-        out: &'a mut std::mem::MaybeUninit<SpanData>,
-    ) -> &'a mut SpanData {
-        // SAFETY: `rec` is live (the caller's promise); each owned field is
-        // read out once, and the record is neither used nor dropped after
-        // (the caller's promise), so each is owned once.
-        let (name, attributes, more) = unsafe {
-            (
-                std::ptr::read(&rec.name),
-                std::ptr::read(&rec.attributes),
-                std::ptr::read(&rec.more),
-            )
-        };
-        let (trace_state, status, events, links) = match more {
-            None => Default::default(),
-            Some(m) => {
-                let More {
-                    trace_state,
-                    status,
-                    events,
-                    links,
-                } = *m;
-                (trace_state, status, events, links)
-            }
-        };
-        out.write(SpanData {
-            span_context: SpanContext::new(
-                rec.trace_id,
-                rec.span_id,
-                rec.flags,
-                false,
-                trace_state,
-            ),
-            parent_span_id: rec.parent_span_id,
-            parent_span_is_remote: rec.parent_is_remote,
-            span_kind: rec.kind.clone(),
-            name,
-            start_time: clock::to_system(rec.start),
-            end_time: clock::to_system(rec.end.max(rec.start)),
-            attributes: attributes.into_vec(),
-            dropped_attributes_count: rec.dropped_attributes,
-            events,
-            links,
-            status,
-            instrumentation_scope: rec.common.scope(),
-        })
     }
 }
 

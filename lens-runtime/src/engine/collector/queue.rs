@@ -1,15 +1,15 @@
 //! The collector: the queue of batches ending threads hand over, how
 //! batches reach the sink, and the collector thread.
 
-use crate::api::span::fresh::ForkFresh;
-use crate::api::span::open::records;
-use crate::api::span::record::clock;
-use crate::api::span::record::data::Batch;
+use crate::engine::clock;
+use crate::engine::fork_fresh::ForkFresh;
+use crate::engine::open::record_slots as records;
+use crate::engine::record::Batch;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
-pub(crate) use crate::api::span::record::data::SpanSink;
+use crate::engine::record::SpanSink;
 
 /// Finished spans a thread's list holds at most before the thread hands
 /// them over.
