@@ -31,8 +31,11 @@ fn layer(module: &str) -> usize {
 
 /// The file's code without comments and without its unit tests.
 fn code(text: &str) -> String {
-    // unit tests and examples kept as unit tests are not part of the graph
-    let test_only = ["#[cfg(test)]\nmod tests", "#[cfg(test)]\nmod examples"];
+    // unit tests and examples kept as unit tests are not part of the graph:
+    // an inline module of them is cut from there to the end (it comes
+    // last); a `mod tests;` line (at the top) names a file of its own,
+    // which is a module of the graph
+    let test_only = ["#[cfg(test)]\nmod tests {", "#[cfg(test)]\nmod examples {"];
     let text = match test_only.iter().filter_map(|m| text.find(m)).min() {
         Some(i) => &text[..i],
         None => text,

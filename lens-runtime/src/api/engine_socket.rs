@@ -24,4 +24,4 @@ pub(crate) use crate::engine::{clock, open::record_slots::find, recorder, sdk_tr
 #[cfg(feature = "sdk-core")]
 pub(crate) use opentelemetry_sdk::trace::SdkTracerProvider;
 #[cfg(feature = "sdk-core")]
-pub(crate) use recorder::placement::{Moved, StartOut, Written};
+pub(crate) use recorder::placement::{OwnedRef, SpanPlace, Written};

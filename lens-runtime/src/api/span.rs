@@ -50,14 +50,14 @@ pub struct LensSpan {
     inner: ManuallyDrop<SpanInner>,
 }
 
-/// Each field is written in place by `in_place::write_recorded` too: a
+/// Each field is written in place by `in_place::write_from_recorder` too: a
 /// field added here must be written there.
 struct SpanInner {
     cx: Context,
     open: Option<Registration>,
     /// Whether `open` is the record of a span of lens's own path.
     #[cfg(feature = "sdk-core")]
-    recorded: bool,
+    has_record: bool,
 }
 
 impl SpanInner {
@@ -66,8 +66,8 @@ impl SpanInner {
     #[inline]
     fn handle(&self) -> SpanHandle<'_> {
         #[cfg(feature = "sdk-core")]
-        if let (true, Some(reg)) = (self.recorded, self.open) {
-            return SpanHandle::Rec(reg);
+        if let (true, Some(reg)) = (self.has_record, self.open) {
+            return SpanHandle::Record(reg);
         }
         SpanHandle::Otel(self.cx.span())
     }
@@ -82,12 +82,12 @@ impl SpanInner {
             forget_panic_message();
         }
         #[cfg(feature = "sdk-core")]
-        if self.recorded {
+        if self.has_record {
             // read, not taken: `finish` runs once, and the span is dropped
             // right after it
             if let Some(reg) = self.open {
                 let sampled = || self.cx.span().span_context().is_sampled();
-                engine::recorder::end(&reg, sampled, engine::clock::now());
+                engine::recorder::end_record(&reg, sampled, engine::clock::now());
             }
             return;
         }
@@ -133,7 +133,7 @@ impl LensSpan {
                 cx,
                 open,
                 #[cfg(feature = "sdk-core")]
-                recorded: false,
+                has_record: false,
             }),
         }
     }
@@ -148,7 +148,7 @@ impl LensSpan {
                 cx: Context::new(),
                 open: None,
                 #[cfg(feature = "sdk-core")]
-                recorded: false,
+                has_record: false,
             }),
         }
     }

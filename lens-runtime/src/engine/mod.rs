@@ -14,7 +14,7 @@
 //! - the calling thread: [`recorder`] starts the [`record`] (ids, sampling,
 //!   [`clock`]) and places it in a slot of the thread's list in [`open`];
 //!   the end marks it finished where it lies; every
-//!   [`THRESHOLD`](collector::THRESHOLD) finished records, the ending
+//!   [`HAND_OVER_AT`](collector::HAND_OVER_AT) finished records, the ending
 //!   thread hands the list's finished slots over as one batch;
 //! - the collector thread (`lens-span-collect`, [`collector`]): takes the
 //!   handed-over batches and drains every list on an interval, into the

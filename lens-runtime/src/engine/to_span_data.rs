@@ -11,7 +11,7 @@
 //! calling thread), and every span crossed one more CPU cache.
 
 use crate::engine::clock;
-use crate::engine::record::{Batch, More, Record, SpanSink};
+use crate::engine::record::{FinishedBatch, RareFields, Record, SpanSink};
 use opentelemetry::trace::SpanContext;
 use opentelemetry_sdk::trace::SpanData;
 
@@ -44,10 +44,10 @@ impl<'a> Builder<'a> {
     /// Returns how many unsampled records were dropped before then.
     pub(crate) fn build(
         &self,
-        batches: Vec<Batch>,
+        batches: Vec<FinishedBatch>,
         emit: &mut dyn FnMut(Vec<SpanData>) -> bool,
     ) -> u64 {
-        let mut left: usize = batches.iter().map(Batch::len).sum();
+        let mut left: usize = batches.iter().map(FinishedBatch::len).sum();
         let mut spans: Vec<SpanData> = Vec::new();
         let mut go_on = true;
         let mut unsampled = 0;
@@ -86,10 +86,10 @@ impl<'a> Builder<'a> {
 /// is gone, and unsampled ones, are dropped. Returns the rest, the records
 /// of the sink at `me`, in order; when every record is its own (the usual
 /// case) the batches are returned as they came, only read.
-pub(crate) fn sort_out(mut batches: Vec<Batch>, me: usize) -> Vec<Batch> {
+pub(crate) fn sort_out(mut batches: Vec<FinishedBatch>, me: usize) -> Vec<FinishedBatch> {
     let mine = |r: &Record| {
         r.is_sampled()
-            && r.common
+            && r.settings
                 .sink
                 .as_ref()
                 .is_none_or(|o| o.as_ptr().cast::<()>() as usize == me)
@@ -109,7 +109,7 @@ pub(crate) fn sort_out(mut batches: Vec<Batch>, me: usize) -> Vec<Batch> {
             if !r.is_sampled() {
                 continue;
             }
-            let Some(own) = r.common.sink.as_ref().and_then(std::sync::Weak::upgrade) else {
+            let Some(own) = r.settings.sink.as_ref().and_then(std::sync::Weak::upgrade) else {
                 continue; // that pipeline is gone: dropped
             };
             match others
@@ -120,9 +120,9 @@ pub(crate) fn sort_out(mut batches: Vec<Batch>, me: usize) -> Vec<Batch> {
                 None => others.push((own, vec![r])),
             }
         }
-        *batch = Batch::from(keep);
+        *batch = FinishedBatch::from(keep);
         for (own, records) in others {
-            own.submit(vec![Batch::from(records)]);
+            own.submit(vec![FinishedBatch::from(records)]);
         }
     }
     batches.retain(|b| !b.is_empty());
@@ -172,17 +172,17 @@ unsafe fn move_into_span_data<'a>(
     // SAFETY: `rec` is live (the caller's promise); each owned field is
     // read out once, and the record is neither used nor dropped after
     // (the caller's promise), so each is owned once.
-    let (name, attributes, more) = unsafe {
+    let (name, attributes, rare) = unsafe {
         (
             std::ptr::read(&rec.name),
             std::ptr::read(&rec.attributes),
-            std::ptr::read(&rec.more),
+            std::ptr::read(&rec.rare),
         )
     };
-    let (trace_state, status, events, links) = match more {
+    let (trace_state, status, events, links) = match rare {
         None => Default::default(),
         Some(m) => {
-            let More {
+            let RareFields {
                 trace_state,
                 status,
                 events,
@@ -204,6 +204,6 @@ unsafe fn move_into_span_data<'a>(
         events,
         links,
         status,
-        instrumentation_scope: rec.common.scope(),
+        instrumentation_scope: rec.settings.scope(),
     })
 }

@@ -79,7 +79,7 @@ pub(crate) fn own_recorder(
         sampler,
         default_sampling,
         ids_only,
-        common: crate::engine::record::Common::new(
+        settings: crate::engine::record::RecordSettings::new(
             crate::api::span::SCOPE_NAME,
             Some(env!("CARGO_PKG_VERSION")),
         )
@@ -101,7 +101,7 @@ pub(crate) struct RecorderSink {
 }
 
 impl SpanSink for RecorderSink {
-    fn submit(&self, batches: Vec<crate::engine::record::Batch>) {
+    fn submit(&self, batches: Vec<crate::engine::record::FinishedBatch>) {
         use crate::engine::recorder::may_mix_pipelines;
         use crate::engine::to_span_data as build;
         // another pipeline's records go to it now, before this queue

@@ -3,7 +3,7 @@
 //!
 //! A span that ends joins its thread's finished records (marked finished
 //! where it lies, in the thread's open-span list, under the lock its end
-//! takes anyway). When a list holds [`THRESHOLD`] of them the ending
+//! takes anyway). When a list holds [`HAND_OVER_AT`] of them the ending
 //! thread hands the batch over (the slots they lie in), onto a small
 //! queue, and goes on; the collector thread takes the queue on its next
 //! look, reads the records out of their slots and hands them to the sink
@@ -20,30 +20,34 @@
 //! blocks: a full export queue drops the excess and counts it.
 
 mod queue;
+#[cfg(test)]
+mod tests;
+mod thread;
 
-use crate::engine::record::Batch;
+use crate::engine::record::FinishedBatch;
 pub(crate) use crate::engine::record::SpanSink;
 pub(crate) use queue::drain;
-pub(crate) use queue::THRESHOLD;
-use queue::{lock, shared, start_collector, submit, try_lock, Shared};
-use queue::{wake_collector, COLLECTOR_PID, DROPPED_IN_CHILD, IN_CHILD};
-use queue::{INTERVAL_MS, MAX_WAITING, SHARED, SINK};
+pub(crate) use queue::HAND_OVER_AT;
+use queue::{lock, locks, submit, try_lock, HandOverLocks};
+use queue::{COLLECTOR_PID, DROPPED_IN_CHILD, IN_CHILD};
+use queue::{HAND_OVER_LOCKS, INTERVAL_MS, MAX_WAITING, SINK};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
+use thread::{start_collector, wake_collector};
 
 /// Sets the sink finished spans go to and the collector's interval;
 /// starts the collector thread if this process has none.
 pub(crate) fn set_sink(sink: Arc<dyn SpanSink>, interval: Duration) {
     if IN_CHILD.swap(false, Ordering::AcqRel) {
         DROPPED_IN_CHILD.store(0, Ordering::Relaxed);
-        SHARED.replace(Shared::new());
+        HAND_OVER_LOCKS.replace(HandOverLocks::new());
     }
     // spans that ended under the pipeline being replaced (a re-init) are
     // its own, as on the SDK path: they go to its sink first (and a record
     // of the old pipeline that reaches the new sink later is sent back to
     // its own by the new sink, before it queues it: `to_span_data::sort_out`)
-    let sh = shared();
+    let sh = locks();
     let submitting = lock(&sh.submitting);
     if queue::sink().is_some() {
         queue::drain_into(sh, None);
@@ -58,7 +62,7 @@ pub(crate) fn set_sink(sink: Arc<dyn SpanSink>, interval: Duration) {
 /// Forgets `sink` if it is still the one in use.
 pub(crate) fn release_sink(sink: &Arc<dyn SpanSink>) {
     // the sink is read under the lock it changes under (`set_sink`)
-    let submitting = lock(&shared().submitting);
+    let submitting = lock(&locks().submitting);
     let current = SINK.load(Ordering::Acquire);
     // SAFETY: as in `sink()`.
     match unsafe { current.as_ref() } {
@@ -104,14 +108,14 @@ const WAKE_AT: usize = MAX_WAITING / 2;
 /// collector is behind, the caller hands the oldest batch queued to the
 /// sink and queues its own; with no collector thread, it submits its own.
 #[inline(never)]
-pub(crate) fn hand_over(batch: Batch) {
+pub(crate) fn hand_over(batch: FinishedBatch) {
     if IN_CHILD.load(Ordering::Relaxed) {
         return;
     }
     if COLLECTOR_PID.load(Ordering::Relaxed) == 0 {
         return submit(vec![batch]);
     }
-    let sh = shared();
+    let sh = locks();
     let mut waiting = lock(&sh.waiting);
     if waiting.len() < MAX_WAITING {
         // the collector looks again by itself before the queue fills:

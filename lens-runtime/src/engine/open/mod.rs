@@ -100,24 +100,24 @@ struct Spans {
     /// never reused, so they order spans by start and tell a slot's
     /// current span from an earlier one.
     last_id: u64,
-    cx: Slab<Context>,
+    contexts: Slab<Context>,
     #[cfg(feature = "sdk-core")]
-    rec: Slab<Record>,
+    records: Slab<Record>,
     /// Records of lens's span path ended by truncation (and those that
-    /// had ended in `rec` before), oldest first, until the collector
-    /// takes them (ahead of `rec`'s finished ones, which ended after);
-    /// a span that ends stays in `rec`, marked finished.
+    /// had ended in `records` before), oldest first, until the collector
+    /// takes them (ahead of the finished ones of `records`, which ended after);
+    /// a span that ends stays in `records`, marked finished.
     #[cfg(feature = "sdk-core")]
-    done: Vec<Record>,
+    set_aside: Vec<Record>,
 }
 
 /// An open span taken out for truncation: built by the OpenTelemetry SDK
 /// (its context), or by lens's own recorder (its record).
 #[allow(clippy::large_enum_variant)] // only at truncation
 enum Entry {
-    Cx(Context),
+    Context(Context),
     #[cfg(feature = "sdk-core")]
-    Rec(Record),
+    Record(Record),
 }
 
 impl Spans {
@@ -127,20 +127,24 @@ impl Spans {
     }
 
     /// Takes every open span out, most recently started first (the
-    /// records that have ended join `done`).
+    /// records that have ended are set aside).
     fn take_all(&mut self) -> Vec<(u64, Entry)> {
         #[cfg(feature = "sdk-core")]
-        if self.rec.finished() > 0 {
-            let done = std::mem::take(&mut self.done);
-            self.done = self.rec.take_finished().into_vec_in(done);
+        if self.records.finished() > 0 {
+            let set_aside = std::mem::take(&mut self.set_aside);
+            self.set_aside = self.records.take_finished().into_vec_in(set_aside);
         }
         let mut spans: Vec<(u64, Entry)> = self
-            .cx
+            .contexts
             .take_all()
-            .map(|(id, c)| (id, Entry::Cx(c)))
+            .map(|(id, c)| (id, Entry::Context(c)))
             .collect();
         #[cfg(feature = "sdk-core")]
-        spans.extend(self.rec.take_all().map(|(id, r)| (id, Entry::Rec(r))));
+        spans.extend(
+            self.records
+                .take_all()
+                .map(|(id, r)| (id, Entry::Record(r))),
+        );
         spans.sort_unstable_by_key(|s| std::cmp::Reverse(s.0));
         spans
     }
@@ -220,7 +224,7 @@ impl Registration {
         if !self.list.is_current() {
             return; // registered in the parent process
         }
-        let removed = self.list.lock().cx.remove(self.slot, self.id);
+        let removed = self.list.lock().contexts.remove(self.slot, self.id);
         drop(removed); // a context: outside the lock
     }
 }
@@ -236,7 +240,7 @@ pub(crate) fn register(cx: &Context) -> Option<Registration> {
 #[inline(never)]
 fn register_slow(cx: &Context) -> Option<Registration> {
     let cx = cx.clone();
-    register_with(|spans, id| spans.cx.insert(id, cx))
+    register_with(|spans, id| spans.contexts.insert(id, cx))
 }
 
 /// Registers a span in this thread's list: `put` stores it under the new
@@ -266,11 +270,11 @@ pub(crate) fn truncate_all(reason: &str) -> usize {
         for (_, entry) in spans {
             #[allow(clippy::infallible_destructuring_match)] // one variant without sdk-core
             let cx = match entry {
-                Entry::Cx(cx) => cx,
+                Entry::Context(cx) => cx,
                 #[cfg(feature = "sdk-core")]
-                Entry::Rec(mut rec) => {
+                Entry::Record(mut rec) => {
                     rec.truncate(reason);
-                    list.lock().done.push(rec);
+                    list.lock().set_aside.push(rec);
                     n += 1;
                     continue;
                 }

@@ -48,7 +48,7 @@ mod line;
 
 use crate::api::semconv;
 use crate::engine::clock::from_system;
-use crate::sdk::export::sink::{Batch, Sink};
+use crate::sdk::export::sink::{EncodedBatch, Sink};
 use crate::sdk::report::{LossCause, SignalReport};
 use held::Held;
 pub(crate) use held::HELD_BYTES;
@@ -143,7 +143,7 @@ struct State {
     order: BTreeMap<u64, u64>,
     next_seq: u64,
     spare: Vec<Vec<Phase>>,
-    line: Batch,
+    line: EncodedBatch,
     /// The lines, when they go to no file.
     held: Option<Held>,
 }
@@ -261,7 +261,7 @@ impl Profile {
                 order: BTreeMap::new(),
                 next_seq: 0,
                 spare: Vec::new(),
-                line: Batch::default(),
+                line: EncodedBatch::default(),
                 held,
             }),
             written: AtomicU64::new(0),

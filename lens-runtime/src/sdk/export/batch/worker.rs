@@ -3,7 +3,7 @@
 
 use crate::config::otel::BatchSettings;
 use crate::diag;
-use crate::engine::record::Batch;
+use crate::engine::record::FinishedBatch;
 use crate::engine::to_span_data;
 use crate::sdk::export::queue::{export_batches, Queue};
 use crate::sdk::export::SpanCounters;
@@ -32,7 +32,7 @@ pub(super) struct State {
     pub(super) resource: Option<Resource>,
 }
 
-pub(super) struct Shared {
+pub(super) struct ProcessorCore {
     pub(super) state: Mutex<State>,
     /// Wakes the exporter thread.
     pub(super) work: Condvar,
@@ -46,7 +46,7 @@ pub(super) struct Shared {
     pub(super) epoch: u64,
 }
 
-impl Shared {
+impl ProcessorCore {
     pub(super) fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -83,7 +83,7 @@ impl Shared {
 
 /// The exporter thread: waits for a full batch, the scheduled delay, a flush
 /// or shutdown; exports without holding the queue's lock.
-pub(super) fn run<E: SpanExporter>(mut exporter: E, shared: &Shared) {
+pub(super) fn run<E: SpanExporter>(mut exporter: E, shared: &ProcessorCore) {
     let settings = shared.settings;
     let mut spare: VecDeque<SpanData> = VecDeque::new();
     let mut last_export = Instant::now();
@@ -121,7 +121,7 @@ pub(super) fn run<E: SpanExporter>(mut exporter: E, shared: &Shared) {
         let records = st.queue.take_records();
         // what this round takes out of the queue is in flight until
         // exported (a shutdown that gives up counts it as lost)
-        let taken = spare.len() + records.iter().map(Batch::len).sum::<usize>();
+        let taken = spare.len() + records.iter().map(FinishedBatch::len).sum::<usize>();
         st.in_flight = taken;
         let ticket = st.flush_requested;
         let shutting_down = st.shutdown;
