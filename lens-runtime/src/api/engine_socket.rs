@@ -16,12 +16,31 @@
 
 pub use crate::engine::attrs::Attrs;
 pub(crate) use crate::engine::names::{SPAN_TRUNCATED, SPAN_TRUNCATED_REASON};
+#[cfg(feature = "sdk-core")]
+pub(crate) use crate::engine::open::record_slots::find;
 pub(crate) use crate::engine::open::{register, Registration};
 #[cfg(feature = "sdk-core")]
-pub(crate) use crate::engine::{clock, open::record_slots::find, recorder, sdk_tracer};
+pub(crate) use crate::engine::recorder::placement::{OwnedRef, SpanPlace, Written};
 /// The provider [`set_tracer_provider`](crate::set_tracer_provider)
 /// installs lens spans from.
 #[cfg(feature = "sdk-core")]
 pub(crate) use opentelemetry_sdk::trace::SdkTracerProvider;
+
+/// Lens's own recorder: the one in use, and a span's end.
 #[cfg(feature = "sdk-core")]
-pub(crate) use recorder::placement::{OwnedRef, SpanPlace, Written};
+pub(crate) mod recorder {
+    pub(crate) use crate::engine::recorder::Recorder;
+    pub(crate) use crate::engine::recorder::{end_record, forget_after_fork, get, ids_only};
+}
+
+/// The clock of the recorder's records.
+#[cfg(feature = "sdk-core")]
+pub(crate) mod clock {
+    pub(crate) use crate::engine::clock::now;
+}
+
+/// The slot of the SDK's tracer.
+#[cfg(feature = "sdk-core")]
+pub(crate) mod sdk_tracer {
+    pub(crate) use crate::engine::sdk_tracer::{get, set};
+}
