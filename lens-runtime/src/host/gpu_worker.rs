@@ -77,6 +77,8 @@ struct State {
     stop: bool,
 }
 
+/// What a worker's handles and its NVML thread share: the state, the
+/// condition it changes under, the warnings given, and the timing.
 struct WorkerCore {
     state: Mutex<State>,
     changed: Condvar,

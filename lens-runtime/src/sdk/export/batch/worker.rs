@@ -32,6 +32,9 @@ pub(super) struct State {
     pub(super) resource: Option<Resource>,
 }
 
+/// What the batch processor's handles and its exporter thread share:
+/// the queue and its state, the conditions they wait on, the settings,
+/// the counters and the redactor.
 pub(super) struct ProcessorCore {
     pub(super) state: Mutex<State>,
     /// Wakes the exporter thread.
