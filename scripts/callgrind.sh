@@ -13,7 +13,7 @@
 # constructor by spinning for a fixed wall-clock time).
 #
 # Handing lens's own span records to the sink
-# (`collect::collector::submit_to`) is left out too: natively the collector
+# (`engine::collector::queue::submit_to`) is left out too: natively the collector
 # thread does it, but valgrind runs one thread at a time, so the periodic
 # flushes of the driver do it on the calling thread whenever the collector
 # has not had a turn, and the count would measure valgrind's scheduling.
@@ -112,7 +112,7 @@ main_thread_ir() {
     rm -f "$out" "$out"-*
     valgrind --tool=callgrind --separate-threads=yes --fair-sched=yes \
         --collect-atstart=no --toggle-collect='callgrind_disabled::run' \
-        --toggle-collect='lens_runtime::api::span::record::collect::collector::submit_to' \
+        --toggle-collect='lens_runtime::engine::collector::queue::submit_to' \
         --callgrind-out-file="$out" \
         "$BIN" "$mode" "$n" >"$out.log" 2>&1 || { cat "$out.log" >&2; return 1; }
     # Thread 1 is the main thread; its file carries `summary:`/`totals:`.

@@ -12,7 +12,8 @@
 //! | `sdk/` | pipeline per backend, exporters, batch processor, ids, sampler, GPU metrics, log bridge, redaction, fork | the OpenTelemetry SDK |
 //! | `host/` | facts about the host: resource detection (rank, SLURM, K8s, GPUs) | config, api |
 //! | `config/` | `LensConfig`, `OTEL_*` settings, export strategies | api |
-//! | `api/` | span groups, attributes, guards, futures, semantic conventions, instrument sets, W3C propagation | the OpenTelemetry API only |
+//! | `api/` | span groups, attributes, guards, futures, semantic conventions, instrument sets, W3C propagation | the OpenTelemetry API, the engine through one socket (`api/engine_socket.rs`) |
+//! | `engine/` | the span engine: open-span lists, lens's span recorder, the collector, records to `SpanData`; the SDK tracer's slot | the OpenTelemetry API and SDK |
 //! | `diag`, `vars` | best-effort diagnostics on stderr; the one reader of the environment | std |
 
 // docs.rs (`--cfg docsrs`): "Available on crate feature … only" badges
@@ -26,6 +27,7 @@ mod bridge;
 mod config;
 #[cfg(feature = "sdk-core")]
 mod diag;
+mod engine;
 #[cfg(feature = "sdk-core")]
 mod host;
 #[cfg(feature = "sdk-core")]

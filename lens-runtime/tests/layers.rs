@@ -1,13 +1,17 @@
 //! The runtime's module graph: layers only depend downward, and no module
 //! depends on itself through others.
 //!
-//! Layers, lowest first: `diag`, `vars`, `api`, `config`, `host`, `sdk`,
-//! `bridge`, `setup`.
+//! Layers, lowest first: `diag`, `vars`, `engine`, `api`, `config`,
+//! `host`, `sdk`, `bridge`, `setup`.
 //! A module is a file under `src/` (`src/sdk/export/batch.rs` is
 //! `sdk::export::batch`, `src/config/mod.rs` is `config`); `lib.rs` and
 //! test-only helpers are not part of the graph. An edge is a `crate::…`
 //! path, a `super::…` path, or a use of a child module by name, outside
 //! comments and `#[cfg(test)] mod tests` / `mod examples`.
+//!
+//! The wall between `api` and the span engine: no file of `src/api/` but
+//! its one socket, `api/engine_socket.rs`, names `opentelemetry_sdk` or
+//! the engine (`crate::engine`), outside comments and unit tests.
 
 mod common;
 
@@ -16,8 +20,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 const LAYERS: &[&str] = &[
-    "diag", "vars", "api", "config", "host", "sdk", "bridge", "setup",
+    "diag", "vars", "engine", "api", "config", "host", "sdk", "bridge", "setup",
 ];
+/// The one file of `src/api/` that may name the engine and the SDK.
+const SOCKET: &str = "api/engine_socket.rs";
 /// Files that are not part of the graph.
 const EXEMPT: &[&str] = &["lib.rs", "metrics_test_support.rs", "test_rng.rs"];
 
@@ -31,8 +37,11 @@ fn layer(module: &str) -> usize {
 
 /// The file's code without comments and without its unit tests.
 fn code(text: &str) -> String {
-    // unit tests and examples kept as unit tests are not part of the graph
-    let test_only = ["#[cfg(test)]\nmod tests", "#[cfg(test)]\nmod examples"];
+    // unit tests and examples kept as unit tests are not part of the graph:
+    // an inline module of them is cut from there to the end (it comes
+    // last); a `mod tests;` line (at the top) names a file of its own,
+    // which is a module of the graph
+    let test_only = ["#[cfg(test)]\nmod tests {", "#[cfg(test)]\nmod examples {"];
     let text = match test_only.iter().filter_map(|m| text.find(m)).min() {
         Some(i) => &text[..i],
         None => text,
@@ -171,5 +180,60 @@ fn the_module_graph_has_no_cycle() {
         cycles.is_empty(),
         "import cycles:\n{}",
         cycles.into_iter().collect::<Vec<_>>().join("\n")
+    );
+}
+
+/// Whether `rel` (a path under `src/`) is a file of unit tests only: a
+/// `tests.rs`, or a file under a `tests/` folder (each is declared
+/// `#[cfg(test)] mod tests;` by its parent).
+fn is_test_file(rel: &str) -> bool {
+    rel.ends_with("/tests.rs") || rel.contains("/tests/")
+}
+
+/// Whether `code` names `name` as a whole path segment (not `my_name`,
+/// not `name_socket`).
+fn names(code: &str, name: &str) -> bool {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    code.match_indices(name).any(|(i, _)| {
+        !code[..i].chars().next_back().is_some_and(ident)
+            && !code[i + name.len()..].chars().next().is_some_and(ident)
+    })
+}
+
+/// What of the engine and the SDK each file of `api/` names, but for its
+/// socket: `file: name` for each, in order.
+fn api_reaching_past_the_socket(src: &Path) -> Vec<String> {
+    let mut all = Vec::new();
+    files(&src.join("api"), &mut all);
+    all.sort();
+    let mut found = Vec::new();
+    for f in &all {
+        let rel = f
+            .strip_prefix(src)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        if rel == SOCKET || is_test_file(&rel) {
+            continue;
+        }
+        let code = code(&std::fs::read_to_string(f).unwrap());
+        for name in ["opentelemetry_sdk", "crate::engine"] {
+            if names(&code, name) {
+                found.push(format!("src/{rel}: {name}"));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn api_reaches_the_engine_and_the_sdk_only_through_its_socket() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    assert!(src.join(SOCKET).is_file(), "the socket {SOCKET} is gone");
+    let found = api_reaching_past_the_socket(&src);
+    assert!(
+        found.is_empty(),
+        "files of api/ that name the engine or the OpenTelemetry SDK past its one socket ({SOCKET}; take what they need through it):\n{}",
+        found.join("\n")
     );
 }

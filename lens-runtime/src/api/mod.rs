@@ -3,6 +3,7 @@
 //! conventions, the instrument sets and W3C propagation).
 
 pub(crate) mod attr;
+pub(crate) mod engine_socket;
 pub(crate) mod future;
 pub(crate) mod groups;
 pub(crate) mod metrics;

@@ -152,9 +152,9 @@ pub const NEMO_RUN_ID: &str = "nemo.run.id";
 /// `nemo.user.id`
 pub const NEMO_USER_ID: &str = "nemo.user.id";
 /// `nemo.span.truncated`: the span was still open at telemetry shutdown.
-pub const NEMO_SPAN_TRUNCATED: &str = "nemo.span.truncated";
+pub const NEMO_SPAN_TRUNCATED: &str = super::engine_socket::SPAN_TRUNCATED;
 /// `nemo.span.truncated.reason`
-pub const NEMO_SPAN_TRUNCATED_REASON: &str = "nemo.span.truncated.reason";
+pub const NEMO_SPAN_TRUNCATED_REASON: &str = super::engine_socket::SPAN_TRUNCATED_REASON;
 
 // === wandb.* ===
 /// `wandb.entity`

@@ -1,6 +1,18 @@
 //! Span guards: creation, context attachment, panic marking, end on drop.
 
+pub(crate) mod exception;
+pub(crate) mod handle;
+#[cfg(feature = "sdk-core")]
+mod in_place;
+pub(crate) mod live;
+pub(crate) mod opts;
+pub(crate) mod panic;
+pub(crate) mod start;
+mod status;
+pub(crate) mod tracer;
+
 use crate::api::attr::AttributeValue;
+use crate::api::engine_socket::{self as engine, Registration};
 use opentelemetry::trace::{Status, TraceContextExt};
 use opentelemetry::{Context, ContextGuard, Key, KeyValue};
 use std::borrow::Cow;
@@ -8,13 +20,13 @@ use std::fmt::{self, Display};
 use std::mem::ManuallyDrop;
 use std::sync::atomic::Ordering;
 
+pub(crate) use crate::api::scope::SCOPE_NAME;
 use exception::record_exception;
 pub(crate) use handle::{span_of, SpanHandle};
 #[cfg(feature = "sdk-core")]
 pub(crate) use panic::install_panic_hook;
 use panic::{forget_panic_message, panic_message, PANIC_RECORDED};
 pub use status::SpanStatus;
-pub(crate) use tracer::SCOPE_NAME;
 #[cfg(feature = "sdk-core")]
 pub use tracer::{clear_tracer_provider, set_tracer_provider};
 #[cfg(feature = "sdk-core")]
@@ -38,14 +50,14 @@ pub struct LensSpan {
     inner: ManuallyDrop<SpanInner>,
 }
 
-/// Each field is written in place by `in_place::write_recorded` too: a
+/// Each field is written in place by `in_place::write_from_recorder` too: a
 /// field added here must be written there.
 struct SpanInner {
     cx: Context,
-    open: Option<open::Registration>,
+    open: Option<Registration>,
     /// Whether `open` is the record of a span of lens's own path.
     #[cfg(feature = "sdk-core")]
-    recorded: bool,
+    has_record: bool,
 }
 
 impl SpanInner {
@@ -54,8 +66,8 @@ impl SpanInner {
     #[inline]
     fn handle(&self) -> SpanHandle<'_> {
         #[cfg(feature = "sdk-core")]
-        if let (true, Some(reg)) = (self.recorded, self.open) {
-            return SpanHandle::Rec(reg);
+        if let (true, Some(reg)) = (self.has_record, self.open) {
+            return SpanHandle::Record(reg);
         }
         SpanHandle::Otel(self.cx.span())
     }
@@ -70,12 +82,12 @@ impl SpanInner {
             forget_panic_message();
         }
         #[cfg(feature = "sdk-core")]
-        if self.recorded {
+        if self.has_record {
             // read, not taken: `finish` runs once, and the span is dropped
             // right after it
             if let Some(reg) = self.open {
                 let sampled = || self.cx.span().span_context().is_sampled();
-                record::end(&reg, sampled, record::clock::now());
+                engine::recorder::end_record(&reg, sampled, engine::clock::now());
             }
             return;
         }
@@ -115,13 +127,13 @@ impl LensSpan {
     #[inline]
     fn new(cx: Context) -> Self {
         forget_stale_panic();
-        let open = open::register(&cx);
+        let open = engine::register(&cx);
         LensSpan {
             inner: ManuallyDrop::new(SpanInner {
                 cx,
                 open,
                 #[cfg(feature = "sdk-core")]
-                recorded: false,
+                has_record: false,
             }),
         }
     }
@@ -136,7 +148,7 @@ impl LensSpan {
                 cx: Context::new(),
                 open: None,
                 #[cfg(feature = "sdk-core")]
-                recorded: false,
+                has_record: false,
             }),
         }
     }
@@ -579,20 +591,3 @@ pub fn record_result_debug<T, E: fmt::Debug>(guard: &SpanGuard, result: &Result<
         g.record_error_debug(e);
     }
 }
-
-pub(crate) mod exception;
-pub(crate) mod fresh;
-pub(crate) mod handle;
-#[cfg(feature = "sdk-core")]
-pub(crate) mod ids;
-#[cfg(feature = "sdk-core")]
-mod in_place;
-pub(crate) mod live;
-pub(crate) mod open;
-pub(crate) mod opts;
-pub(crate) mod panic;
-#[cfg(feature = "sdk-core")]
-pub(crate) mod record;
-pub(crate) mod start;
-mod status;
-pub(crate) mod tracer;

@@ -21,7 +21,7 @@ use tracing::Metadata;
 
 /// What the filter and the layer share: the routes and the callsite table.
 #[derive(Debug)]
-pub(crate) struct Shared {
+pub(crate) struct RouteTable {
     /// `(target prefix, index into routes + 1, or 0 for off)`, longest first.
     targets: Box<[(String, u32)]>,
     /// Index + 1 of the default route, 0 for off.
@@ -33,7 +33,7 @@ pub(crate) struct Shared {
     callsites: Callsites,
 }
 
-impl Shared {
+impl RouteTable {
     pub(crate) fn new(bridge: Routes, global: bool) -> Self {
         let mut routes = Vec::new();
         let mut index = |r: Option<Route>| match r {
@@ -52,7 +52,7 @@ impl Shared {
         }
         targets.sort_by_key(|t| std::cmp::Reverse(t.0.len()));
         let default = index(bridge.default);
-        Shared {
+        RouteTable {
             targets: targets.into_boxed_slice(),
             default,
             routes: routes.into_boxed_slice(),

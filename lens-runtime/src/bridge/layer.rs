@@ -3,7 +3,7 @@
 //! span events or log records.
 
 use super::fields::{merge, Fields};
-use super::filter::Shared;
+use super::filter::RouteTable;
 use super::route::{Route, Routes, TracingMode};
 use crate::api::semconv::{CODE_FILE_PATH, CODE_LINE_NUMBER, CODE_NAMESPACE};
 use crate::api::span::start::{start_detached_builder, start_detached_in};
@@ -103,7 +103,7 @@ fn entry_context(id: u64) -> Option<Context> {
 /// ```
 #[derive(Debug)]
 pub struct TracingLayer {
-    shared: Arc<Shared>,
+    shared: Arc<RouteTable>,
     /// Forward events to the log bridge here (no `LogBridgeLayer` below).
     #[cfg_attr(not(feature = "logs"), allow(dead_code))]
     forward_logs: bool,
@@ -112,7 +112,7 @@ pub struct TracingLayer {
 impl TracingLayer {
     pub(crate) fn new(routes: Routes, global: bool) -> Self {
         TracingLayer {
-            shared: Arc::new(Shared::new(routes, global)),
+            shared: Arc::new(RouteTable::new(routes, global)),
             forward_logs: true,
         }
     }

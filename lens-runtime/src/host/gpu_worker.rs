@@ -77,7 +77,9 @@ struct State {
     stop: bool,
 }
 
-struct Shared {
+/// What a worker's handles and its NVML thread share: the state, the
+/// condition it changes under, the warnings given, and the timing.
+struct WorkerCore {
     state: Mutex<State>,
     changed: Condvar,
     warned: Mutex<HashSet<String>>,
@@ -85,7 +87,7 @@ struct Shared {
     timing: Timing,
 }
 
-impl Shared {
+impl WorkerCore {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -103,7 +105,7 @@ impl Shared {
 /// A handle on an NVML sampling thread; clones share it.
 #[derive(Clone)]
 pub(crate) struct Worker {
-    shared: Arc<Shared>,
+    shared: Arc<WorkerCore>,
 }
 
 impl std::fmt::Debug for Worker {
@@ -154,7 +156,7 @@ impl Worker {
     /// Starts the thread: it runs `load`, then discovery over `raw` (the
     /// value of `CUDA_VISIBLE_DEVICES`), then waits for [`Self::start_sampling`].
     pub(crate) fn start(load: Loader, raw: Option<String>, timing: Timing, warn: Warn) -> Worker {
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(WorkerCore {
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
             warned: Mutex::new(HashSet::new()),
@@ -317,7 +319,7 @@ pub(crate) fn visible_count(raw: Option<&str>, worker: Option<&Worker>) -> Optio
 }
 
 /// The thread: load, discover, then sweep every period while sampling.
-fn run(shared: &Arc<Shared>, load: Loader, raw: Option<&str>) {
+fn run(shared: &Arc<WorkerCore>, load: Loader, raw: Option<&str>) {
     let worker = Worker {
         shared: shared.clone(),
     };
@@ -377,7 +379,7 @@ fn run(shared: &Arc<Shared>, load: Loader, raw: Option<&str>) {
 }
 
 /// Reads every query of device `d` and stores the sample.
-fn sample_device(shared: &Shared, lib: &mut dyn GpuLib, d: usize, device: &GpuDevice) {
+fn sample_device(shared: &WorkerCore, lib: &mut dyn GpuLib, d: usize, device: &GpuDevice) {
     let i = device.index;
     // one NVML call, timed against the deadline, its failure warned once
     let mut call = |what: &str, f: &mut dyn FnMut(&mut dyn GpuLib) -> Result<u64, GpuError>| {

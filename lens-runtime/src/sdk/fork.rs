@@ -146,7 +146,7 @@ pub(crate) fn note_dropped() {
 
 /// Spans dropped in this inert child so far.
 pub(crate) fn dropped_in_child() -> u64 {
-    DROPPED_IN_CHILD.load(Ordering::Relaxed) + crate::api::span::record::dropped_in_child()
+    DROPPED_IN_CHILD.load(Ordering::Relaxed) + crate::engine::recorder::dropped_in_child()
 }
 
 /// Registers the fork handler, once per process.
@@ -189,7 +189,7 @@ extern "C" fn child() {
         PENDING.store(true, Ordering::Release);
     }
     crate::api::span::forget_tracer_after_fork();
-    crate::api::span::open::reset_after_fork();
+    crate::engine::open::reset_after_fork();
     // batches in flight in the parent's threads do not exist here
-    crate::api::span::open::records::reset_after_fork();
+    crate::engine::open::record_slots::reset_after_fork();
 }

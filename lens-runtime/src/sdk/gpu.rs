@@ -38,6 +38,9 @@
 //! No driver, no library or no visible GPU: nothing is registered and one
 //! warning says why, once per cause.
 
+#[cfg(test)]
+mod tests;
+
 use crate::api::semconv as sc;
 use crate::host::gpu_sample::Sample;
 use crate::host::gpu_worker::{self, Readings, Worker};
@@ -274,6 +277,3 @@ const INSTRUMENTS: [Instrument; 7] = [
         read: Read::Gauge(|s| s.temperature_c),
     },
 ];
-
-#[cfg(test)]
-mod tests;

@@ -1,9 +1,9 @@
 //! Trace and span ids that are unique across threads, across ranks whose
 //! code seeds its RNGs identically, and across `fork()`ed children: the
 //! SDK's `IdGenerator` over the per-thread source lens's span recorder
-//! draws from ([`crate::api::span::ids`]).
+//! draws from ([`crate::engine::recorder::ids`]).
 
-use crate::api::span::ids;
+use crate::engine::recorder::ids;
 use opentelemetry::trace::{SpanId, TraceId};
 use opentelemetry_sdk::trace::IdGenerator;
 

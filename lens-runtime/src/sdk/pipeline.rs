@@ -2,10 +2,11 @@
 //! chosen once, the tracer, meter and logger providers built on it, and
 //! flush / shutdown with one deadline for all signals.
 
-use crate::api::span::record::{Recorder, SpanSink};
 use crate::api::span::SCOPE_NAME;
 use crate::config::otel::{BatchSettings, OtelEnv};
 use crate::config::{ExporterKind, LensConfig, OtelContext, SpanPath};
+use crate::engine::record::SpanSink;
+use crate::engine::recorder::Recorder;
 use crate::sdk::deadline::{spawn_all, trouble_of, wait_all, Task, Troubles};
 use crate::sdk::export::{self, batch::BatchProcessor, console, file, log_count::LogCounters};
 use crate::sdk::export::{perfetto::PerfettoExporter, perfetto::PerfettoFiles};
@@ -452,7 +453,7 @@ impl Pipeline {
         let waiting = spawn_all(self.sdk_tasks(false, timeout), "flush");
         let mut troubles = Troubles::new();
         if self.span_sink.is_some() {
-            crate::api::span::record::drain(deadline);
+            crate::engine::recorder::drain(deadline);
         }
         if let Some(p) = &self.spans {
             if let Err(e) = p.flush_within(timeout) {
@@ -478,8 +479,8 @@ impl Pipeline {
         // Then the provider is marked shut down (the processor, finished or
         // given up on, answers at once).
         if let Some(sink) = &self.span_sink {
-            crate::api::span::record::drain(deadline);
-            crate::api::span::record::release_sink(sink);
+            crate::engine::recorder::drain(deadline);
+            crate::engine::recorder::release_sink(sink);
         }
         if let Some(p) = &self.spans {
             if let Err(e) = p.shutdown_with_timeout(timeout) {

@@ -2,8 +2,9 @@
 //! processor (which redacts; then counting), the SDK's batch log processor
 //! (redaction, counting), and the count of spans that ended.
 
-use crate::api::span::record::{Recorder, SpanSink};
 use crate::config::otel::{BatchSettings, LogBatch};
+use crate::engine::record::SpanSink;
+use crate::engine::recorder::Recorder;
 use crate::sdk::export::batch::BatchProcessor;
 use crate::sdk::export::log_count::{CountEmitted, CountExported, LogCounters};
 use crate::sdk::export::{Counting, SpanCounters};
@@ -73,12 +74,12 @@ pub(crate) fn own_recorder(
     });
     // the recorder draws its ids from the fork-safe source: its fork
     // handler is registered
-    crate::api::span::ids::install_fork_handler();
+    crate::engine::recorder::ids::install_fork_handler();
     let rec = Recorder {
         sampler,
         default_sampling,
         ids_only,
-        common: crate::api::span::record::Common::new(
+        settings: crate::engine::record::RecordSettings::new(
             crate::api::span::SCOPE_NAME,
             Some(env!("CARGO_PKG_VERSION")),
         )
@@ -99,9 +100,10 @@ pub(crate) struct RecorderSink {
     pub(crate) processor: BatchProcessor,
 }
 
-impl crate::api::span::record::SpanSink for RecorderSink {
-    fn submit(&self, batches: Vec<crate::api::span::record::Batch>) {
-        use crate::api::span::record::{build, may_mix_pipelines};
+impl SpanSink for RecorderSink {
+    fn submit(&self, batches: Vec<crate::engine::record::FinishedBatch>) {
+        use crate::engine::recorder::may_mix_pipelines;
+        use crate::engine::to_span_data as build;
         // another pipeline's records go to it now, before this queue
         // (and unsampled ones nowhere); with one pipeline ever, every
         // record is this sink's, and the records are not read here (the

@@ -3,8 +3,9 @@
 
 use super::signal;
 use crate::api::groups::{set_enabled_span_groups, SpanGroupSet};
-use crate::api::span::{self, open};
+use crate::api::span;
 use crate::config::otel::DEFAULT_FLUSH_TIMEOUT;
+use crate::engine::open;
 use crate::sdk::export::SpanCounters;
 use crate::sdk::pipeline::Pipeline;
 use crate::sdk::profile::Profiling;

@@ -6,8 +6,9 @@ use super::error::SetupError;
 use super::handle::{take_over, teardown_globals, TelemetryHandle};
 use super::signal;
 use crate::api::groups::set_enabled_span_groups;
-use crate::api::span::{self, open};
+use crate::api::span;
 use crate::config::plan::Plan;
+use crate::engine::open;
 use crate::host::resource::{self, Detect};
 use crate::sdk::pipeline::{Inputs, Pipeline};
 use crate::sdk::redact::{RedactingMeterProvider, Redactor};
@@ -103,7 +104,7 @@ impl TelemetryBuilder {
         if let Some(tp) = &pipeline.tracer_provider {
             span::set_tracer_provider(tp);
             if let Some((rec, sink, interval)) = recorder {
-                span::record::install(rec, sink, interval);
+                crate::engine::recorder::install(rec, sink, interval);
             }
             open::set_tracking(true);
         }

@@ -9,9 +9,10 @@ use super::builder::TelemetryBuilder;
 use super::handle::TelemetryHandle;
 use super::signal;
 use crate::api::groups::set_enabled_span_groups;
-use crate::api::span::{self, open};
+use crate::api::span;
 use crate::config::plan::Plan;
 use crate::config::{ExporterKind, LensConfig};
+use crate::engine::open;
 use crate::sdk::profile::{Meta, Profiling};
 use std::sync::Arc;
 

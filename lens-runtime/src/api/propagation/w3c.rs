@@ -39,6 +39,9 @@
 //! can represent, and the propagator keeps the complete list beside it in the
 //! context, so a span continuing the trace injects all members unchanged.
 
+#[cfg(test)]
+mod tests;
+
 use opentelemetry::propagation::{
     text_map_propagator::FieldIter, Extractor, Injector, TextMapPropagator,
 };
@@ -271,6 +274,3 @@ impl TextMapPropagator for W3cPropagator {
         FieldIter::new(FIELDS.get_or_init(|| [TRACEPARENT.to_owned(), TRACESTATE.to_owned()]))
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -12,7 +12,7 @@ use opentelemetry::{Context, KeyValue};
 use std::borrow::Cow;
 
 #[cfg(feature = "sdk-core")]
-use super::open::Registration;
+use crate::api::engine_socket::{find, recorder, Registration};
 
 /// Where span operations go.
 pub(crate) enum SpanHandle<'a> {
@@ -21,7 +21,7 @@ pub(crate) enum SpanHandle<'a> {
     Otel(SpanRef<'a>),
     /// The record of a span of lens's own path.
     #[cfg(feature = "sdk-core")]
-    Rec(Registration),
+    Record(Registration),
 }
 
 /// The span of `cx`, reaching the record of a span of lens's path whose
@@ -29,11 +29,11 @@ pub(crate) enum SpanHandle<'a> {
 pub(crate) fn span_of(cx: &Context) -> SpanHandle<'_> {
     let span = cx.span();
     #[cfg(feature = "sdk-core")]
-    if super::record::ids_only() && !span.is_recording() {
+    if recorder::ids_only() && !span.is_recording() {
         let sc = span.span_context();
         if sc.is_valid() && !sc.is_remote() {
-            if let Some(reg) = super::open::records::find(sc.trace_id(), sc.span_id()) {
-                return SpanHandle::Rec(reg);
+            if let Some(reg) = find(sc.trace_id(), sc.span_id()) {
+                return SpanHandle::Record(reg);
             }
         }
     }
@@ -45,7 +45,7 @@ impl SpanHandle<'_> {
         match self {
             SpanHandle::Otel(s) => s.is_recording(),
             #[cfg(feature = "sdk-core")]
-            SpanHandle::Rec(reg) => reg.with_record(|_| ()).is_some(),
+            SpanHandle::Record(reg) => reg.with_record(|_| ()).is_some(),
         }
     }
 
@@ -53,7 +53,7 @@ impl SpanHandle<'_> {
         match self {
             SpanHandle::Otel(s) => s.set_attribute(attribute),
             #[cfg(feature = "sdk-core")]
-            SpanHandle::Rec(reg) => {
+            SpanHandle::Record(reg) => {
                 reg.with_record(|r| r.set_attribute(attribute));
             }
         }
@@ -64,7 +64,7 @@ impl SpanHandle<'_> {
         match self {
             SpanHandle::Otel(s) => s.set_attributes(attributes),
             #[cfg(feature = "sdk-core")]
-            SpanHandle::Rec(reg) => {
+            SpanHandle::Record(reg) => {
                 reg.with_record(|r| attributes.into_iter().for_each(|a| r.set_attribute(a)));
             }
         }
@@ -74,7 +74,7 @@ impl SpanHandle<'_> {
         match self {
             SpanHandle::Otel(s) => s.add_event(name, attributes),
             #[cfg(feature = "sdk-core")]
-            SpanHandle::Rec(reg) => {
+            SpanHandle::Record(reg) => {
                 // the caller's conversion runs before the list is locked
                 let (name, now) = (name.into(), opentelemetry::time::now());
                 reg.with_record(|r| r.add_event(name, now, attributes));
@@ -86,7 +86,7 @@ impl SpanHandle<'_> {
         match self {
             SpanHandle::Otel(s) => s.set_status(status),
             #[cfg(feature = "sdk-core")]
-            SpanHandle::Rec(reg) => {
+            SpanHandle::Record(reg) => {
                 reg.with_record(|r| r.set_status(status));
             }
         }
@@ -97,7 +97,7 @@ impl SpanHandle<'_> {
         match self {
             SpanHandle::Otel(s) => s.update_name(name),
             #[cfg(feature = "sdk-core")]
-            SpanHandle::Rec(reg) => {
+            SpanHandle::Record(reg) => {
                 let name = name.into(); // before the list is locked
                 reg.with_record(|r| r.update_name(name));
             }
@@ -109,7 +109,7 @@ impl SpanHandle<'_> {
         match self {
             SpanHandle::Otel(s) => s.add_link(span_context, attributes),
             #[cfg(feature = "sdk-core")]
-            SpanHandle::Rec(reg) => {
+            SpanHandle::Record(reg) => {
                 reg.with_record(|r| r.add_link(span_context, attributes));
             }
         }

@@ -4,9 +4,8 @@
 //! and copied), and what a start or an attach that panics leaves is ended
 //! here, not leaked.
 
-use super::{
-    forget_stale_panic, open, record, record_panic, ActiveGuard, LensSpan, SpanHandle, SpanInner,
-};
+use super::{forget_stale_panic, record_panic, ActiveGuard, LensSpan, SpanHandle, SpanInner};
+use crate::api::engine_socket::{clock, recorder, Registration, SpanPlace, Written};
 use opentelemetry::ContextGuard;
 
 /// Ends, with the panic unwinding through it, the record of a span whose
@@ -15,15 +14,15 @@ use opentelemetry::ContextGuard;
 /// ended it: not left open to be truncated at shutdown.
 #[cold]
 #[inline(never)]
-fn end_unstarted(reg: open::Registration) {
-    record_panic(&SpanHandle::Rec(reg));
+fn end_unstarted(reg: Registration) {
+    record_panic(&SpanHandle::Record(reg));
     // made in this process (a fork cannot come between), so never counted
     // as a span lost in a child
-    record::end(&reg, || false, record::clock::now());
+    recorder::end_record(&reg, || false, clock::now());
 }
 
 /// Writes the span `start` writes into `span`, a span of lens's own path:
-/// its context and registration (by `start`), then its `recorded` flag.
+/// its context and registration (by `start`), then its `has_record` flag.
 /// If `start` panics once the record is registered (making its context:
 /// an OpenTelemetry context observer's view), the record is ended with
 /// the panic, and `span` is left unwritten.
@@ -33,16 +32,16 @@ fn end_unstarted(reg: open::Registration) {
 /// `span` is valid for writes and holds no value; it holds one when this
 /// returns.
 #[inline(always)]
-unsafe fn write_recorded(
+unsafe fn write_from_recorder(
     span: *mut LensSpan,
-    start: impl for<'a> FnOnce(record::StartOut<'a>) -> record::Written<'a>,
+    start: impl for<'a> FnOnce(SpanPlace<'a>) -> Written<'a>,
 ) {
     /// The registration written so far, ended if the start unwinds.
-    struct EndOnUnwind(*const Option<open::Registration>);
+    struct EndOnUnwind(*const Option<Registration>);
     impl Drop for EndOnUnwind {
         #[inline(always)]
         fn drop(&mut self) {
-            // SAFETY: the slot is initialised by `StartOut::new` (`None`
+            // SAFETY: the slot is initialised by `SpanPlace::new` (`None`
             // until the record is registered), and nothing else reads it
             if let Some(reg) = unsafe { *self.0 } {
                 end_unstarted(reg);
@@ -51,9 +50,9 @@ unsafe fn write_recorded(
     }
     // SAFETY: the pointers are to fields of `*span` (`ManuallyDrop` is
     // `repr(transparent)`), each written before the return: `open` (by
-    // `StartOut::new`, then by `start`) and `cx` by `start` (the `Written`
-    // it returns can only have been made by writing this very `StartOut`:
-    // it is branded with its lifetime), then `recorded`. If `start`
+    // `SpanPlace::new`, then by `start`) and `cx` by `start` (the `Written`
+    // it returns can only have been made by writing this very `SpanPlace`:
+    // it is branded with its lifetime), then `has_record`. If `start`
     // panics, only `open` was written (each `start` returns `write`'s
     // proof at once: a panic after the write would leak the context, not
     // read it), and its registration, if any, is ended here (a
@@ -61,14 +60,14 @@ unsafe fn write_recorded(
     unsafe {
         let inner = std::ptr::addr_of_mut!((*span).inner).cast::<SpanInner>();
         let open = std::ptr::addr_of_mut!((*inner).open);
-        let out = record::StartOut::new(
+        let out = SpanPlace::new(
             &mut *std::ptr::addr_of_mut!((*inner).cx).cast(),
             &mut *open.cast(),
         );
         let end_on_unwind = EndOnUnwind(open);
         let _written = start(out);
         std::mem::forget(end_on_unwind);
-        std::ptr::addr_of_mut!((*inner).recorded).write(true);
+        std::ptr::addr_of_mut!((*inner).has_record).write(true);
     }
     // after the start, not before (before, it is one more call on every
     // span's path, with nothing to forget nearly always). So a
@@ -81,14 +80,12 @@ impl LensSpan {
     /// A span of lens's own path, made where it is returned: `start`
     /// writes its context and registration straight into its fields.
     #[inline(always)]
-    pub(super) fn recorded(
-        start: impl for<'a> FnOnce(record::StartOut<'a>) -> record::Written<'a>,
-    ) -> Self {
+    pub(super) fn from_recorder(start: impl for<'a> FnOnce(SpanPlace<'a>) -> Written<'a>) -> Self {
         let mut out = std::mem::MaybeUninit::<LensSpan>::uninit();
         // SAFETY: `out` is a `LensSpan` to write; it is fully written by
-        // `write_recorded` when it returns
+        // `write_from_recorder` when it returns
         unsafe {
-            write_recorded(out.as_mut_ptr(), start);
+            write_from_recorder(out.as_mut_ptr(), start);
             out.assume_init()
         }
     }
@@ -104,9 +101,9 @@ impl ActiveGuard {
     /// it (a guard made here and returned would be copied there once
     /// more).
     #[inline(always)]
-    pub(crate) fn recorded_live_into(
+    pub(crate) fn from_recorder_live_into(
         out: &mut std::mem::MaybeUninit<ActiveGuard>,
-        start: impl for<'a> FnOnce(record::StartOut<'a>) -> record::Written<'a>,
+        start: impl for<'a> FnOnce(SpanPlace<'a>) -> Written<'a>,
     ) {
         /// Ends the span written into a guard that is not made after all
         /// (attaching its context panicked: e.g. a span started inside
@@ -131,13 +128,13 @@ impl ActiveGuard {
         let guard = out.as_mut_ptr();
         // SAFETY: the pointers are to fields of `out` (`ManuallyDrop` is
         // `repr(transparent)`), each written once before the return: the
-        // span by `write_recorded`, then `attached`. If `start` panics,
-        // `write_recorded` cleans up and `out` is left unwritten. If the
+        // span by `write_from_recorder`, then `attached`. If `start` panics,
+        // `write_from_recorder` cleans up and `out` is left unwritten. If the
         // attach panics, `EndOnUnwind` drops the span (written by then)
         // and `out`, a `MaybeUninit`, is left holding nothing.
         unsafe {
             let span = std::ptr::addr_of_mut!((*guard).span).cast::<LensSpan>();
-            write_recorded(span, start);
+            write_from_recorder(span, start);
             let end_on_unwind = EndOnUnwind(span);
             let cx = std::ptr::addr_of!((*span).inner).cast::<SpanInner>();
             let attached = (*cx).cx.clone().attach();

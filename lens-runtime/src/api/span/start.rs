@@ -2,31 +2,31 @@
 //! tracer set up with a provider, else the global tracer.
 
 use super::{ActiveGuard, LensSpan, SpanGuard, SCOPE_NAME};
-use crate::api::attr::Attrs;
+use crate::api::engine_socket::Attrs;
 use opentelemetry::trace::{SpanBuilder, TraceContextExt, Tracer as _};
 use opentelemetry::Context;
 use std::borrow::Cow;
 use std::mem::{ManuallyDrop, MaybeUninit};
 
 #[cfg(feature = "sdk-core")]
-use super::{record, tracer::slot};
+use crate::api::engine_socket::{recorder, sdk_tracer, OwnedRef};
 
 // Both inline into the `#[inline(never)]` entry points, so the 120-byte
 // `SpanBuilder` is not passed through an extra out-of-line call.
 #[inline(always)]
 fn start_context(name: Cow<'static, str>, attributes: Attrs) -> LensSpan {
     #[cfg(feature = "sdk-core")]
-    if let Some(rec) = record::get() {
+    if let Some(rec) = recorder::get() {
         let mut name = std::mem::ManuallyDrop::new(name);
         let mut attributes = std::mem::ManuallyDrop::new(attributes);
         // SAFETY: `attributes` is not used again
-        let attributes = unsafe { record::Moved::new(&mut attributes) };
-        return LensSpan::recorded(|out| {
+        let attributes = unsafe { OwnedRef::new(&mut attributes) };
+        return LensSpan::from_recorder(|place| {
             Context::map_current(|parent| {
                 // SAFETY: taken once, here (the closure runs once; if it
                 // did not run, the name would leak)
                 let name = unsafe { std::mem::ManuallyDrop::take(&mut name) };
-                rec.start_simple_into(name, attributes, parent, out)
+                rec.start_simple_into(name, attributes, parent, place)
             })
         });
     }
@@ -38,23 +38,23 @@ fn start_context(name: Cow<'static, str>, attributes: Attrs) -> LensSpan {
 /// context is live).
 #[cfg(feature = "sdk-core")]
 #[inline(always)]
-fn start_recorded_live(
+fn start_on_recorder_live(
     out: &mut MaybeUninit<ActiveGuard>,
-    rec: &'static record::Recorder,
+    rec: &'static recorder::Recorder,
     name: Cow<'static, str>,
-    attributes: record::Moved<'_, Attrs>,
+    attributes: OwnedRef<'_, Attrs>,
 ) {
     // the closure captures the name by reference (each capture by value
     // is a copy), and the attributes as a reference that owns them: they
-    // are copied once, into the record (the name is not a `Moved`: its
+    // are copied once, into the record (the name is not a `OwnedRef`: its
     // 24 bytes copy for less than the reference's setup)
     let mut name = ManuallyDrop::new(name);
-    ActiveGuard::recorded_live_into(out, |out| {
+    ActiveGuard::from_recorder_live_into(out, |place| {
         Context::map_current(|parent| {
             // SAFETY: taken once, here, and not used again (the closure
             // runs once; if it did not run, the name would leak)
             let name = unsafe { ManuallyDrop::take(&mut name) };
-            rec.start_simple_into(name, attributes, parent, out)
+            rec.start_simple_into(name, attributes, parent, place)
         })
     })
 }
@@ -62,13 +62,13 @@ fn start_recorded_live(
 #[inline(always)]
 fn start_builder(builder: SpanBuilder) -> LensSpan {
     #[cfg(feature = "sdk-core")]
-    if let Some(rec) = record::get() {
-        return LensSpan::recorded(|out| {
-            Context::map_current(|parent| rec.start_into(builder, parent, out))
+    if let Some(rec) = recorder::get() {
+        return LensSpan::from_recorder(|place| {
+            Context::map_current(|parent| rec.start_into(builder, parent, place))
         });
     }
     #[cfg(feature = "sdk-core")]
-    if let Some(tracer) = slot::get() {
+    if let Some(tracer) = sdk_tracer::get() {
         return LensSpan::new(Context::map_current(|parent| {
             let span = tracer.build_with_context(builder, parent);
             parent.with_span(span)
@@ -91,11 +91,11 @@ fn start_builder(builder: SpanBuilder) -> LensSpan {
 #[inline(always)]
 fn start_builder_in(builder: SpanBuilder, parent: &Context) -> LensSpan {
     #[cfg(feature = "sdk-core")]
-    if let Some(rec) = record::get() {
-        return LensSpan::recorded(|out| rec.start_into(builder, parent, out));
+    if let Some(rec) = recorder::get() {
+        return LensSpan::from_recorder(|place| rec.start_into(builder, parent, place));
     }
     #[cfg(feature = "sdk-core")]
-    if let Some(tracer) = slot::get() {
+    if let Some(tracer) = sdk_tracer::get() {
         let span = tracer.build_with_context(builder, parent);
         return LensSpan::new(parent.with_span(span));
     }
@@ -188,10 +188,10 @@ fn start_span_into(
         return;
     }
     #[cfg(feature = "sdk-core")]
-    if let Some(rec) = record::get() {
+    if let Some(rec) = recorder::get() {
         // SAFETY: `attributes` is not used again
-        let attributes = unsafe { record::Moved::new(&mut attributes) };
-        return start_recorded_live(out, rec, name.into(), attributes);
+        let attributes = unsafe { OwnedRef::new(&mut attributes) };
+        return start_on_recorder_live(out, rec, name.into(), attributes);
     }
     out.write(start_context(name.into(), ManuallyDrop::into_inner(attributes)).enter_live());
 }

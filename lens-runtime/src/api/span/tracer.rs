@@ -1,34 +1,14 @@
 //! The tracer lens spans are created with: installed with a provider,
-//! forgotten after a fork, read with one acquire load on the span path.
+//! forgotten after a fork, read with one acquire load on the span path
+//! (the SDK's tracer's slot is the engine's).
 
+#[cfg(feature = "sdk-core")]
+use crate::api::engine_socket::{recorder, sdk_tracer, SdkTracerProvider};
 #[cfg(feature = "sdk-core")]
 use crate::api::span::panic::install_panic_hook;
 
-pub(crate) use crate::api::scope::SCOPE_NAME;
-
 #[cfg(feature = "sdk-core")]
-pub(crate) mod slot {
-    use opentelemetry_sdk::trace::SdkTracer;
-    use std::sync::atomic::{AtomicPtr, Ordering};
-
-    // The tracer lens spans are created with once a provider is installed.
-    // Each install leaks one small tracer (installs are rare: setup, tests);
-    // in exchange the hot path is one acquire load, no lock, no refcount.
-    static TRACER: AtomicPtr<SdkTracer> = AtomicPtr::new(std::ptr::null_mut());
-
-    #[inline]
-    pub(crate) fn get() -> Option<&'static SdkTracer> {
-        // SAFETY: the pointer is null or a leaked `Box<SdkTracer>`, never freed.
-        unsafe { TRACER.load(Ordering::Acquire).as_ref() }
-    }
-
-    pub(crate) fn set(tracer: Option<SdkTracer>) {
-        // lens's own span path is set up after the tracer, by setup
-        crate::api::span::record::uninstall();
-        let ptr = tracer.map_or(std::ptr::null_mut(), |t| Box::into_raw(Box::new(t)));
-        TRACER.store(ptr, Ordering::Release);
-    }
-}
+use crate::api::scope::SCOPE_NAME;
 
 /// Installs `provider` as the provider of lens spans and as the global
 /// OpenTelemetry tracer provider. `setup_telemetry` does this for you; tests
@@ -44,13 +24,13 @@ pub(crate) mod slot {
 /// # lens::clear_tracer_provider();
 /// ```
 #[cfg(feature = "sdk-core")]
-pub fn set_tracer_provider(provider: &opentelemetry_sdk::trace::SdkTracerProvider) {
+pub fn set_tracer_provider(provider: &SdkTracerProvider) {
     use opentelemetry::trace::TracerProvider as _;
     let scope = opentelemetry::InstrumentationScope::builder(SCOPE_NAME)
         .with_version(env!("CARGO_PKG_VERSION"))
         .build();
     install_panic_hook();
-    slot::set(Some(provider.tracer_with_scope(scope)));
+    sdk_tracer::set(Some(provider.tracer_with_scope(scope)));
     opentelemetry::global::set_tracer_provider(provider.clone());
 }
 
@@ -62,7 +42,7 @@ pub fn set_tracer_provider(provider: &opentelemetry_sdk::trace::SdkTracerProvide
 /// ```
 #[cfg(feature = "sdk-core")]
 pub fn clear_tracer_provider() {
-    slot::set(None);
+    sdk_tracer::set(None);
 }
 
 /// What sets lens up again in a forked child whose parent left a recipe:
@@ -90,6 +70,6 @@ pub(crate) fn respawn_after_fork() -> bool {
 /// In a forked child: forget the parent's tracer (one atomic store).
 #[cfg(feature = "sdk-core")]
 pub(crate) fn forget_tracer_after_fork() {
-    crate::api::span::record::forget_after_fork();
-    slot::set(None);
+    recorder::forget_after_fork();
+    sdk_tracer::set(None);
 }

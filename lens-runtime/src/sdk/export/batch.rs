@@ -17,10 +17,12 @@
 //! which the exporter thread builds into spans one export batch at a time
 //! and redacts as it builds them, while each span is in its cache.
 
+mod worker;
+
 use super::SpanCounters;
-use crate::api::span::record::Batch;
 pub(crate) use crate::config::otel::BatchSettings;
 use crate::diag;
+use crate::engine::record::FinishedBatch;
 use crate::sdk::redact::Redactor;
 use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use opentelemetry_sdk::trace::{SpanData, SpanExporter, SpanProcessor};
@@ -29,12 +31,13 @@ use std::fmt;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
+use worker::{run, ProcessorCore, State};
 
 /// A batch span processor whose exporter runs on a thread of its own.
 /// Clones are handles to the same queue and thread.
 #[derive(Clone)]
 pub(crate) struct BatchProcessor {
-    shared: Arc<Shared>,
+    shared: Arc<ProcessorCore>,
 }
 
 impl fmt::Debug for BatchProcessor {
@@ -55,7 +58,7 @@ impl BatchProcessor {
         counters: Arc<SpanCounters>,
         redactor: Redactor,
     ) -> Self {
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(ProcessorCore {
             state: Mutex::new(State::default()),
             work: Condvar::new(),
             done: Condvar::new(),
@@ -124,9 +127,9 @@ impl BatchProcessor {
     /// dropped). Never blocks. The exporter thread builds and redacts them
     /// before export (and takes back the count of those it finds are not
     /// this pipeline's: unsampled, or another pipeline's).
-    pub(crate) fn on_end_records(&self, batches: Vec<Batch>) {
+    pub(crate) fn on_end_records(&self, batches: Vec<FinishedBatch>) {
         let counters = &self.shared.counters;
-        let lost = |b: &Batch| {
+        let lost = |b: &FinishedBatch| {
             let n = b.sampled();
             counters.ended.fetch_add(n, Ordering::Relaxed);
             counters.dropped.fetch_add(n, Ordering::Relaxed);
@@ -233,9 +236,6 @@ impl SpanProcessor for BatchProcessor {
     }
 }
 
-mod worker;
-use worker::{run, Shared, State};
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -278,7 +278,7 @@ mod tests {
         provider.shutdown().unwrap();
     }
 
-    use crate::api::span::record::Record;
+    use crate::engine::record::Record;
     use crate::sdk::export::queue::tests::finished;
 
     /// Lens's records, built on the exporter thread, and the SDK path's
@@ -331,9 +331,9 @@ mod tests {
             r
         };
         p.on_end(secret(0));
-        p.on_end_records(vec![Batch::from(vec![secret_record(1)])]);
+        p.on_end_records(vec![FinishedBatch::from(vec![secret_record(1)])]);
         p.on_end(secret(2));
-        p.on_end_records(vec![Batch::from(vec![secret_record(3)])]);
+        p.on_end_records(vec![FinishedBatch::from(vec![secret_record(3)])]);
         p.flush_within(Duration::from_secs(5)).unwrap();
         let spans = exporter.get_finished_spans().unwrap();
         assert_eq!(spans.len(), 4);

@@ -18,7 +18,7 @@
 //!   returns an error, and one warning (the first failure) goes to stderr.
 
 use crate::sdk::export::otlp_json;
-use crate::sdk::export::sink::Batch;
+use crate::sdk::export::sink::EncodedBatch;
 pub(crate) use crate::sdk::export::sink::Sink;
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
@@ -97,7 +97,7 @@ impl JsonLines {
             return Ok(());
         }
         let mut kept = self.span_buf.lock().unwrap_or_else(|e| e.into_inner());
-        let mut batch = Batch {
+        let mut batch = EncodedBatch {
             buf: std::mem::take(&mut *kept),
             records,
         };
@@ -119,12 +119,12 @@ impl JsonLines {
     fn export_with(
         &self,
         records: u64,
-        encode: impl FnOnce(&mut Batch) -> Result<(), OTelSdkError>,
+        encode: impl FnOnce(&mut EncodedBatch) -> Result<(), OTelSdkError>,
     ) -> OTelSdkResult {
         if records == 0 {
             return Ok(());
         }
-        let mut batch = Batch {
+        let mut batch = EncodedBatch {
             buf: Vec::new(),
             records,
         };
@@ -143,7 +143,7 @@ fn count(n: usize) -> u64 {
 fn encode_traces(
     req: ExportTraceServiceRequest,
     per_record: bool,
-    batch: &mut Batch,
+    batch: &mut EncodedBatch,
 ) -> Result<(), OTelSdkError> {
     if !per_record {
         return batch.push(&req);
@@ -171,7 +171,7 @@ fn encode_traces(
 fn encode_metrics(
     req: ExportMetricsServiceRequest,
     per_record: bool,
-    batch: &mut Batch,
+    batch: &mut EncodedBatch,
 ) -> Result<(), OTelSdkError> {
     if !per_record {
         return batch.push(&req);
@@ -199,7 +199,7 @@ fn encode_metrics(
 fn encode_logs(
     req: ExportLogsServiceRequest,
     per_record: bool,
-    batch: &mut Batch,
+    batch: &mut EncodedBatch,
 ) -> Result<(), OTelSdkError> {
     if !per_record {
         return batch.push(&req);
@@ -566,7 +566,7 @@ mod tests {
         let part = otlp_json::ResourcePart::new(&resource).unwrap();
         for per_record in [false, true] {
             let spans = varied_spans();
-            let mut old = Batch::default();
+            let mut old = EncodedBatch::default();
             let req = ExportTraceServiceRequest {
                 resource_spans: group_spans_by_resource_and_scope(spans.clone(), &resource),
             };
@@ -610,7 +610,7 @@ mod tests {
     }
 
     fn encode<T: Serialize>(value: &T) -> Json {
-        let mut batch = Batch::default();
+        let mut batch = EncodedBatch::default();
         batch.push(value).unwrap();
         assert_eq!(batch.buf.last(), Some(&b'\n'));
         serde_json::from_slice(&batch.buf).unwrap()
@@ -718,7 +718,7 @@ mod tests {
                 ..ResourceLogs::default()
             }],
         };
-        let mut batch = Batch::default();
+        let mut batch = EncodedBatch::default();
         batch.push(&req).unwrap();
         let plain = serde_json::to_string(&req).unwrap() + "\n";
         assert_eq!(String::from_utf8(batch.buf).unwrap(), plain);

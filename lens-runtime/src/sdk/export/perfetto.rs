@@ -17,7 +17,7 @@
 //! * Track uuids derive from the run id and rank, so the files of all ranks
 //!   concatenate into one valid trace (`lens perfetto --merge DIR`).
 
-use crate::sdk::export::sink::{Batch, Sink};
+use crate::sdk::export::sink::{EncodedBatch, Sink};
 use lens_perfetto::packing::Packing;
 use lens_perfetto::proto::{
     DebugAnnotation, ProcessDescriptor, ThreadDescriptor, TracePacket, TrackDescriptor, TrackEvent,
@@ -304,7 +304,7 @@ impl SpanExporter for PerfettoExporter {
         }
         let buf = f.encode(&self.process, &batch);
         let len = buf.len() as u64;
-        let out = Batch { buf, records };
+        let out = EncodedBatch { buf, records };
         f.sink.write(&out)?;
         f.written += len;
         Ok(())

@@ -1,7 +1,7 @@
 //! The batch processor's queue: single spans (the SDK path) and whole
 //! batches of finished records handed over by lens's own span path.
 
-use crate::api::span::record::Batch;
+use crate::engine::record::FinishedBatch;
 use opentelemetry_sdk::trace::SpanData;
 use std::collections::VecDeque;
 
@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 #[derive(Default)]
 pub(super) struct Queue {
     pub(super) single: VecDeque<SpanData>,
-    records: Vec<Batch>,
+    records: Vec<FinishedBatch>,
     /// Records in `records`.
     recorded: usize,
 }
@@ -31,14 +31,14 @@ impl Queue {
     }
 
     /// Queues a batch of lens's records.
-    pub(super) fn push_records(&mut self, batch: Batch) {
+    pub(super) fn push_records(&mut self, batch: FinishedBatch) {
         self.recorded += batch.len();
         self.records.push(batch);
     }
 
     /// The batches of records queued (built by the exporter thread,
     /// without the lock).
-    pub(super) fn take_records(&mut self) -> Vec<Batch> {
+    pub(super) fn take_records(&mut self) -> Vec<FinishedBatch> {
         self.recorded = 0;
         std::mem::take(&mut self.records)
     }

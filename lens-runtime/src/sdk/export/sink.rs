@@ -105,7 +105,7 @@ impl Sink {
     /// Writes the batch's lines with one append. On failure the batch's
     /// records are counted as dropped, the first failure of this sink is
     /// reported on stderr, and an error is returned (the caller counts it).
-    pub(crate) fn write(&self, batch: &Batch) -> OTelSdkResult {
+    pub(crate) fn write(&self, batch: &EncodedBatch) -> OTelSdkResult {
         if batch.buf.is_empty() {
             return Ok(());
         }
@@ -261,12 +261,12 @@ fn above_stdio(file: File) -> io::Result<File> {
 /// Encoded lines of one export call, each ending in `\n`, and the number of
 /// records they hold.
 #[derive(Debug, Default)]
-pub(crate) struct Batch {
+pub(crate) struct EncodedBatch {
     pub(crate) buf: Vec<u8>,
     pub(crate) records: u64,
 }
 
-impl Batch {
+impl EncodedBatch {
     /// Appends `value` as one JSON line (proto3 JSON mapping for doubles).
     pub(crate) fn push<T: Serialize>(&mut self, value: &T) -> Result<(), OTelSdkError> {
         let start = self.buf.len();

@@ -2,6 +2,8 @@
 //! baseline under delta temporality, a hung device, warnings; which GPUs
 //! are reported (issue 15's table, a property test) is in `visible`.
 
+mod visible;
+
 use super::*;
 use crate::host::gpu_fake::{uuid, Fake, FakeGpu, FAST};
 use crate::host::gpu_worker::visible_count;
@@ -403,5 +405,3 @@ fn nvml_that_never_answers_does_not_hold_discovery_past_its_deadline() {
     drop(release);
     assert!(eventually(|| w.devices(Duration::ZERO).is_some()));
 }
-
-mod visible;

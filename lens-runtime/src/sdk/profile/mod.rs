@@ -47,8 +47,8 @@ mod held;
 mod line;
 
 use crate::api::semconv;
-use crate::api::span::record::clock::from_system;
-use crate::sdk::export::sink::{Batch, Sink};
+use crate::engine::clock::from_system;
+use crate::sdk::export::sink::{EncodedBatch, Sink};
 use crate::sdk::report::{LossCause, SignalReport};
 use held::Held;
 pub(crate) use held::HELD_BYTES;
@@ -143,7 +143,7 @@ struct State {
     order: BTreeMap<u64, u64>,
     next_seq: u64,
     spare: Vec<Vec<Phase>>,
-    line: Batch,
+    line: EncodedBatch,
     /// The lines, when they go to no file.
     held: Option<Held>,
 }
@@ -261,7 +261,7 @@ impl Profile {
                 order: BTreeMap::new(),
                 next_seq: 0,
                 spare: Vec::new(),
-                line: Batch::default(),
+                line: EncodedBatch::default(),
                 held,
             }),
             written: AtomicU64::new(0),
@@ -541,7 +541,7 @@ mod tests {
         end: u64,
         attrs: Vec<KeyValue>,
     ) -> SpanData {
-        let t = |ns: u64| crate::api::span::record::clock::to_system(ns);
+        let t = |ns: u64| crate::engine::clock::to_system(ns);
         SpanData {
             span_context: SpanContext::new(
                 TraceId::from(7u128),

@@ -1,9 +1,10 @@
 //! What the batch processor shares with its exporter thread, and the
 //! thread.
 
-use crate::api::span::record::{build, Batch};
 use crate::config::otel::BatchSettings;
 use crate::diag;
+use crate::engine::record::FinishedBatch;
+use crate::engine::to_span_data;
 use crate::sdk::export::queue::{export_batches, Queue};
 use crate::sdk::export::SpanCounters;
 use crate::sdk::redact::Redactor;
@@ -31,7 +32,10 @@ pub(super) struct State {
     pub(super) resource: Option<Resource>,
 }
 
-pub(super) struct Shared {
+/// What the batch processor's handles and its exporter thread share:
+/// the queue and its state, the conditions they wait on, the settings,
+/// the counters and the redactor.
+pub(super) struct ProcessorCore {
     pub(super) state: Mutex<State>,
     /// Wakes the exporter thread.
     pub(super) work: Condvar,
@@ -45,7 +49,7 @@ pub(super) struct Shared {
     pub(super) epoch: u64,
 }
 
-impl Shared {
+impl ProcessorCore {
     pub(super) fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -82,7 +86,7 @@ impl Shared {
 
 /// The exporter thread: waits for a full batch, the scheduled delay, a flush
 /// or shutdown; exports without holding the queue's lock.
-pub(super) fn run<E: SpanExporter>(mut exporter: E, shared: &Shared) {
+pub(super) fn run<E: SpanExporter>(mut exporter: E, shared: &ProcessorCore) {
     let settings = shared.settings;
     let mut spare: VecDeque<SpanData> = VecDeque::new();
     let mut last_export = Instant::now();
@@ -120,7 +124,7 @@ pub(super) fn run<E: SpanExporter>(mut exporter: E, shared: &Shared) {
         let records = st.queue.take_records();
         // what this round takes out of the queue is in flight until
         // exported (a shutdown that gives up counts it as lost)
-        let taken = spare.len() + records.iter().map(Batch::len).sum::<usize>();
+        let taken = spare.len() + records.iter().map(FinishedBatch::len).sum::<usize>();
         st.in_flight = taken;
         let ticket = st.flush_requested;
         let shutting_down = st.shutdown;
@@ -180,7 +184,7 @@ pub(super) fn run<E: SpanExporter>(mut exporter: E, shared: &Shared) {
             let redact = |span: &mut SpanData| {
                 shared.redactor.redact_span(span);
             };
-            let builder = build::Builder::new(settings.max_export_batch_size, &redact);
+            let builder = to_span_data::Builder::new(settings.max_export_batch_size, &redact);
             let build = std::panic::AssertUnwindSafe(|| builder.build(records, &mut export));
             match std::panic::catch_unwind(build) {
                 // counted as ended when queued: not spans after all

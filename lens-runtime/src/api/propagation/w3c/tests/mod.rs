@@ -2,6 +2,10 @@
 //! suite's cases: shared carriers and helpers here; `traceparent`,
 //! `tracestate` and `property` (generated hostile input) beside them.
 
+mod property;
+mod traceparent;
+mod tracestate;
+
 use super::*;
 use opentelemetry::trace::{SpanId, Tracer as _, TracerProvider as _};
 use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
@@ -126,7 +130,3 @@ fn members(n: usize) -> Vec<String> {
 }
 
 // --- traceparent ---------------------------------------------------------
-
-mod property;
-mod traceparent;
-mod tracestate;

@@ -2,9 +2,9 @@
 //! OpenTelemetry (`NEMO_LENS_OTEL_CONTEXT=full`). What OpenTelemetry code
 //! does to it through `get_active_span` reaches the span's record.
 
-use super::clock::{self, Stamp};
-use super::collect;
-use crate::api::span::open::Registration;
+use super::end::end_record;
+use crate::engine::clock;
+use crate::engine::open::Registration;
 use opentelemetry::trace::{SpanContext, Status};
 use opentelemetry::KeyValue;
 use std::borrow::Cow;
@@ -13,12 +13,12 @@ use std::time::SystemTime;
 /// A span of lens's path as it lives in an OpenTelemetry context: its ids
 /// and the place of its record.
 #[derive(Debug)]
-pub(crate) struct RecSpan {
+pub(crate) struct ForwardingSpan {
     pub(super) sc: SpanContext,
     pub(super) reg: Registration,
 }
 
-impl opentelemetry::trace::Span for RecSpan {
+impl opentelemetry::trace::Span for ForwardingSpan {
     fn add_event_with_timestamp<T>(
         &mut self,
         name: T,
@@ -64,26 +64,10 @@ impl opentelemetry::trace::Span for RecSpan {
     }
 
     fn end_with_timestamp(&mut self, timestamp: SystemTime) {
-        end(
+        end_record(
             &self.reg,
             || self.sc.is_sampled(),
             clock::from_system(timestamp),
         );
-    }
-}
-
-/// Ends the span at `reg` at `at`, if it is still open (`sampled`: its
-/// span context's flag, for the count of spans a forked child drops; read
-/// only then).
-#[inline(always)]
-pub(crate) fn end(reg: &Registration, sampled: impl FnOnce() -> bool, at: Stamp) {
-    match reg.end_record(collect::THRESHOLD, |r| r.end = at) {
-        Ok(Some((batch, in_flight))) => {
-            collect::hand_over(batch);
-            drop(in_flight);
-        }
-        Ok(None) => {}
-        Err(()) if sampled() => collect::count_dropped_in_child(),
-        Err(()) => {}
     }
 }

@@ -3,13 +3,13 @@
 //!
 //! A span that ends joins its thread's finished records (marked finished
 //! where it lies, in the thread's open-span list, under the lock its end
-//! takes anyway). When a list holds [`THRESHOLD`] of them the ending
+//! takes anyway). When a list holds [`HAND_OVER_AT`] of them the ending
 //! thread hands the batch over (the slots they lie in), onto a small
 //! queue, and goes on; the collector thread takes the queue on its next
 //! look, reads the records out of their slots and hands them to the sink
 //! (lens's batch span processor), whose
 //! exporter thread builds the SDK's `SpanData` just before each export
-//! ([`build`](super::build)). The collector naps between looks for about
+//! ([`to_span_data`](crate::engine::to_span_data)). The collector naps between looks for about
 //! as long as a few batches take to come, so ending threads do not wake it
 //! (only a queue half full does). When that queue is full (the collector
 //! is behind) the ending thread hands the oldest batch to the sink itself
@@ -19,33 +19,38 @@
 //! and sleeps still exports them within the batch delay. The sink never
 //! blocks: a full export queue drops the excess and counts it.
 
-mod collector;
-pub(super) use collector::drain;
-use collector::{lock, shared, start_collector, submit, try_lock, Shared};
-use collector::{wake_collector, COLLECTOR_PID, DROPPED_IN_CHILD, IN_CHILD};
-pub(crate) use collector::{SpanSink, THRESHOLD};
-use collector::{INTERVAL_MS, MAX_WAITING, SHARED, SINK};
+mod queue;
+#[cfg(test)]
+mod tests;
+mod thread;
 
-use crate::api::span::record::data::Batch;
+use crate::engine::record::FinishedBatch;
+pub(crate) use crate::engine::record::SpanSink;
+pub(crate) use queue::drain;
+pub(crate) use queue::HAND_OVER_AT;
+use queue::{lock, locks, submit, try_lock, HandOverLocks};
+use queue::{COLLECTOR_PID, DROPPED_IN_CHILD, IN_CHILD};
+use queue::{HAND_OVER_LOCKS, INTERVAL_MS, MAX_WAITING, SINK};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
+use thread::{start_collector, wake_collector};
 
 /// Sets the sink finished spans go to and the collector's interval;
 /// starts the collector thread if this process has none.
-pub(super) fn set_sink(sink: Arc<dyn SpanSink>, interval: Duration) {
+pub(crate) fn set_sink(sink: Arc<dyn SpanSink>, interval: Duration) {
     if IN_CHILD.swap(false, Ordering::AcqRel) {
         DROPPED_IN_CHILD.store(0, Ordering::Relaxed);
-        SHARED.replace(Shared::new());
+        HAND_OVER_LOCKS.replace(HandOverLocks::new());
     }
     // spans that ended under the pipeline being replaced (a re-init) are
     // its own, as on the SDK path: they go to its sink first (and a record
     // of the old pipeline that reaches the new sink later is sent back to
-    // its own by the new sink, before it queues it: `build::sort_out`)
-    let sh = shared();
+    // its own by the new sink, before it queues it: `to_span_data::sort_out`)
+    let sh = locks();
     let submitting = lock(&sh.submitting);
-    if collector::sink().is_some() {
-        collector::drain_into(sh, None);
+    if queue::sink().is_some() {
+        queue::drain_into(sh, None);
     }
     let ms = interval.as_millis().clamp(1, 1000) as u64;
     INTERVAL_MS.store(ms, Ordering::Relaxed);
@@ -55,9 +60,9 @@ pub(super) fn set_sink(sink: Arc<dyn SpanSink>, interval: Duration) {
 }
 
 /// Forgets `sink` if it is still the one in use.
-pub(super) fn release_sink(sink: &Arc<dyn SpanSink>) {
+pub(crate) fn release_sink(sink: &Arc<dyn SpanSink>) {
     // the sink is read under the lock it changes under (`set_sink`)
-    let submitting = lock(&shared().submitting);
+    let submitting = lock(&locks().submitting);
     let current = SINK.load(Ordering::Acquire);
     // SAFETY: as in `sink()`.
     match unsafe { current.as_ref() } {
@@ -73,12 +78,12 @@ pub(super) fn release_sink(sink: &Arc<dyn SpanSink>) {
 
 /// Spans that ended in this forked child since the fork (parent spans
 /// still open at the fork), never exported.
-pub(super) fn dropped_in_child() -> u64 {
+pub(crate) fn dropped_in_child() -> u64 {
     DROPPED_IN_CHILD.load(Ordering::Relaxed)
 }
 
 /// A sampled span of the parent process ended in this forked child.
-pub(super) fn count_dropped_in_child() {
+pub(crate) fn count_dropped_in_child() {
     DROPPED_IN_CHILD.fetch_add(1, Ordering::Relaxed);
 }
 
@@ -86,7 +91,7 @@ pub(super) fn count_dropped_in_child() {
 /// lists are forgotten by the open-span registry; batches waiting for the
 /// parent's collector are never taken (a set-up in the child starts with
 /// fresh locks and an empty queue).
-pub(super) fn reset_after_fork() {
+pub(crate) fn reset_after_fork() {
     DROPPED_IN_CHILD.store(0, Ordering::Relaxed);
     IN_CHILD.store(true, Ordering::Relaxed);
     SINK.store(std::ptr::null_mut(), Ordering::Release);
@@ -103,14 +108,14 @@ const WAKE_AT: usize = MAX_WAITING / 2;
 /// collector is behind, the caller hands the oldest batch queued to the
 /// sink and queues its own; with no collector thread, it submits its own.
 #[inline(never)]
-pub(super) fn hand_over(batch: Batch) {
+pub(crate) fn hand_over(batch: FinishedBatch) {
     if IN_CHILD.load(Ordering::Relaxed) {
         return;
     }
     if COLLECTOR_PID.load(Ordering::Relaxed) == 0 {
         return submit(vec![batch]);
     }
-    let sh = shared();
+    let sh = locks();
     let mut waiting = lock(&sh.waiting);
     if waiting.len() < MAX_WAITING {
         // the collector looks again by itself before the queue fills:
@@ -157,6 +162,3 @@ pub(super) fn hand_over(batch: Batch) {
 /// it to the sink itself) only when it cannot do the collector's work. 128 batches
 /// are ~10 MiB of records; past that, order is given up, not memory.
 const MAX_OVER: usize = 8 * MAX_WAITING;
-
-#[cfg(test)]
-mod tests;

@@ -5,17 +5,24 @@
 //! On lens's own span path (`NEMO_LENS_SPAN_PATH=lens`) the list is also
 //! where a span's record lives while it is open, and where it waits, in
 //! the same slot, once finished, until its batch is handed over
-//! ([`record`](super::record)): one uncontended lock to start a span, one
+//! ([`recorder`](crate::engine::recorder)): one uncontended lock to start a span, one
 //! to end it, and no copy of the record on the span's thread.
 
-use super::fresh::ForkFresh;
-use spin::SpinLock;
-mod spin;
-use crate::api::semconv;
+mod lock;
 #[cfg(feature = "sdk-core")]
-use crate::api::span::record::data::Record;
+pub(crate) mod record_slots;
+pub(crate) mod slab;
+#[cfg(test)]
+mod tests;
+
+use crate::engine::fork_fresh::ForkFresh;
+use crate::engine::names;
+#[cfg(feature = "sdk-core")]
+use crate::engine::record::Record;
+use lock::SpinLock;
 use opentelemetry::trace::TraceContextExt;
 use opentelemetry::{Context, KeyValue};
+use slab::Slab;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
@@ -93,24 +100,24 @@ struct Spans {
     /// never reused, so they order spans by start and tell a slot's
     /// current span from an earlier one.
     last_id: u64,
-    cx: Slab<Context>,
+    contexts: Slab<Context>,
     #[cfg(feature = "sdk-core")]
-    rec: Slab<Record>,
+    records: Slab<Record>,
     /// Records of lens's span path ended by truncation (and those that
-    /// had ended in `rec` before), oldest first, until the collector
-    /// takes them (ahead of `rec`'s finished ones, which ended after);
-    /// a span that ends stays in `rec`, marked finished.
+    /// had ended in `records` before), oldest first, until the collector
+    /// takes them (ahead of the finished ones of `records`, which ended after);
+    /// a span that ends stays in `records`, marked finished.
     #[cfg(feature = "sdk-core")]
-    done: Vec<Record>,
+    set_aside: Vec<Record>,
 }
 
 /// An open span taken out for truncation: built by the OpenTelemetry SDK
 /// (its context), or by lens's own recorder (its record).
 #[allow(clippy::large_enum_variant)] // only at truncation
 enum Entry {
-    Cx(Context),
+    Context(Context),
     #[cfg(feature = "sdk-core")]
-    Rec(Record),
+    Record(Record),
 }
 
 impl Spans {
@@ -120,20 +127,24 @@ impl Spans {
     }
 
     /// Takes every open span out, most recently started first (the
-    /// records that have ended join `done`).
+    /// records that have ended are set aside).
     fn take_all(&mut self) -> Vec<(u64, Entry)> {
         #[cfg(feature = "sdk-core")]
-        if self.rec.finished() > 0 {
-            let done = std::mem::take(&mut self.done);
-            self.done = self.rec.take_finished().into_vec_in(done);
+        if self.records.finished() > 0 {
+            let set_aside = std::mem::take(&mut self.set_aside);
+            self.set_aside = self.records.take_finished().into_vec_in(set_aside);
         }
         let mut spans: Vec<(u64, Entry)> = self
-            .cx
+            .contexts
             .take_all()
-            .map(|(id, c)| (id, Entry::Cx(c)))
+            .map(|(id, c)| (id, Entry::Context(c)))
             .collect();
         #[cfg(feature = "sdk-core")]
-        spans.extend(self.rec.take_all().map(|(id, r)| (id, Entry::Rec(r))));
+        spans.extend(
+            self.records
+                .take_all()
+                .map(|(id, r)| (id, Entry::Record(r))),
+        );
         spans.sort_unstable_by_key(|s| std::cmp::Reverse(s.0));
         spans
     }
@@ -141,7 +152,7 @@ impl Spans {
 
 impl OpenList {
     #[inline(always)]
-    fn lock(&self) -> spin::SpinGuard<'_, Spans> {
+    fn lock(&self) -> lock::SpinGuard<'_, Spans> {
         self.spans.lock()
     }
 
@@ -213,7 +224,7 @@ impl Registration {
         if !self.list.is_current() {
             return; // registered in the parent process
         }
-        let removed = self.list.lock().cx.remove(self.slot, self.id);
+        let removed = self.list.lock().contexts.remove(self.slot, self.id);
         drop(removed); // a context: outside the lock
     }
 }
@@ -229,7 +240,7 @@ pub(crate) fn register(cx: &Context) -> Option<Registration> {
 #[inline(never)]
 fn register_slow(cx: &Context) -> Option<Registration> {
     let cx = cx.clone();
-    register_with(|spans, id| spans.cx.insert(id, cx))
+    register_with(|spans, id| spans.contexts.insert(id, cx))
 }
 
 /// Registers a span in this thread's list: `put` stores it under the new
@@ -259,11 +270,11 @@ pub(crate) fn truncate_all(reason: &str) -> usize {
         for (_, entry) in spans {
             #[allow(clippy::infallible_destructuring_match)] // one variant without sdk-core
             let cx = match entry {
-                Entry::Cx(cx) => cx,
+                Entry::Context(cx) => cx,
                 #[cfg(feature = "sdk-core")]
-                Entry::Rec(mut rec) => {
+                Entry::Record(mut rec) => {
                     rec.truncate(reason);
-                    list.lock().done.push(rec);
+                    list.lock().set_aside.push(rec);
                     n += 1;
                     continue;
                 }
@@ -272,11 +283,11 @@ pub(crate) fn truncate_all(reason: &str) -> usize {
             if !span.is_recording() {
                 continue;
             }
-            span.set_attribute(KeyValue::new(semconv::NEMO_SPAN_TRUNCATED, true));
+            span.set_attribute(KeyValue::new(names::SPAN_TRUNCATED, true));
             span.add_event(
-                semconv::NEMO_SPAN_TRUNCATED,
+                names::SPAN_TRUNCATED,
                 vec![KeyValue::new(
-                    semconv::NEMO_SPAN_TRUNCATED_REASON,
+                    names::SPAN_TRUNCATED_REASON,
                     reason.to_owned(),
                 )],
             );
@@ -321,10 +332,3 @@ fn forget_lists(reg: &mut Registry) {
     reg.free.clear();
     EPOCH.store(reg.epoch, Ordering::Relaxed);
 }
-
-#[cfg(feature = "sdk-core")]
-pub(crate) mod records;
-pub(crate) mod slab;
-use slab::Slab;
-#[cfg(test)]
-mod tests;

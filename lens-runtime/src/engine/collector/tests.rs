@@ -1,13 +1,12 @@
-use super::super::build::{address, sort_out, Builder};
-use super::super::data::Batch;
-use super::super::data::Record;
-use super::collector::{submit_to, SpanSink};
+use super::queue::submit_to;
+use super::SpanSink;
+use crate::engine::record::{FinishedBatch, Record, RecordSettings};
+use crate::engine::to_span_data::{address, sort_out, Builder};
 use opentelemetry_sdk::trace::SpanData;
 use std::sync::LazyLock;
 use std::sync::Mutex;
 
-static COMMON: LazyLock<super::super::Common> =
-    LazyLock::new(|| super::super::Common::new("t", None));
+static SETTINGS: LazyLock<RecordSettings> = LazyLock::new(|| RecordSettings::new("t", None));
 
 fn rec(i: u64, sampled: bool) -> Record {
     Record::for_test(i, sampled)
@@ -21,7 +20,7 @@ struct Kept {
 }
 
 impl SpanSink for Kept {
-    fn submit(&self, batches: Vec<Batch>) {
+    fn submit(&self, batches: Vec<FinishedBatch>) {
         let builder = Builder::new(self.max, &|_| {});
         builder.build(batches, &mut |spans| {
             let ids = spans
@@ -44,7 +43,7 @@ fn kept() -> Kept {
     }
 }
 
-fn batch(from: u64, n: u64) -> Batch {
+fn batch(from: u64, n: u64) -> FinishedBatch {
     (from..from + n).map(|i| rec(i, true)).collect()
 }
 
@@ -55,7 +54,7 @@ fn batch(from: u64, n: u64) -> Batch {
 #[test]
 fn records_are_built_into_full_export_batches_made_to_size() {
     let sink = kept();
-    let mixed = Batch::from(vec![rec(2148, false), rec(2149, true)]);
+    let mixed = FinishedBatch::from(vec![rec(2148, false), rec(2149, true)]);
     let batches = (0..4).map(|k| batch(k * 512, 512));
     sink.submit(batches.chain([batch(2048, 100), mixed]).collect());
     sink.submit(vec![batch(3000, 3)]);
@@ -92,11 +91,11 @@ fn the_collector_hands_batches_over_as_they_came() {
     #[derive(Default)]
     struct Lens(Mutex<Vec<Vec<usize>>>);
     impl SpanSink for Lens {
-        fn submit(&self, batches: Vec<Batch>) {
+        fn submit(&self, batches: Vec<FinishedBatch>) {
             self.0
                 .lock()
                 .unwrap()
-                .push(batches.iter().map(Batch::len).collect());
+                .push(batches.iter().map(FinishedBatch::len).collect());
         }
     }
     let sink = Lens::default();
@@ -116,7 +115,7 @@ struct Marking {
 }
 
 impl SpanSink for Marking {
-    fn submit(&self, batches: Vec<Batch>) {
+    fn submit(&self, batches: Vec<FinishedBatch>) {
         use std::sync::atomic::Ordering::Relaxed;
         // as lens's sink does: another pipeline's records go back first
         let batches = sort_out(batches, address(self));
@@ -156,10 +155,10 @@ fn a_record_reaches_only_its_own_pipeline_s_sink() {
     };
     let (a, b) = (marking("a"), marking("b"));
     let sinks: [Arc<dyn SpanSink>; 2] = [a.clone(), b.clone()];
-    let leak = |c| -> &'static super::super::Common { Box::leak(Box::new(c)) };
+    let leak = |c| -> &'static RecordSettings { Box::leak(Box::new(c)) };
     let commons = [
-        leak(super::super::Common::new("a", None).with_sink(&sinks[0])),
-        leak(super::super::Common::new("b", None).with_sink(&sinks[1])),
+        leak(RecordSettings::new("a", None).with_sink(&sinks[0])),
+        leak(RecordSettings::new("b", None).with_sink(&sinks[1])),
     ];
     super::set_sink(sinks[1].clone(), std::time::Duration::from_secs(1));
     let (stop, looks) = (
@@ -170,11 +169,11 @@ fn a_record_reaches_only_its_own_pipeline_s_sink() {
         let (stop, looks) = (stop.clone(), looks.clone());
         std::thread::spawn(move || {
             while !stop.load(Relaxed) {
-                if let Some(_submitting) = super::try_lock(&super::shared().submitting) {
+                if let Some(_submitting) = super::try_lock(&super::locks().submitting) {
                     let i = looks.fetch_add(1, Relaxed) as u64;
                     let records = (0..2).map(|k| {
                         let mut r = rec(i * 2 + k, true);
-                        r.common = commons[k as usize];
+                        r.settings = commons[k as usize];
                         r
                     });
                     super::submit(vec![records.collect::<Vec<_>>().into()]);
@@ -217,7 +216,7 @@ fn a_record_reaches_only_its_own_pipeline_s_sink() {
 struct KeepSpans(Mutex<Vec<SpanData>>);
 
 impl SpanSink for KeepSpans {
-    fn submit(&self, batches: Vec<Batch>) {
+    fn submit(&self, batches: Vec<FinishedBatch>) {
         let redact = |span: &mut SpanData| {
             span.attributes
                 .push(opentelemetry::KeyValue::new("redacted", true));
@@ -239,50 +238,50 @@ impl SpanSink for KeepSpans {
 /// leaked, would show in that count).
 #[test]
 fn records_move_into_spans_whole_and_unsampled_ones_are_dropped_once() {
-    use super::super::data::More;
+    use crate::engine::record::RareFields;
     use opentelemetry::trace::{Event, Link, SpanContext, Status, TraceState};
     use opentelemetry::{KeyValue, StringValue};
     use std::sync::Arc;
     let shared: Arc<str> = "shared".into();
     let v = || StringValue::from(shared.clone());
     // 1 + 1 (inline) or 1 + 2 (spilled) attributes + 1 in the event + 1 in the link
-    let full = |i: u64, sampled: bool, common: &'static super::super::Common| {
+    let full = |i: u64, sampled: bool, settings: &'static RecordSettings| {
         let mut r = rec(i, sampled);
-        r.common = common;
+        r.settings = settings;
         r.name = format!("span-{i}").into();
         for k in 0..(1 + i % 2) {
             r.attributes.push(KeyValue::new(format!("k{k}"), v()));
         }
-        let mut more = More {
+        let mut rare = RareFields {
             trace_state: TraceState::from_key_value([("vendor", format!("v{i}"))]).unwrap(),
             status: Status::error(format!("e{i}")),
-            ..More::default()
+            ..RareFields::default()
         };
         let at = std::time::SystemTime::now();
         let attrs = vec![KeyValue::new("a", v())];
-        more.events
+        rare.events
             .events
             .push(Event::new(format!("ev{i}"), at, attrs, 0));
         let link = vec![KeyValue::new("l", v())];
-        more.links
+        rare.links
             .links
             .push(Link::new(SpanContext::empty_context(), link, 0));
-        r.more = Some(Box::new(more));
+        r.rare = Some(Box::new(rare));
         r
     };
     let own_kept = Arc::new(KeepSpans::default());
     let own: Arc<dyn SpanSink> = own_kept.clone();
     let gone: Arc<dyn SpanSink> = Arc::new(KeepSpans::default());
-    let leak = |c| -> &'static super::super::Common { Box::leak(Box::new(c)) };
-    let of_own = leak(super::super::Common::new("own", None).with_sink(&own));
-    let of_gone = leak(super::super::Common::new("gone", None).with_sink(&gone));
+    let leak = |c| -> &'static RecordSettings { Box::leak(Box::new(c)) };
+    let of_own = leak(RecordSettings::new("own", None).with_sink(&own));
+    let of_gone = leak(RecordSettings::new("gone", None).with_sink(&gone));
     drop(gone);
     let sink = KeepSpans::default();
-    let records: Vec<Record> = (0..8).map(|i| full(i, i % 3 != 0, &COMMON)).collect();
+    let records: Vec<Record> = (0..8).map(|i| full(i, i % 3 != 0, &SETTINGS)).collect();
     let others = vec![
         full(8, true, of_own),
         full(9, true, of_gone),
-        full(10, true, &COMMON),
+        full(10, true, &SETTINGS),
     ];
     sink.submit(vec![records.into(), others.into()]);
     let got = std::mem::take(&mut *sink.0.lock().unwrap());
@@ -338,13 +337,13 @@ fn records_are_sorted_out_before_they_are_queued() {
     let other: Arc<dyn SpanSink> = other_kept.clone();
     let gone: Arc<dyn SpanSink> = Arc::new(KeepSpans::default());
     let me: Arc<dyn SpanSink> = Arc::new(KeepSpans::default());
-    let leak = |c| -> &'static super::super::Common { Box::leak(Box::new(c)) };
-    let of = |s: &Arc<dyn SpanSink>| leak(super::super::Common::new("x", None).with_sink(s));
+    let leak = |c| -> &'static RecordSettings { Box::leak(Box::new(c)) };
+    let of = |s: &Arc<dyn SpanSink>| leak(RecordSettings::new("x", None).with_sink(s));
     let (of_me, of_other, of_gone) = (of(&me), of(&other), of(&gone));
     drop(gone);
-    let with = |i, sampled, common| {
+    let with = |i, sampled, settings| {
         let mut r = rec(i, sampled);
-        r.common = common;
+        r.settings = settings;
         r
     };
     let all_mine: Vec<Record> = (0..3).map(|i| with(i, true, of_me)).collect();
@@ -362,7 +361,7 @@ fn records_are_sorted_out_before_they_are_queued() {
         vec![all_mine.into(), mixed.into(), only_others.into()],
         address(&*me),
     );
-    let kept: Vec<Vec<Record>> = kept.into_iter().map(Batch::into_records).collect();
+    let kept: Vec<Vec<Record>> = kept.into_iter().map(FinishedBatch::into_records).collect();
     let id = |r: &Record| u64::from_be_bytes(r.span_id.to_bytes()) - 1;
     let ids: Vec<Vec<u64>> = kept.iter().map(|b| b.iter().map(id).collect()).collect();
     assert_eq!(ids, [vec![0, 1, 2], vec![4, 7]]);

@@ -4,15 +4,15 @@
 //! attributes, events and links per span, 128 attributes per event and
 //! link), or what `OTEL_SPAN_*_COUNT_LIMIT` sets, read as the SDK reads it.
 
-use super::clock::{self, Stamp};
-use crate::api::attr::Attrs;
-use crate::api::semconv;
-use crate::api::span::open::slab::Finished;
+use crate::engine::attrs::Attrs;
+use crate::engine::clock::{self, Stamp};
+use crate::engine::names;
+use crate::engine::open::slab::Finished;
 use opentelemetry::trace::{
     Event, Link, SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState,
 };
 use opentelemetry::{InstrumentationScope, KeyValue};
-use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLimits, SpanLinks};
+use opentelemetry_sdk::trace::{SpanEvents, SpanLimits, SpanLinks};
 use std::borrow::Cow;
 use std::sync::{Arc, Weak};
 use std::time::SystemTime;
@@ -21,36 +21,36 @@ use std::time::SystemTime;
 pub(crate) trait SpanSink: Send + Sync + 'static {
     /// Takes batches of finished records, in the order they were handed
     /// over; never blocks. The sink builds them into the SDK's spans where
-    /// it exports them ([`Builder`](super::build::Builder)), from where
+    /// it exports them ([`Builder`](crate::engine::to_span_data::Builder)), from where
     /// they lie.
-    fn submit(&self, batches: Vec<Batch>);
+    fn submit(&self, batches: Vec<FinishedBatch>);
 }
 
 /// Finished records of one list, handed over together: those that ended
 /// where they were recorded, in the slots they were taken with (the
 /// sink builds them there, on its exporter's thread, unless they take
-/// much more room than the records: [`compact`](Batch::compact)), and the
-/// list's `done` records (ended by truncation, and those that had ended
+/// much more room than the records: [`compact`](FinishedBatch::compact)), and the
+/// list's records set aside (ended by truncation, and those that had ended
 /// in the slab before it: all older than the slots' finished ones, which
 /// ended after truncation emptied the slab).
-pub(crate) struct Batch {
+pub(crate) struct FinishedBatch {
     slots: Option<Finished<Record>>,
     records: Vec<Record>,
 }
 
-impl Batch {
+impl FinishedBatch {
     /// The finished records of a list: `slots` (those that ended in its
     /// slab) after `records` (older: ended by truncation, or before it).
-    pub(crate) fn new(slots: Option<Finished<Record>>, records: Vec<Record>) -> Batch {
-        Batch { slots, records }
+    pub(crate) fn new(slots: Option<Finished<Record>>, records: Vec<Record>) -> FinishedBatch {
+        FinishedBatch { slots, records }
     }
 
-    /// The records in the order they ended: the list's `done` records,
+    /// The records in the order they ended: the list's records set aside,
     /// then those of the slots (in the order they ended). For the rare
     /// paths that regroup records; a sink builds a batch where its records
     /// lie ([`consume`](Self::consume)).
     pub(crate) fn into_records(self) -> Vec<Record> {
-        let Batch { slots, records } = self;
+        let FinishedBatch { slots, records } = self;
         match slots {
             Some(slots) => slots.into_vec_in(records),
             None => records,
@@ -70,7 +70,7 @@ impl Batch {
     /// is leaked, never dropped twice, and so are the truncated records not
     /// handed out yet; the slots' records not handed out yet are dropped.
     pub(crate) unsafe fn consume(self, mut take: impl FnMut(&mut Record)) {
-        let Batch { slots, mut records } = self;
+        let FinishedBatch { slots, mut records } = self;
         let n = records.len();
         let base = records.as_mut_ptr();
         // SAFETY: the vector forgets its records first; each of the `n`
@@ -94,10 +94,10 @@ impl Batch {
     /// has spare room): then its records are read out into a vector of
     /// their own, so that a queued record never holds more than about two
     /// slots (the export queue's bound counts records).
-    pub(crate) fn compact(self) -> Batch {
+    pub(crate) fn compact(self) -> FinishedBatch {
         let n = self.len();
         match &self.slots {
-            Some(s) if s.room() > 2 * n + 8 => Batch::from(self.into_records()),
+            Some(s) if s.room() > 2 * n + 8 => FinishedBatch::from(self.into_records()),
             _ => self,
         }
     }
@@ -133,11 +133,11 @@ impl Batch {
 
     /// Splits the batch in two at `at` (the first `at` records, in the
     /// order they ended, stay).
-    pub(crate) fn split_off(&mut self, at: usize) -> Batch {
+    pub(crate) fn split_off(&mut self, at: usize) -> FinishedBatch {
         let mut first = std::mem::take(self).into_records();
         let rest = first.split_off(at.min(first.len()));
-        *self = Batch::from(first);
-        Batch::from(rest)
+        *self = FinishedBatch::from(first);
+        FinishedBatch::from(rest)
     }
 
     /// Whether it holds no record.
@@ -147,21 +147,21 @@ impl Batch {
 }
 
 #[cfg(test)]
-impl FromIterator<Record> for Batch {
+impl FromIterator<Record> for FinishedBatch {
     fn from_iter<I: IntoIterator<Item = Record>>(records: I) -> Self {
-        Batch::from(records.into_iter().collect::<Vec<_>>())
+        FinishedBatch::from(records.into_iter().collect::<Vec<_>>())
     }
 }
 
-impl Default for Batch {
+impl Default for FinishedBatch {
     fn default() -> Self {
-        Batch::from(Vec::new())
+        FinishedBatch::from(Vec::new())
     }
 }
 
-impl From<Vec<Record>> for Batch {
+impl From<Vec<Record>> for FinishedBatch {
     fn from(records: Vec<Record>) -> Self {
-        Batch {
+        FinishedBatch {
             slots: None,
             records,
         }
@@ -170,7 +170,7 @@ impl From<Vec<Record>> for Batch {
 
 /// What the records of one recorder share: its scope, its span limits
 /// (the plan's, as the provider's) and its pipeline's sink.
-pub(crate) struct Common {
+pub(crate) struct RecordSettings {
     /// The scope's name and version: static, so that each span's copy of
     /// the scope is made from them (a few stores), not cloned (the derived
     /// `Clone` clones each field, attributes included, on every span).
@@ -179,24 +179,24 @@ pub(crate) struct Common {
     /// Where the records go, whatever sink is in use when they are
     /// collected (`None`: the one in use): a record that ends after its
     /// pipeline was shut down or replaced is sent back to its own sink by
-    /// the sink it reaches ([`sort_out`](super::build::sort_out)), never
+    /// the sink it reaches ([`sort_out`](crate::engine::to_span_data::sort_out)), never
     /// queued, built or exported by the next one.
     pub(crate) sink: Option<Weak<dyn SpanSink>>,
 }
 
-impl std::fmt::Debug for Common {
+impl std::fmt::Debug for RecordSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Common")
+        f.debug_struct("RecordSettings")
             .field("scope", &self.scope.0)
             .finish()
     }
 }
 
-impl Common {
+impl RecordSettings {
     /// The scope `name` (at `version`), with the SDK's default span limits
     /// (the plan's come by [`with_limits`](Self::with_limits)).
-    pub(crate) fn new(name: &'static str, version: Option<&'static str>) -> Common {
-        Common {
+    pub(crate) fn new(name: &'static str, version: Option<&'static str>) -> RecordSettings {
+        RecordSettings {
             scope: (name, version),
             limits: SpanLimits::default(),
             sink: None,
@@ -204,8 +204,8 @@ impl Common {
     }
 
     /// The records keep at most `limits` attributes, events and links.
-    pub(crate) fn with_limits(self, limits: SpanLimits) -> Common {
-        Common { limits, ..self }
+    pub(crate) fn with_limits(self, limits: SpanLimits) -> RecordSettings {
+        RecordSettings { limits, ..self }
     }
 
     /// The records' instrumentation scope (it has no attributes, so
@@ -220,9 +220,9 @@ impl Common {
     }
 
     /// The records go to `sink`.
-    pub(crate) fn with_sink(self, sink: &Arc<dyn SpanSink>) -> Common {
+    pub(crate) fn with_sink(self, sink: &Arc<dyn SpanSink>) -> RecordSettings {
         let sink = Some(Arc::downgrade(sink));
-        Common { sink, ..self }
+        RecordSettings { sink, ..self }
     }
 }
 
@@ -243,12 +243,12 @@ pub(crate) struct Record {
     pub(super) dropped_attributes: u32,
     /// The rest, rare on hot spans: boxed apart, so that the record stays
     /// small (it moves into its list and out again).
-    pub(super) more: Option<Box<More>>,
-    pub(super) common: &'static Common,
+    pub(super) rare: Option<Box<RareFields>>,
+    pub(super) settings: &'static RecordSettings,
 }
 
 #[derive(Debug, Default)]
-pub(super) struct More {
+pub(super) struct RareFields {
     pub(super) trace_state: TraceState,
     pub(super) status: Status,
     pub(super) events: SpanEvents,
@@ -284,15 +284,15 @@ pub(super) fn limit_links(mut links: Vec<Link>, l: &SpanLimits) -> SpanLinks {
 
 impl Record {
     pub(crate) fn set_attribute(&mut self, attribute: KeyValue) {
-        if self.attributes.len() < self.common.limits.max_attributes_per_span as usize {
+        if self.attributes.len() < self.settings.limits.max_attributes_per_span as usize {
             self.attributes.push(attribute);
         } else {
             self.dropped_attributes += 1;
         }
     }
 
-    fn more(&mut self) -> &mut More {
-        self.more.get_or_insert_with(Box::default)
+    fn rare_mut(&mut self) -> &mut RareFields {
+        self.rare.get_or_insert_with(Box::default)
     }
 
     pub(crate) fn add_event(
@@ -301,8 +301,8 @@ impl Record {
         at: SystemTime,
         mut attributes: Vec<KeyValue>,
     ) {
-        let l = &self.common.limits;
-        let events = &mut self.more().events;
+        let l = &self.settings.limits;
+        let events = &mut self.rare_mut().events;
         if events.events.len() < l.max_events_per_span as usize {
             let dropped = keep_limit(&mut attributes, l.max_attributes_per_event);
             events
@@ -314,8 +314,8 @@ impl Record {
     }
 
     pub(crate) fn add_link(&mut self, span_context: SpanContext, mut attributes: Vec<KeyValue>) {
-        let l = &self.common.limits;
-        let links = &mut self.more().links;
+        let l = &self.settings.limits;
+        let links = &mut self.rare_mut().links;
         if links.links.len() < l.max_links_per_span as usize {
             let dropped = keep_limit(&mut attributes, l.max_attributes_per_link);
             links
@@ -337,20 +337,20 @@ impl Record {
 
     pub(crate) fn set_status(&mut self, status: Status) {
         // a total order, as in the SDK: Ok > Error > Unset
-        if status > Status::Unset && self.more.as_ref().is_none_or(|m| status > m.status) {
-            self.more().status = status;
+        if status > Status::Unset && self.rare.as_ref().is_none_or(|m| status > m.status) {
+            self.rare_mut().status = status;
         }
     }
 
     /// Marks a span ended by telemetry shutdown, now.
     pub(crate) fn truncate(&mut self, reason: &str) {
-        self.set_attribute(KeyValue::new(semconv::NEMO_SPAN_TRUNCATED, true));
+        self.set_attribute(KeyValue::new(names::SPAN_TRUNCATED, true));
         let attrs = vec![KeyValue::new(
-            semconv::NEMO_SPAN_TRUNCATED_REASON,
+            names::SPAN_TRUNCATED_REASON,
             reason.to_owned(),
         )];
         self.add_event(
-            semconv::NEMO_SPAN_TRUNCATED.into(),
+            names::SPAN_TRUNCATED.into(),
             opentelemetry::time::now(),
             attrs,
         );
@@ -360,73 +360,14 @@ impl Record {
     pub(crate) fn is_sampled(&self) -> bool {
         self.flags.is_sampled()
     }
-
-    /// Writes the span as the SDK's exporters take it into `out`, moving
-    /// the record's owned fields there: made in place, field by field,
-    /// rather than built on the stack and copied (352 bytes), from the
-    /// record where it lies (168 bytes, not copied out first).
-    ///
-    /// # Safety
-    ///
-    /// `rec` is a live record, and is neither used nor dropped afterwards
-    /// (its owned fields now belong to the span).
-    #[inline]
-    pub(crate) unsafe fn move_into_span_data<'a>(
-        rec: &Record,
-        out: &'a mut std::mem::MaybeUninit<SpanData>,
-    ) -> &'a mut SpanData {
-        // SAFETY: `rec` is live (the caller's promise); each owned field is
-        // read out once, and the record is neither used nor dropped after
-        // (the caller's promise), so each is owned once.
-        let (name, attributes, more) = unsafe {
-            (
-                std::ptr::read(&rec.name),
-                std::ptr::read(&rec.attributes),
-                std::ptr::read(&rec.more),
-            )
-        };
-        let (trace_state, status, events, links) = match more {
-            None => Default::default(),
-            Some(m) => {
-                let More {
-                    trace_state,
-                    status,
-                    events,
-                    links,
-                } = *m;
-                (trace_state, status, events, links)
-            }
-        };
-        out.write(SpanData {
-            span_context: SpanContext::new(
-                rec.trace_id,
-                rec.span_id,
-                rec.flags,
-                false,
-                trace_state,
-            ),
-            parent_span_id: rec.parent_span_id,
-            parent_span_is_remote: rec.parent_is_remote,
-            span_kind: rec.kind.clone(),
-            name,
-            start_time: clock::to_system(rec.start),
-            end_time: clock::to_system(rec.end.max(rec.start)),
-            attributes: attributes.into_vec(),
-            dropped_attributes_count: rec.dropped_attributes,
-            events,
-            links,
-            status,
-            instrumentation_scope: rec.common.scope(),
-        })
-    }
 }
 
 #[cfg(test)]
 impl Record {
     /// A finished record named `s{i}`, span id `i + 1`, of no pipeline.
     pub(crate) fn for_test(i: u64, sampled: bool) -> Record {
-        static COMMON: std::sync::LazyLock<Common> =
-            std::sync::LazyLock::new(|| Common::new("t", None));
+        static SETTINGS: std::sync::LazyLock<RecordSettings> =
+            std::sync::LazyLock::new(|| RecordSettings::new("t", None));
         let start = clock::now();
         Record {
             trace_id: TraceId::from(1u128),
@@ -443,8 +384,8 @@ impl Record {
             end: start,
             attributes: Default::default(),
             dropped_attributes: 0,
-            more: None,
-            common: &COMMON,
+            rare: None,
+            settings: &SETTINGS,
         }
     }
 }

@@ -1,19 +1,17 @@
-//! The collector: the queue of batches ending threads hand over, how
-//! batches reach the sink, and the collector thread.
+//! The queue of batches ending threads hand over, how batches reach the
+//! sink, and the drain of every list.
 
-use crate::api::span::fresh::ForkFresh;
-use crate::api::span::open::records;
-use crate::api::span::record::clock;
-use crate::api::span::record::data::Batch;
+use crate::engine::fork_fresh::ForkFresh;
+use crate::engine::open::record_slots as records;
+use crate::engine::record::FinishedBatch;
+use crate::engine::record::SpanSink;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
-pub(crate) use crate::api::span::record::data::SpanSink;
-
 /// Finished spans a thread's list holds at most before the thread hands
 /// them over.
-pub(crate) const THRESHOLD: usize = 512;
+pub(crate) const HAND_OVER_AT: usize = 512;
 
 /// Batches handed over at most, waiting for the collector.
 pub(super) const MAX_WAITING: usize = 16;
@@ -31,9 +29,9 @@ pub(super) static COLLECTOR_PID: AtomicU32 = AtomicU32::new(0);
 /// The locks between ending threads, the collector and drains. A child
 /// forked while a parent thread held one gets fresh ones when it sets up
 /// again.
-pub(super) struct Shared {
+pub(super) struct HandOverLocks {
     /// Batches handed over by ending threads.
-    pub(super) waiting: Mutex<Vec<Batch>>,
+    pub(super) waiting: Mutex<Vec<FinishedBatch>>,
     /// Held while batches are handed to the sink: a drain that holds it
     /// knows no batch is half-way there, and the sink changes only under
     /// it.
@@ -44,9 +42,9 @@ pub(super) struct Shared {
     pub(super) wake_cv: Condvar,
 }
 
-impl Shared {
+impl HandOverLocks {
     pub(super) const fn new() -> Self {
-        Shared {
+        HandOverLocks {
             waiting: Mutex::new(Vec::new()),
             submitting: Mutex::new(()),
             wake: Mutex::new(false),
@@ -57,10 +55,10 @@ impl Shared {
 
 /// The locks in use: those a process starts with, else fresh ones a
 /// set-up in a forked child made.
-pub(super) static SHARED: ForkFresh<Shared> = ForkFresh::new(Shared::new());
+pub(super) static HAND_OVER_LOCKS: ForkFresh<HandOverLocks> = ForkFresh::new(HandOverLocks::new());
 
-pub(super) fn shared() -> &'static Shared {
-    SHARED.get()
+pub(super) fn locks() -> &'static HandOverLocks {
+    HAND_OVER_LOCKS.get()
 }
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -74,7 +72,7 @@ pub(super) fn sink() -> Option<&'static Arc<dyn SpanSink>> {
 
 /// Hands the batches to the sink in use, which builds them where it
 /// exports them.
-pub(super) fn submit(batches: Vec<Batch>) {
+pub(super) fn submit(batches: Vec<FinishedBatch>) {
     if let Some(s) = sink() {
         submit_to(&**s, batches);
     }
@@ -85,11 +83,11 @@ pub(super) fn submit(batches: Vec<Batch>) {
 // The records stay in the slots they ended in (the sink builds them
 // there), unless the slots take much more room than the records.
 #[inline(never)]
-pub(super) fn submit_to(s: &dyn SpanSink, batches: Vec<Batch>) {
-    let batches: Vec<Batch> = batches
+pub(super) fn submit_to(s: &dyn SpanSink, batches: Vec<FinishedBatch>) {
+    let batches: Vec<FinishedBatch> = batches
         .into_iter()
         .filter(|b| !b.is_empty())
-        .map(Batch::compact)
+        .map(FinishedBatch::compact)
         .collect();
     if !batches.is_empty() {
         s.submit(batches);
@@ -115,27 +113,27 @@ pub(crate) fn drain(until: Option<Instant>) -> usize {
     if IN_CHILD.load(Ordering::Relaxed) || sink().is_none() {
         return 0;
     }
-    let sh = shared();
+    let sh = locks();
     let _submitting = lock(&sh.submitting);
     drain_into(sh, until)
 }
 
 /// [`drain`], for a caller that holds `submitting`.
-pub(super) fn drain_into(sh: &Shared, until: Option<Instant>) -> usize {
+pub(super) fn drain_into(sh: &HandOverLocks, until: Option<Instant>) -> usize {
     let waiting = submit_waiting(sh);
     // the batches handed over last and every list's finished records,
     // taken together: a batch handed over in between would reach the sink
     // after newer spans of its thread
     let (mut last, done) = {
         let mut waiting = lock(&sh.waiting);
-        (std::mem::take(&mut *waiting), records::take_done())
+        (std::mem::take(&mut *waiting), records::take_all_finished())
     };
-    // a batch taken out of its list before `take_done` looked, and not yet
+    // a batch taken out of its list before `take_all_finished` looked, and not yet
     // queued then, is in neither: once its thread has handed it over it
     // is queued (or was given to the sink by that thread). Those go ahead
     // of the lists' records, which ended after them (a batch handed over
     // while this waited goes with them: its order against its thread's
-    // records in `done` may be lost; it is not lost)
+    // records set aside may be lost; it is not lost)
     if let Some(until) = until {
         if wait_in_flight(until) {
             last.append(&mut lock(&sh.waiting));
@@ -173,7 +171,7 @@ fn wait_in_flight(until: Instant) -> bool {
 
 /// Submits the batches handed over (the caller holds `submitting`);
 /// returns how many there were.
-pub(super) fn submit_waiting(sh: &Shared) -> usize {
+pub(super) fn submit_waiting(sh: &HandOverLocks) -> usize {
     let mut n = 0;
     loop {
         let batches = std::mem::take(&mut *lock(&sh.waiting));
@@ -182,102 +180,5 @@ pub(super) fn submit_waiting(sh: &Shared) -> usize {
         }
         n += batches.len();
         submit(batches);
-    }
-}
-
-/// Starts the collector thread if this process has none.
-pub(super) fn start_collector() {
-    let pid = std::process::id();
-    if COLLECTOR_PID.swap(pid, Ordering::AcqRel) == pid {
-        return;
-    }
-    let spawned = std::thread::Builder::new()
-        .name("lens-span-collect".into())
-        .spawn(move || collector(pid));
-    if let Err(e) = spawned {
-        COLLECTOR_PID.store(0, Ordering::Release);
-        crate::diag::warn(format_args!(
-            "cannot start the span collector thread ({e}); spans are handed over every {THRESHOLD} per thread and at flush"
-        ));
-    }
-}
-
-/// The collector's shortest nap between two looks.
-const NAP_MIN: Duration = Duration::from_micros(100);
-
-/// Batches' time the collector naps for between looks (see `WAKE_AT`).
-const NAP_BATCHES: u32 = 4;
-
-/// The collector thread: takes handed-over batches, and drains every list
-/// once per interval (also under load, so a thread that records a few
-/// spans and sleeps still has them exported); exits once no sink is set
-/// (the pipeline shut down), so no thread outlives it. Between looks it
-/// naps for the time [`NAP_BATCHES`] batches take to come, as measured so
-/// far, and at most until the next drain.
-fn collector(pid: u32) {
-    clock::anchor();
-    let mut anchored = Instant::now();
-    let mut drained = Instant::now();
-    let mut looked = Instant::now();
-    // the time between two handed-over batches, smoothed
-    let mut per_batch = NAP_MIN;
-    loop {
-        if anchored.elapsed() >= clock::REANCHOR {
-            clock::anchor();
-            anchored = Instant::now();
-        }
-        let interval = Duration::from_millis(INTERVAL_MS.load(Ordering::Relaxed));
-        let sh = shared();
-        let left = interval.saturating_sub(drained.elapsed());
-        nap(sh, (per_batch * NAP_BATCHES).max(NAP_MIN).min(left));
-        if sink().is_none() {
-            let _ = COLLECTOR_PID.compare_exchange(pid, 0, Ordering::AcqRel, Ordering::Acquire);
-            // a set-up that came in meanwhile found this thread still
-            // running: keep serving it
-            if sink().is_none()
-                || COLLECTOR_PID
-                    .compare_exchange(0, pid, Ordering::AcqRel, Ordering::Acquire)
-                    .is_err()
-            {
-                return;
-            }
-        }
-        let batches = match drained.elapsed() >= interval {
-            true => {
-                drained = Instant::now();
-                drain(None)
-            }
-            false => {
-                let _submitting = lock(&sh.submitting);
-                submit_waiting(sh)
-            }
-        };
-        let since = std::mem::replace(&mut looked, Instant::now()).elapsed();
-        per_batch = match u32::try_from(batches) {
-            Ok(n) if n > 0 => (per_batch + since / n) / 2,
-            _ => per_batch.max(since),
-        };
-    }
-}
-
-/// Naps for at most `wait`, or until woken (half the queue waiting, or the
-/// pipeline shut down).
-fn nap(sh: &Shared, wait: Duration) {
-    let woken = lock(&sh.wake);
-    let (mut woken, _) = sh
-        .wake_cv
-        .wait_timeout_while(woken, wait, |w| !*w)
-        .unwrap_or_else(|e| e.into_inner());
-    *woken = false;
-}
-
-#[cold]
-#[inline(never)]
-pub(super) fn wake_collector() {
-    // never waits: if the collector holds the lock it is about to look
-    let sh = shared();
-    if let Ok(mut woken) = sh.wake.try_lock() {
-        *woken = true;
-        sh.wake_cv.notify_one();
     }
 }

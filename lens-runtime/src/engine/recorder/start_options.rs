@@ -7,7 +7,7 @@ use std::time::SystemTime;
 /// What a span may start with beyond its name, kind and attributes: a
 /// builder's links, events and start time, or nothing (the macros' spans,
 /// for which no empty list is made or looked at).
-pub(super) trait Extra {
+pub(super) trait StartOptions {
     /// The links the sampler is shown.
     fn links(&self) -> &[Link];
     /// Whether there are events or links.
@@ -19,9 +19,9 @@ pub(super) trait Extra {
 }
 
 /// No links, events or start time.
-pub(super) struct NoExtra;
+pub(super) struct NoOptions;
 
-impl Extra for NoExtra {
+impl StartOptions for NoOptions {
     #[inline(always)]
     fn links(&self) -> &[Link] {
         &[]
@@ -41,13 +41,13 @@ impl Extra for NoExtra {
 }
 
 /// A builder's links, events and start time.
-pub(super) struct BuilderExtra {
+pub(super) struct BuilderOptions {
     pub(super) links: Vec<Link>,
     pub(super) events: Vec<Event>,
     pub(super) start_time: Option<SystemTime>,
 }
 
-impl Extra for BuilderExtra {
+impl StartOptions for BuilderOptions {
     fn links(&self) -> &[Link] {
         &self.links
     }

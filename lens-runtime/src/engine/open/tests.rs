@@ -49,7 +49,7 @@ impl Drop for Fixture {
 /// This thread's list and how many slots it has.
 fn my_slots() -> (usize, usize) {
     let g = mine().expect("this thread's list").lock();
-    (g.cx.live(), g.cx.len())
+    (g.contexts.live(), g.contexts.len())
 }
 
 #[test]
@@ -190,14 +190,14 @@ fn a_record_written_through_a_new_slot_is_open_then_finished_once() {
     use opentelemetry::trace::{SpanId, TraceId};
     // `for_test(i)`: trace id 1, span id i + 1
     let is_ours = |r: &Record| r.is(TraceId::from(1u128), SpanId::from(9001u64));
-    let mut slot = records::NewSlot::take().expect("a list for this thread");
+    let mut slot = record_slots::NewSlot::take().expect("a list for this thread");
     slot.place().write(Record::for_test(9000, true));
     // SAFETY: the record was written through `place` just above
     let reg = unsafe { slot.commit() };
     assert_eq!(reg.with_record(|r| is_ours(r)), Some(true), "open");
     let mut finished = 0;
     let done = reg
-        .end_record(1, |_| finished += 1)
+        .mark_finished(1, |_| finished += 1)
         .expect("made in this process")
         .expect("handed back at a threshold of 1")
         .0
@@ -210,7 +210,7 @@ fn a_record_written_through_a_new_slot_is_open_then_finished_once() {
     );
     assert!(reg.with_record(|_| ()).is_none(), "no longer open");
     assert!(
-        reg.end_record(1, |_| ()).unwrap().is_none(),
+        reg.mark_finished(1, |_| ()).unwrap().is_none(),
         "not ended twice"
     );
 }
@@ -219,7 +219,7 @@ fn a_record_written_through_a_new_slot_is_open_then_finished_once() {
 /// i + 1) in this thread's list.
 #[cfg(feature = "sdk-core")]
 fn start_record(i: u64, sampled: bool) -> Registration {
-    let mut slot = records::NewSlot::take().expect("a list for this thread");
+    let mut slot = record_slots::NewSlot::take().expect("a list for this thread");
     slot.place().write(Record::for_test(i, sampled));
     // SAFETY: the record was written through `place` just above
     unsafe { slot.commit() }
@@ -242,8 +242,8 @@ fn a_batch_hands_out_records_in_the_order_they_ended_across_a_truncation() {
     let _truncated = start(9100);
     assert!(truncate_all("test") >= 1);
     let ended = start(9101);
-    assert!(ended.end_record(usize::MAX, |_| ()).unwrap().is_none());
-    let order: Vec<usize> = records::take_done()
+    assert!(ended.mark_finished(usize::MAX, |_| ()).unwrap().is_none());
+    let order: Vec<usize> = record_slots::take_all_finished()
         .into_iter()
         .flat_map(|b| b.into_records())
         .filter_map(|r| ours(&r))
@@ -268,9 +268,9 @@ fn a_batch_of_slots_hands_out_its_records_in_the_order_they_ended() {
     };
     let regs: Vec<Registration> = ids.iter().map(|&i| start(i, i != 9203)).collect();
     for k in [2, 0, 4, 1, 3] {
-        assert!(regs[k].end_record(usize::MAX, |_| ()).unwrap().is_none());
+        assert!(regs[k].mark_finished(usize::MAX, |_| ()).unwrap().is_none());
     }
-    let batch = records::take_done()
+    let batch = record_slots::take_all_finished()
         .into_iter()
         .find(|b| b.sampled() > 0 && !b.all(|r| ours(r).is_none()))
         .expect("this thread's batch");
@@ -284,14 +284,14 @@ fn a_batch_of_slots_hands_out_its_records_in_the_order_they_ended() {
     // split: the first records stay
     let regs: Vec<Registration> = ids.iter().map(|&i| start(i, true)).collect();
     for k in [3, 1, 0, 2, 4] {
-        assert!(regs[k].end_record(usize::MAX, |_| ()).unwrap().is_none());
+        assert!(regs[k].mark_finished(usize::MAX, |_| ()).unwrap().is_none());
     }
-    let mut batch = records::take_done()
+    let mut batch = record_slots::take_all_finished()
         .into_iter()
         .find(|b| !b.all(|r| ours(r).is_none()))
         .expect("this thread's batch");
     let rest = batch.split_off(2);
-    let positions = |b: crate::api::span::record::Batch| -> Vec<usize> {
+    let positions = |b: crate::engine::record::FinishedBatch| -> Vec<usize> {
         b.into_records().iter().filter_map(&ours).collect()
     };
     assert_eq!(
@@ -311,12 +311,12 @@ fn a_batch_whose_slots_are_mostly_not_its_records_is_compacted() {
     let start = |i: u64| start_record(i, true);
     let open: Vec<Registration> = (9300..9400).map(start).collect();
     let ended = start(9400);
-    assert!(ended.end_record(usize::MAX, |_| ()).unwrap().is_none());
-    let mine = |b: &crate::api::span::record::Batch| {
+    assert!(ended.mark_finished(usize::MAX, |_| ()).unwrap().is_none());
+    let mine = |b: &crate::engine::record::FinishedBatch| {
         use opentelemetry::trace::{SpanId, TraceId};
         !b.all(|r| !r.is(TraceId::from(1u128), SpanId::from(9401)))
     };
-    let batch = records::take_done()
+    let batch = record_slots::take_all_finished()
         .into_iter()
         .find(mine)
         .expect("this thread's batch");
@@ -328,9 +328,9 @@ fn a_batch_whose_slots_are_mostly_not_its_records_is_compacted() {
     }
     // now all ended: the batch is its slots, kept as they are
     for r in &open {
-        assert!(r.end_record(usize::MAX, |_| ()).unwrap().is_none());
+        assert!(r.mark_finished(usize::MAX, |_| ()).unwrap().is_none());
     }
-    let batch = records::take_done()
+    let batch = record_slots::take_all_finished()
         .into_iter()
         .find(|b| b.len() == 100)
         .expect("the 100");

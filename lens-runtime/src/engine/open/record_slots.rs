@@ -1,10 +1,10 @@
 //! Lens's own span path: the open records and finished batches of each
 //! thread's list.
 
+use super::lock::SpinGuard;
 use super::slab::Vacant;
-use super::spin::SpinGuard;
 use super::{registry, OpenList, Record, Registration, Spans};
-use crate::api::span::record::data::Batch;
+use crate::engine::record::FinishedBatch;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -17,7 +17,7 @@ static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 
 /// Batches taken out of their lists and not yet handed over: once it
 /// reads 0, every batch taken before the caller last locked a list (in
-/// [`take_done`]) has been handed over, and what the ending thread did to
+/// [`take_all_finished`]) has been handed over, and what the ending thread did to
 /// hand it over is visible.
 pub(crate) fn in_flight() -> usize {
     IN_FLIGHT.load(Ordering::Acquire)
@@ -72,7 +72,7 @@ impl NewSlot {
         let list = super::mine()?;
         let mut spans = list.lock();
         let id = spans.next_id();
-        let (slot, vacant) = spans.rec.reserve_vacant();
+        let (slot, vacant) = spans.records.reserve_vacant();
         Some(NewSlot {
             _locked: spans,
             reg: Registration { list, slot, id },
@@ -115,7 +115,7 @@ impl Registration {
         if !self.list.is_current() {
             return None;
         }
-        self.list.lock().rec.get_mut(self.slot, self.id).map(f)
+        self.list.lock().records.get_mut(self.slot, self.id).map(f)
     }
 
     /// Ends the record (`finish` sets its end), if it is still open: it
@@ -124,19 +124,19 @@ impl Registration {
     /// [`InFlight`] is dropped (after the batch is handed over); `Err(())`
     /// if the span was made before a fork (never exported).
     #[inline(always)]
-    pub(crate) fn end_record(
+    pub(crate) fn mark_finished(
         &self,
         threshold: usize,
         finish: impl FnOnce(&mut Record),
-    ) -> Result<Option<(Batch, InFlight)>, ()> {
+    ) -> Result<Option<(FinishedBatch, InFlight)>, ()> {
         if !self.list.is_current() {
             return Err(());
         }
         let mut spans = self.list.lock();
-        if !spans.rec.finish(self.slot, self.id, finish) {
+        if !spans.records.finish(self.slot, self.id, finish) {
             return Ok(None);
         }
-        Ok((spans.rec.finished() >= threshold).then(|| spans.take_in_flight()))
+        Ok((spans.records.finished() >= threshold).then(|| spans.take_in_flight()))
     }
 }
 
@@ -152,7 +152,7 @@ pub(crate) fn find(
             return None;
         }
         let mut spans = list.lock();
-        let found = spans.rec.iter_mut().find_map(|(slot, id, r)| {
+        let found = spans.records.iter_mut().find_map(|(slot, id, r)| {
             r.is(trace_id, span_id)
                 .then_some(Registration { list, slot, id })
         });
@@ -170,14 +170,14 @@ pub(crate) fn find(
 }
 
 /// Takes every list's finished records (lists of this process only).
-pub(crate) fn take_done() -> Vec<Batch> {
+pub(crate) fn take_all_finished() -> Vec<FinishedBatch> {
     let lists: Vec<&'static OpenList> = registry().all.clone();
     lists
         .into_iter()
         .filter(|l| l.is_current())
         .filter_map(|l| {
             let mut spans = l.lock();
-            let any = spans.rec.finished() > 0 || !spans.done.is_empty();
+            let any = spans.records.finished() > 0 || !spans.set_aside.is_empty();
             any.then(|| spans.take_batch())
         })
         .collect()
@@ -188,7 +188,7 @@ impl Spans {
     /// locked).
     #[cold]
     #[inline(never)]
-    fn take_in_flight(&mut self) -> (Batch, InFlight) {
+    fn take_in_flight(&mut self) -> (FinishedBatch, InFlight) {
         let in_flight = InFlight::count();
         (self.take_batch(), in_flight)
     }
@@ -197,10 +197,10 @@ impl Spans {
     /// and the end of a span needs fewer registers without it).
     #[cold]
     #[inline(never)]
-    fn take_batch(&mut self) -> Batch {
-        Batch::new(
-            (self.rec.finished() > 0).then(|| self.rec.take_finished()),
-            std::mem::take(&mut self.done),
+    fn take_batch(&mut self) -> FinishedBatch {
+        FinishedBatch::new(
+            (self.records.finished() > 0).then(|| self.records.take_finished()),
+            std::mem::take(&mut self.set_aside),
         )
     }
 }

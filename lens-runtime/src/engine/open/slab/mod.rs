@@ -1,10 +1,17 @@
 //! The slab a thread's open spans live in.
 
-use std::mem::MaybeUninit;
+#[cfg(feature = "sdk-core")]
+mod finished;
+mod slot;
+#[cfg(test)]
+mod tests;
 
+#[cfg(feature = "sdk-core")]
+pub(crate) use finished::Finished;
 use slot::Slot;
 #[cfg(feature = "sdk-core")]
 use slot::DONE;
+use std::mem::MaybeUninit;
 
 /// A slab of open spans: a span keeps its slot until it ends, so ending
 /// one is O(1) whatever the order spans end in. A freed slot is reused
@@ -341,13 +348,3 @@ impl<T> Vacant<T> {
         }
     }
 }
-
-mod slot;
-
-#[cfg(feature = "sdk-core")]
-mod finished;
-#[cfg(feature = "sdk-core")]
-pub(crate) use finished::Finished;
-
-#[cfg(test)]
-mod tests;

@@ -5,35 +5,45 @@
 //! configured sampler (the same one the SDK tracer uses: rank-aware,
 //! `OTEL_TRACES_SAMPLER`, parent-based) and reads the clock. Its record
 //! (ids, name, times, attributes, status; events and links boxed apart)
-//! lives in the starting thread's open-span list ([`open`](super::open))
+//! lives in the starting thread's open-span list ([`open`](crate::engine::open))
 //! while the span is open, and stays in its slot, marked finished, when it
 //! ends, until the list's finished records are handed over together: one
 //! uncontended lock at start, one at the end, no allocation for the record
-//! itself and no copy of it on the span's thread. The collector ([`collect`]) hands finished records
+//! itself and no copy of it on the span's thread. The collector ([`collector`]) hands finished records
 //! to the sink off the calling thread, whose exporter thread builds the
-//! SDK's `SpanData` from them ([`build`]).
+//! SDK's `SpanData` from them ([`to_span_data`](crate::engine::to_span_data)).
 //!
-//! The span is made the current OpenTelemetry context as a [`RecSpan`], a
+//! The span is made the current OpenTelemetry context as a [`ForwardingSpan`], a
 //! small span that holds only its ids and the record's place: raw
 //! OpenTelemetry spans, `tracing-opentelemetry` and propagators see its
 //! span context as their parent, and `get_active_span`'s
 //! `set_attribute`/`add_event`/`set_status` reach the record. Limits are
-//! the provider's ([`data::Common`]).
+//! the provider's ([`RecordSettings`]).
 
-use super::open::records::NewSlot;
+mod end;
+pub(crate) mod forwarding_span;
+pub(crate) mod ids;
+pub(crate) mod placement;
+mod start_options;
+
+use crate::engine::attrs::Attrs;
+use crate::engine::clock;
+use crate::engine::collector::{self, SpanSink};
+use crate::engine::open::record_slots::NewSlot;
+use crate::engine::record::{limit_events, limit_links, RareFields};
+use crate::engine::record::{Record, RecordSettings};
+pub(crate) use end::end_record;
+use forwarding_span::ForwardingSpan;
 use opentelemetry::trace::{
     SpanBuilder, SpanContext, SpanId, SpanKind, Status, TraceContextExt, TraceFlags, TraceState,
 };
 use opentelemetry::Context;
 use opentelemetry_sdk::trace::{SamplingDecision, ShouldSample};
+use placement::{OwnedRef, SpanPlace, Written};
+use start_options::{BuilderOptions, NoOptions, StartOptions};
 use std::borrow::Cow;
 use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
-
-use crate::api::attr::Attrs;
-pub(crate) use collect::SpanSink;
-use data::{limit_events, limit_links, More};
-pub(crate) use data::{Batch, Common, Record};
 
 /// What spans on lens's path are made with: set by setup when
 /// `NEMO_LENS_SPAN_PATH=lens`.
@@ -46,7 +56,7 @@ pub(crate) struct Recorder {
     /// its ids only, without the forwarding span.
     pub(crate) ids_only: bool,
     /// The scope and the span limits of its records.
-    pub(crate) common: Common,
+    pub(crate) settings: RecordSettings,
 }
 
 static RECORDER: AtomicPtr<Recorder> = AtomicPtr::new(std::ptr::null_mut());
@@ -95,7 +105,7 @@ pub(crate) fn install(
     // counted before the sink is in use: a sink that finds one install
     // only knows every record it is handed is its own
     INSTALLS.fetch_add(1, Ordering::Relaxed);
-    collect::set_sink(sink, interval);
+    collector::set_sink(sink, interval);
     if recorder.ids_only {
         IDS_ONLY.store(true, Ordering::Relaxed);
     }
@@ -112,38 +122,38 @@ pub(crate) fn uninstall() {
 /// atomic stores).
 pub(crate) fn forget_after_fork() {
     uninstall();
-    collect::reset_after_fork();
+    collector::reset_after_fork();
 }
 
 /// Sampled spans of this path that ended in a forked child (inert: never
 /// exported), for the child's shutdown report.
 pub(crate) fn dropped_in_child() -> u64 {
-    collect::dropped_in_child()
+    collector::dropped_in_child()
 }
 
 /// Moves every thread's finished spans to the sink now (flush, shutdown),
 /// those of batches an ending thread is handing over too (waited for until
 /// `until` at most): every span that ended before the call.
 pub(crate) fn drain(until: std::time::Instant) {
-    collect::drain(Some(until));
+    collector::drain(Some(until));
 }
 
 /// Forgets `sink` once its pipeline is shut down (if it is still the one
 /// in use).
 pub(crate) fn release_sink(sink: &std::sync::Arc<dyn SpanSink>) {
-    collect::release_sink(sink);
+    collector::release_sink(sink);
 }
 
 impl Recorder {
     /// Starts a span from `builder` as a child of `parent_cx`, as the SDK's
     /// tracer would (same sampling, same limits), without its span object:
-    /// written into `out`.
+    /// written into `place`.
     #[inline(always)]
     pub(crate) fn start_into<'a>(
         &'static self,
         builder: SpanBuilder,
         parent_cx: &Context,
-        out: StartOut<'a>,
+        place: SpanPlace<'a>,
     ) -> Written<'a> {
         let SpanBuilder {
             name,
@@ -159,34 +169,34 @@ impl Recorder {
             name,
             span_kind.unwrap_or(SpanKind::Internal),
             // SAFETY: `attributes` is not used again
-            unsafe { Moved::new(&mut attributes) },
-            BuilderExtra {
+            unsafe { OwnedRef::new(&mut attributes) },
+            BuilderOptions {
                 links: links.unwrap_or_default(),
                 events: events.unwrap_or_default(),
                 start_time,
             },
             parent_cx,
-            out,
+            place,
         )
     }
 
     /// Starts an internal span with `attributes` (moved into its record
-    /// where they lie), child of `parent_cx`, written into `out`.
+    /// where they lie), child of `parent_cx`, written into `place`.
     #[inline(always)]
     pub(crate) fn start_simple_into<'a>(
         &'static self,
         name: Cow<'static, str>,
-        attributes: Moved<'_, Attrs>,
+        attributes: OwnedRef<'_, Attrs>,
         parent_cx: &Context,
-        out: StartOut<'a>,
+        place: SpanPlace<'a>,
     ) -> Written<'a> {
         self.start_parts(
             name,
             SpanKind::Internal,
             attributes,
-            NoExtra,
+            NoOptions,
             parent_cx,
-            out,
+            place,
         )
     }
 
@@ -195,13 +205,13 @@ impl Recorder {
         &'static self,
         name: Cow<'static, str>,
         kind: SpanKind,
-        mut attributes: Moved<'_, Attrs>,
-        extra: impl Extra,
+        mut attributes: OwnedRef<'_, Attrs>,
+        options: impl StartOptions,
         parent_cx: &Context,
-        mut out: StartOut<'a>,
+        mut place: SpanPlace<'a>,
     ) -> Written<'a> {
         if parent_cx.is_telemetry_suppressed() {
-            return out.write(parent_cx.with_remote_span_context(SpanContext::empty_context()));
+            return place.write(parent_cx.with_remote_span_context(SpanContext::empty_context()));
         }
         let parent = parent_cx.span();
         let psc = parent.span_context();
@@ -210,14 +220,14 @@ impl Recorder {
         // read once: the parent's ids are behind a pointer the stores
         // below may alias, so a second `is_valid` would load them again
         let root = !psc.is_valid();
-        let (span_id, new_trace) = super::ids::draw(root);
+        let (span_id, new_trace) = ids::draw(root);
         let (trace_id, flags) = match new_trace {
             None => (psc.trace_id(), psc.trace_flags()),
             Some(t) => (t, TraceFlags::default()),
         };
-        let dropped = |out: StartOut<'a>, trace_state| -> Written<'a> {
+        let dropped = |place: SpanPlace<'a>, trace_state| -> Written<'a> {
             let sc = SpanContext::new(trace_id, span_id, TraceFlags::default(), false, trace_state);
-            out.write(parent_cx.with_remote_span_context(sc))
+            place.write(parent_cx.with_remote_span_context(sc))
         };
         // decided without a `SamplingResult` on the default path: its
         // tracestate, moved through it, was read back before its stores
@@ -238,7 +248,7 @@ impl Recorder {
             // as a constant where it goes, not cloned, nor moved there
             // through the stack)
             if parent_cx.has_active_span() && !psc.is_sampled() {
-                return dropped(out, psc.trace_state().clone());
+                return dropped(place, psc.trace_state().clone());
             }
             match *psc.trace_state() == TraceState::NONE {
                 true => made(true, TraceState::NONE),
@@ -253,10 +263,10 @@ impl Recorder {
                 &name,
                 &kind.clone(),
                 &attributes,
-                extra.links(),
+                options.links(),
             );
             let sampled = match r.decision {
-                SamplingDecision::Drop => return dropped(out, r.trace_state),
+                SamplingDecision::Drop => return dropped(place, r.trace_state),
                 SamplingDecision::RecordOnly => false,
                 SamplingDecision::RecordAndSample => true,
             };
@@ -268,7 +278,7 @@ impl Recorder {
             }
             made(sampled, r.trace_state)
         };
-        let limits = &self.common.limits;
+        let limits = &self.settings.limits;
         let max = limits.max_attributes_per_span as usize;
         // compared, not subtracted and tested: over the limit is rare
         let dropped_attributes = match attributes.len() > max {
@@ -276,14 +286,14 @@ impl Recorder {
             false => 0,
         };
         // a `match`, not `map_or_else`: that is not always inlined
-        let start = match extra.start_time() {
+        let start = match options.start_time() {
             None => clock::now(),
             Some(t) => clock::from_system(t),
         };
-        let more = match extra.has_any() || *sc.trace_state() != TraceState::NONE {
+        let rare = match options.has_any() || *sc.trace_state() != TraceState::NONE {
             true => {
-                let (events, links) = extra.into_lists();
-                Some(Box::new(More {
+                let (events, links) = options.into_lists();
+                Some(Box::new(RareFields {
                     trace_state: sc.trace_state().clone(),
                     status: Status::Unset,
                     events: limit_events(events, limits),
@@ -291,7 +301,7 @@ impl Recorder {
                 }))
             }
             false => {
-                let (events, links) = extra.into_lists();
+                let (events, links) = options.into_lists();
                 forget_empty(events);
                 forget_empty(links);
                 None
@@ -308,7 +318,7 @@ impl Recorder {
         );
         let Some(mut new_slot) = NewSlot::take() else {
             // the thread is exiting: the span is not recorded
-            return out.write(parent_cx.with_remote_span_context(sc));
+            return place.write(parent_cx.with_remote_span_context(sc));
         };
         // written where it lies (`MaybeUninit::write` into the slot), not
         // made on the stack and copied there: the copy reads back stores
@@ -326,22 +336,22 @@ impl Recorder {
             end: start,
             attributes: attributes.take(),
             dropped_attributes,
-            more,
-            common: &self.common,
+            rare,
+            settings: &self.settings,
         });
-        // SAFETY: the record was written through `place` just above
+        // SAFETY: the record was written through `new_slot.place()` just above
         let reg = unsafe { new_slot.commit() };
         // before the context is made, which may panic (an OpenTelemetry
         // context observer's view): the record is then ended with the
-        // panic by the one who handed `out`. The context is made with the
+        // panic by the one who handed `place`. The context is made with the
         // list unlocked, so that such an observer can reach the record.
-        out.register(reg);
+        place.register(reg);
         // each arm writes the context where it goes, not to the stack to
         // be copied (the copy reads the callee's stores back before they
         // reach the cache)
         match self.ids_only {
-            true => out.write(parent_cx.with_remote_span_context(sc)),
-            false => out.write(parent_cx.with_span(RecSpan { sc, reg })),
+            true => place.write(parent_cx.with_remote_span_context(sc)),
+            false => place.write(parent_cx.with_span(ForwardingSpan { sc, reg })),
         }
     }
 }
@@ -366,19 +376,6 @@ fn forget_empty<T>(v: Vec<T>) {
     }
 }
 
-pub(crate) mod build;
-pub(crate) mod clock;
-pub(crate) mod collect;
-pub(crate) mod data;
-mod extra;
-mod moved;
-pub(crate) use moved::Moved;
-mod out;
-use extra::{BuilderExtra, Extra, NoExtra};
-pub(crate) use out::{StartOut, Written};
-mod rec_span;
-pub(crate) use rec_span::{end, RecSpan};
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -391,7 +388,7 @@ mod tests {
             sampler: Box::new(Sampler::ParentBased(Box::new(Sampler::AlwaysOn))),
             default_sampling,
             ids_only: false,
-            common: Common::new("t", None),
+            settings: RecordSettings::new("t", None),
         }))
     }
 
@@ -423,9 +420,9 @@ mod tests {
                 let mut attributes = ManuallyDrop::new(Attrs::new());
                 rec.start_simple_into(
                     "s".into(),
-                    Moved::new(&mut attributes),
+                    OwnedRef::new(&mut attributes),
                     parent,
-                    StartOut::new(&mut cx, &mut reg),
+                    SpanPlace::new(&mut cx, &mut reg),
                 );
                 (cx.assume_init(), reg.assume_init())
             }
@@ -440,7 +437,7 @@ mod tests {
             assert_eq!(sa.trace_state(), sb.trace_state(), "tracestate, parent {i}");
             assert_eq!(sa.trace_id() == TraceId::from(7u128), i == 1 || i == 2);
             for reg in [a_reg, b_reg].into_iter().flatten() {
-                end(&reg, || true, clock::now());
+                end_record(&reg, || true, clock::now());
             }
         }
     }
