@@ -3,7 +3,7 @@
 //! `OTEL_*` settings lens applies itself; export strategies.
 
 #[cfg(feature = "sdk-core")]
-mod code;
+mod check;
 mod env;
 pub(crate) mod error;
 mod lens;

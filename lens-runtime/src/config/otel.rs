@@ -3,9 +3,10 @@
 //! signal-flush deadline, read and validated once, before anything is
 //! installed.
 
-pub(crate) use super::code::{
-    check_endpoint, check_header, check_timeout, CodeSettings, CODE_ENDPOINT, CODE_EXPORT_TIMEOUT,
+pub(crate) use super::check::{
+    check_endpoint, check_header, check_timeout, CODE_ENDPOINT, CODE_EXPORT_TIMEOUT,
 };
+use super::check::{in_a_day, invalid, MILLIS_EXPECTED};
 use super::lens::{parse_choice, OtelContext, SpanPath};
 use super::ConfigError;
 use opentelemetry_sdk::trace::{Sampler, SpanLimits};
@@ -64,6 +65,28 @@ pub(crate) fn env_number<T: std::str::FromStr>(
                 expected: expected.to_owned(),
             }),
     }
+}
+
+/// The settings given in code (`TelemetryBuilder`), each over its
+/// `OTEL_*` variable: code over environment over default.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct CodeSettings {
+    /// `with_endpoint`, over `OTEL_EXPORTER_OTLP_[<SIGNAL>_]ENDPOINT`.
+    pub(crate) endpoint: Option<String>,
+    /// `with_otlp_protocol`, over `OTEL_EXPORTER_OTLP_[<SIGNAL>_]PROTOCOL`.
+    pub(crate) protocol: Option<OtlpProtocol>,
+    /// `with_export_timeout`, over `OTEL_BSP_EXPORT_TIMEOUT` and
+    /// `OTEL_EXPORTER_OTLP_[<SIGNAL>_]TIMEOUT`.
+    pub(crate) export_timeout: Option<Duration>,
+    /// `with_sampler`, over `OTEL_TRACES_SAMPLER(_ARG)`.
+    pub(crate) sampler: Option<Sampler>,
+    /// `LensConfig::span_path`, over `NEMO_LENS_SPAN_PATH`.
+    pub(crate) span_path: Option<SpanPath>,
+    /// `LensConfig::otel_context`, over `NEMO_LENS_OTEL_CONTEXT`.
+    pub(crate) otel_context: Option<OtelContext>,
+    /// `with_header`, over the same keys of
+    /// `OTEL_EXPORTER_OTLP_[<SIGNAL>_]HEADERS`, in the order given.
+    pub(crate) headers: Vec<(String, String)>,
 }
 
 /// Everything read from standard `OTEL_*` variables (and the few
@@ -215,14 +238,6 @@ impl Propagators {
     }
 }
 
-pub(super) fn invalid(variable: &str, value: String, expected: &str) -> ConfigError {
-    ConfigError::InvalidValue {
-        variable: variable.to_owned(),
-        value,
-        expected: expected.to_owned(),
-    }
-}
-
 /// A count in `1..=max`.
 fn env_count(var: &str, max: usize) -> Result<Option<usize>, ConfigError> {
     let expected = format!("a positive integer at most {max}");
@@ -233,23 +248,11 @@ fn env_count(var: &str, max: usize) -> Result<Option<usize>, ConfigError> {
     }
 }
 
-/// What a duration variable may be.
-const MILLIS_EXPECTED: &str = "a duration in milliseconds (0 to 86400000)";
-
 /// Milliseconds, at most a day.
 fn env_millis(var: &str) -> Result<Option<Duration>, ConfigError> {
     match env_number::<u64>(var, MILLIS_EXPECTED)? {
         None => Ok(None),
         Some(ms) => in_a_day(var, ms),
-    }
-}
-
-/// `ms` milliseconds of `var`, if at most a day.
-pub(super) fn in_a_day(var: &str, ms: u64) -> Result<Option<Duration>, ConfigError> {
-    const DAY_MS: u64 = 86_400_000;
-    match ms <= DAY_MS {
-        true => Ok(Some(Duration::from_millis(ms))),
-        false => Err(invalid(var, ms.to_string(), MILLIS_EXPECTED)),
     }
 }
 

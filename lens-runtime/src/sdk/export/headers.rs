@@ -11,7 +11,7 @@ pub(crate) use http_client::HttpHeaders;
 
 #[cfg(feature = "otlp-grpc")]
 mod grpc {
-    use crate::sdk::export::BuildError;
+    use crate::sdk::export::build_error::BuildError;
     use std::sync::Arc;
     use tonic::metadata::{Ascii, MetadataKey, MetadataValue};
 
@@ -59,7 +59,7 @@ mod grpc {
 
 #[cfg(feature = "otlp-http")]
 mod http_client {
-    use crate::sdk::export::BuildError;
+    use crate::sdk::export::build_error::BuildError;
     use http::{HeaderName, HeaderValue};
     use opentelemetry_http::{Bytes, HttpClient, HttpError, Request, Response};
     use std::fmt;
@@ -132,14 +132,13 @@ mod http_client {
     }
 }
 
-#[cfg(all(test, feature = "otlp-grpc"))]
+#[cfg(test)]
 mod tests {
-    use super::*;
-    use tonic::service::Interceptor;
-
+    #[cfg(feature = "otlp-grpc")]
     #[test]
     fn a_code_header_replaces_every_value_the_variables_gave_its_name() {
-        let mut i = GrpcHeaders::new(&[
+        use tonic::service::Interceptor;
+        let mut i = super::GrpcHeaders::new(&[
             ("x-team".into(), "code".into()),
             ("x-extra".into(), "1".into()),
         ])

@@ -1,34 +1,9 @@
-//! The settings given in code through `TelemetryBuilder`, each over its
-//! `OTEL_*` variable (code over environment over default), and the checks
-//! they share with those variables.
+//! The checks that a setting given in code through `TelemetryBuilder`
+//! shares with its `OTEL_*` variable (the same error, naming the method
+//! instead of the variable), and the error helpers of the readers.
 
-use super::lens::{OtelContext, SpanPath};
-use super::otel::{in_a_day, invalid, OtlpProtocol};
 use super::ConfigError;
-use opentelemetry_sdk::trace::Sampler;
 use std::time::Duration;
-
-/// The settings given in code (`TelemetryBuilder`), each over its
-/// `OTEL_*` variable: code over environment over default.
-#[derive(Debug, Default, Clone)]
-pub(crate) struct CodeSettings {
-    /// `with_endpoint`, over `OTEL_EXPORTER_OTLP_[<SIGNAL>_]ENDPOINT`.
-    pub(crate) endpoint: Option<String>,
-    /// `with_otlp_protocol`, over `OTEL_EXPORTER_OTLP_[<SIGNAL>_]PROTOCOL`.
-    pub(crate) protocol: Option<OtlpProtocol>,
-    /// `with_export_timeout`, over `OTEL_BSP_EXPORT_TIMEOUT` and
-    /// `OTEL_EXPORTER_OTLP_[<SIGNAL>_]TIMEOUT`.
-    pub(crate) export_timeout: Option<Duration>,
-    /// `with_sampler`, over `OTEL_TRACES_SAMPLER(_ARG)`.
-    pub(crate) sampler: Option<Sampler>,
-    /// `LensConfig::span_path`, over `NEMO_LENS_SPAN_PATH`.
-    pub(crate) span_path: Option<SpanPath>,
-    /// `LensConfig::otel_context`, over `NEMO_LENS_OTEL_CONTEXT`.
-    pub(crate) otel_context: Option<OtelContext>,
-    /// `with_header`, over the same keys of
-    /// `OTEL_EXPORTER_OTLP_[<SIGNAL>_]HEADERS`, in the order given.
-    pub(crate) headers: Vec<(String, String)>,
-}
 
 /// The name a code setting is reported under in errors.
 pub(crate) const CODE_ENDPOINT: &str = "TelemetryBuilder::with_endpoint";
@@ -94,5 +69,26 @@ pub(crate) fn check_header(name: &str, value: &str) -> Result<(), ConfigError> {
             format!("{name:?} = <{} bytes, not shown>", value.len()),
             HEADER_EXPECTED,
         )),
+    }
+}
+
+/// What a duration variable may be.
+pub(crate) const MILLIS_EXPECTED: &str = "a duration in milliseconds (0 to 86400000)";
+
+/// The error for `value` of `variable`, which should be `expected`.
+pub(crate) fn invalid(variable: &str, value: String, expected: &str) -> ConfigError {
+    ConfigError::InvalidValue {
+        variable: variable.to_owned(),
+        value,
+        expected: expected.to_owned(),
+    }
+}
+
+/// `ms` milliseconds of `var`, if at most a day.
+pub(crate) fn in_a_day(var: &str, ms: u64) -> Result<Option<Duration>, ConfigError> {
+    const DAY_MS: u64 = 86_400_000;
+    match ms <= DAY_MS {
+        true => Ok(Some(Duration::from_millis(ms))),
+        false => Err(invalid(var, ms.to_string(), MILLIS_EXPECTED)),
     }
 }
