@@ -15,6 +15,8 @@
 //! directly.
 
 pub use crate::engine::attrs::Attrs;
+// the names the engine writes itself, checked against `semconv`'s
+#[cfg(test)]
 pub(crate) use crate::engine::names::{SPAN_TRUNCATED, SPAN_TRUNCATED_REASON};
 #[cfg(feature = "sdk-core")]
 pub(crate) use crate::engine::open::record_slots::find;

@@ -152,9 +152,9 @@ pub const NEMO_RUN_ID: &str = "nemo.run.id";
 /// `nemo.user.id`
 pub const NEMO_USER_ID: &str = "nemo.user.id";
 /// `nemo.span.truncated`: the span was still open at telemetry shutdown.
-pub const NEMO_SPAN_TRUNCATED: &str = super::engine_socket::SPAN_TRUNCATED;
+pub const NEMO_SPAN_TRUNCATED: &str = "nemo.span.truncated";
 /// `nemo.span.truncated.reason`
-pub const NEMO_SPAN_TRUNCATED_REASON: &str = super::engine_socket::SPAN_TRUNCATED_REASON;
+pub const NEMO_SPAN_TRUNCATED_REASON: &str = "nemo.span.truncated.reason";
 
 // === wandb.* ===
 /// `wandb.entity`
@@ -379,3 +379,15 @@ pub const METRIC_HW_POWER: &str = "hw.power";
 pub const METRIC_HW_ENERGY: &str = "hw.energy";
 /// Metric `hw.temperature`: gauge, `Cel`.
 pub const METRIC_HW_TEMPERATURE: &str = "hw.temperature";
+
+#[cfg(test)]
+mod tests {
+    /// The engine, a layer below, writes the truncation names itself:
+    /// they must be the public ones (which `tests/parity.rs` reads here).
+    #[test]
+    fn the_engine_writes_the_public_truncation_names() {
+        use crate::api::engine_socket::{SPAN_TRUNCATED, SPAN_TRUNCATED_REASON};
+        assert_eq!(super::NEMO_SPAN_TRUNCATED, SPAN_TRUNCATED);
+        assert_eq!(super::NEMO_SPAN_TRUNCATED_REASON, SPAN_TRUNCATED_REASON);
+    }
+}
