@@ -170,17 +170,21 @@ mod wire {
         (((v | 1).leading_zeros() ^ 63) as usize * 9 + 73) / 64
     }
 
+    /// Appends `v` as a varint: built in a register-sized array, appended
+    /// as a fixed-size copy and cut to length (no capacity check per byte).
     #[inline]
     pub(super) fn varint(buf: &mut Vec<u8>, mut v: u64) {
         let mut bytes = [0u8; 10];
         let mut n = 0;
-        while v >= 0x80 {
+        while v >= 0x80 && n < 9 {
             bytes[n] = v as u8 | 0x80;
             v >>= 7;
             n += 1;
         }
         bytes[n] = v as u8;
-        buf.extend_from_slice(&bytes[..=n]);
+        let len = buf.len() + n + 1;
+        buf.extend_from_slice(&bytes);
+        buf.truncate(len);
     }
 
     /// A field key of a one-byte tag (`tag` < 16).
@@ -208,15 +212,42 @@ mod wire {
     }
 }
 
-/// `bytes` in lowercase hex (what `TraceId`/`SpanId` display as).
-fn hex<const N: usize, const H: usize>(bytes: [u8; N]) -> [u8; H] {
+/// Each byte's two lowercase hex digits.
+const HEX: [[u8; 2]; 256] = {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = [0u8; H];
-    for (pair, b) in out.chunks_exact_mut(2).zip(bytes) {
-        pair[0] = DIGITS[usize::from(b >> 4)];
-        pair[1] = DIGITS[usize::from(b & 15)];
+    let mut t = [[0u8; 2]; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = [DIGITS[i >> 4], DIGITS[i & 15]];
+        i += 1;
     }
-    out
+    t
+};
+
+/// `bytes` in lowercase hex (what `TraceId`/`SpanId` display as) into
+/// `out` (twice as long).
+fn hex(out: &mut [u8], bytes: &[u8]) {
+    for (pair, &b) in out.chunks_exact_mut(2).zip(bytes) {
+        pair.copy_from_slice(&HEX[usize::from(b)]);
+    }
+}
+
+/// The annotations `trace_id` and `span_id` (their ids in hex), written
+/// as one fixed-size block each: the bytes [`annotation`] writes for them.
+fn id_annotations(event: &mut Vec<u8>, trace_id: [u8; 16], span_id: [u8; 8]) {
+    use wire::{key, BYTES};
+    // field 4 { field 6: 32 hex digits, field 10: "trace_id" }
+    let mut t = [0u8; 46];
+    t[..4].copy_from_slice(&[key(4, BYTES), 44, key(6, BYTES), 32]);
+    hex(&mut t[4..36], &trace_id);
+    t[36..].copy_from_slice(b"\x52\x08trace_id");
+    // field 4 { field 6: 16 hex digits, field 10: "span_id" }
+    let mut s = [0u8; 29];
+    s[..4].copy_from_slice(&[key(4, BYTES), 27, key(6, BYTES), 16]);
+    hex(&mut s[4..20], &span_id);
+    s[20..].copy_from_slice(b"\x52\x07span_id");
+    event.extend_from_slice(&t);
+    event.extend_from_slice(&s);
 }
 
 /// The value of a `DebugAnnotation`: the field it takes.
@@ -294,6 +325,30 @@ fn event_packet(buf: &mut Vec<u8>, sequence: u32, ts: u64, event: &[u8]) {
     buf.extend_from_slice(event);
 }
 
+/// Appends the slice END packet at `ts` on `track`: `TracePacket {
+/// timestamp, trusted_packet_sequence_id, track_event { type, track_uuid }
+/// }`.
+fn slice_end(buf: &mut Vec<u8>, sequence: u32, ts: u64, track: u64) {
+    use wire::{key, varint, varint_len, BYTES, VARINT};
+    let event_len = 3 + varint_len(track);
+    let len = 1 + varint_len(ts) + 1 + varint_len(u64::from(sequence)) + 2 + event_len;
+    buf.push(key(1, BYTES));
+    varint(buf, len as u64);
+    buf.push(key(8, VARINT));
+    varint(buf, ts);
+    buf.push(key(10, VARINT));
+    varint(buf, u64::from(sequence));
+    // the event is under 128 bytes: a one-byte length
+    buf.extend_from_slice(&[
+        key(11, BYTES),
+        event_len as u8,
+        key(9, VARINT),
+        TYPE_SLICE_END as u8,
+        key(11, VARINT),
+    ]);
+    varint(buf, track);
+}
+
 /// Appends the slice BEGIN and END packets of `s` on `track`: its
 /// attributes, trace id and span id (and an ERROR status) as debug
 /// annotations, then type, track and name (`TrackEvent` fields 4, 9, 11,
@@ -312,10 +367,7 @@ fn slice(
         attribute(event, kv.key.as_str(), &kv.value);
     }
     let sc = &s.span_context;
-    let trace_id: [u8; 32] = hex(sc.trace_id().to_bytes());
-    annotation(event, "trace_id", Note::Str(&trace_id));
-    let span_id: [u8; 16] = hex(sc.span_id().to_bytes());
-    annotation(event, "span_id", Note::Str(&span_id));
+    id_annotations(event, sc.trace_id().to_bytes(), sc.span_id().to_bytes());
     if let opentelemetry::trace::Status::Error { description } = &s.status {
         annotation(event, "status", Note::Str(b"ERROR"));
         annotation(event, "status.message", Note::Str(description.as_bytes()));
@@ -329,13 +381,7 @@ fn slice(
     varint(event, s.name.len() as u64);
     event.extend_from_slice(s.name.as_bytes());
     event_packet(buf, sequence, start, event);
-
-    event.clear();
-    event.push(key(9, VARINT));
-    varint(event, TYPE_SLICE_END as u64);
-    event.push(key(11, VARINT));
-    varint(event, track);
-    event_packet(buf, sequence, end, event);
+    slice_end(buf, sequence, end, track);
 }
 
 /// Appends `packet` as one `Trace.packet` field.
