@@ -108,12 +108,13 @@ pub(super) fn encode_spans(
             None => scopes.push((scope, ScopePart::new(scope)?, vec![span])),
         }
     }
+    let mut times = Times::default();
     if per_record {
         for (_, part, list) in &scopes {
             for span in list {
                 buf.extend_from_slice(&resource.head);
                 buf.extend_from_slice(&part.head);
-                write_span(buf, span)?;
+                write_span(buf, span, &mut times)?;
                 buf.extend_from_slice(&part.tail);
                 buf.extend_from_slice(&resource.tail);
                 buf.push(b'\n');
@@ -134,7 +135,7 @@ pub(super) fn encode_spans(
             if j > 0 {
                 buf.push(b',');
             }
-            write_span(buf, span)?;
+            write_span(buf, span, &mut times)?;
         }
         buf.extend_from_slice(&part.tail);
     }
@@ -143,24 +144,41 @@ pub(super) fn encode_spans(
     Ok(())
 }
 
-const HEX: &[u8; 16] = b"0123456789abcdef";
-
-/// `bytes` as a JSON string of lowercase hex.
-fn hex(buf: &mut Vec<u8>, bytes: &[u8]) {
-    buf.push(b'"');
-    for b in bytes {
-        buf.push(HEX[usize::from(b >> 4)]);
-        buf.push(HEX[usize::from(b & 15)]);
+/// Each byte's two lowercase hex digits.
+const HEX: [[u8; 2]; 256] = {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut t = [[0u8; 2]; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = [DIGITS[i >> 4], DIGITS[i & 15]];
+        i += 1;
     }
-    buf.push(b'"');
+    t
+};
+
+/// An id of `N` bytes as a JSON string of lowercase hex (`Q` = 2N + 2
+/// bytes with the quotes), one fixed-size append.
+fn hex<const N: usize, const Q: usize>(buf: &mut Vec<u8>, bytes: [u8; N]) {
+    let mut out = [b'"'; Q];
+    for (pair, b) in out[1..Q - 1].chunks_exact_mut(2).zip(bytes) {
+        pair.copy_from_slice(&HEX[usize::from(b)]);
+    }
+    buf.extend_from_slice(&out);
+}
+
+/// Whether `s` needs no escape in a JSON string (serde_json escapes the
+/// control characters, `"`, `\` and DEL). No early exit: the loop
+/// vectorizes, and most strings are clean.
+fn clean(s: &[u8]) -> bool {
+    !s.iter().fold(false, |bad, &b| {
+        bad | (b < 0x20) | (b == b'"') | (b == b'\\') | (b == 0x7f)
+    })
 }
 
 /// A JSON string (serde_json's escaping).
 fn string(buf: &mut Vec<u8>, s: &str) -> Result<(), serde_json::Error> {
-    let clean = s
-        .bytes()
-        .all(|b| b >= 0x20 && b != b'"' && b != b'\\' && b != 0x7f);
-    if clean {
+    if clean(s.as_bytes()) {
+        buf.reserve(s.len() + 2);
         buf.push(b'"');
         buf.extend_from_slice(s.as_bytes());
         buf.push(b'"');
@@ -170,20 +188,67 @@ fn string(buf: &mut Vec<u8>, s: &str) -> Result<(), serde_json::Error> {
     }
 }
 
+/// The decimal digits of each number below 100.
+const DECIMAL: [[u8; 2]; 100] = {
+    let mut t = [[0u8; 2]; 100];
+    let mut i = 0;
+    while i < 100 {
+        t[i] = [b'0' + (i / 10) as u8, b'0' + (i % 10) as u8];
+        i += 1;
+    }
+    t
+};
+
+/// The eight decimal digits of `x` (below 10^8), zero-padded: four
+/// independent table lookups.
+#[inline]
+fn eight(x: u32) -> [u8; 8] {
+    let (hi, lo) = ((x / 10_000) as usize, (x % 10_000) as usize);
+    let (a, b, c, d) = (
+        DECIMAL[hi / 100],
+        DECIMAL[hi % 100],
+        DECIMAL[lo / 100],
+        DECIMAL[lo % 100],
+    );
+    [a[0], a[1], b[0], b[1], c[0], c[1], d[0], d[1]]
+}
+
+/// An unsigned integer in decimal, between `open` and `close` (each
+/// written when not 0): three eight-digit blocks (one for a number below
+/// 10^8), computed apart, and the significant digits appended.
+#[inline]
+fn digits(buf: &mut Vec<u8>, v: u64, open: u8, close: u8) {
+    let count = v.checked_ilog10().unwrap_or(0) as usize + 1;
+    let mut out = [0u8; 25];
+    if v < 100_000_000 {
+        out[16..24].copy_from_slice(&eight(v as u32));
+    } else {
+        let (rest, low) = (v / 100_000_000, (v % 100_000_000) as u32);
+        let (high, mid) = ((rest / 100_000_000) as u32, (rest % 100_000_000) as u32);
+        out[..8].copy_from_slice(&eight(high));
+        out[8..16].copy_from_slice(&eight(mid));
+        out[16..24].copy_from_slice(&eight(low));
+    }
+    let mut start = 24 - count;
+    if open != 0 {
+        start -= 1;
+        out[start] = open;
+    }
+    let mut end = 24;
+    if close != 0 {
+        out[24] = close;
+        end = 25;
+    }
+    buf.extend_from_slice(&out[start..end]);
+}
+
 /// An unsigned integer in decimal.
 fn uint(buf: &mut Vec<u8>, v: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    let mut v = v;
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
+    if v < 10 {
+        buf.push(b'0' + v as u8);
+    } else {
+        digits(buf, v, 0, 0);
     }
-    buf.extend_from_slice(&digits[i..]);
 }
 
 /// A signed integer in decimal.
@@ -194,14 +259,41 @@ fn int(buf: &mut Vec<u8>, v: i64) {
     uint(buf, v.unsigned_abs());
 }
 
+/// The digits of the last time written above its last eight: the times
+/// of a batch mostly share them (they change every 0.1 s), so most times
+/// only compute their last eight digits.
+#[derive(Debug, Default)]
+struct Times {
+    /// `nanos / 10^8` of the last time written (0: none yet).
+    high: u64,
+    /// Its digits, right-aligned.
+    text: [u8; 16],
+    /// How many digits it has.
+    count: usize,
+}
+
 /// Nanoseconds since the epoch as a JSON string (0 before the epoch).
-fn nanos(buf: &mut Vec<u8>, t: SystemTime) {
+fn nanos(buf: &mut Vec<u8>, t: SystemTime, times: &mut Times) {
     let n = t
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
-    buf.push(b'"');
-    uint(buf, n);
-    buf.push(b'"');
+    let (high, low) = (n / 100_000_000, (n % 100_000_000) as u32);
+    if high == 0 {
+        return digits(buf, n, b'"', b'"');
+    }
+    if high != times.high {
+        times.high = high;
+        times.text[..8].copy_from_slice(&eight((high / 100_000_000) as u32));
+        times.text[8..].copy_from_slice(&eight((high % 100_000_000) as u32));
+        times.count = high.ilog10() as usize + 1;
+    }
+    // `"`, the high digits, the low eight, `"`
+    let mut out = [b'"'; 26];
+    out[1..17].copy_from_slice(&times.text);
+    out[17..25].copy_from_slice(&eight(low));
+    let start = 16 - times.count;
+    out[start] = b'"';
+    buf.extend_from_slice(&out[start..]);
 }
 
 /// A double: a JSON number, or the proto3 string of a non-finite one.
@@ -219,18 +311,22 @@ fn flags(cx: &SpanContext, remote: bool) -> u64 {
     f
 }
 
-fn write_span(buf: &mut Vec<u8>, span: &SpanData) -> Result<(), serde_json::Error> {
+fn write_span(
+    buf: &mut Vec<u8>,
+    span: &SpanData,
+    times: &mut Times,
+) -> Result<(), serde_json::Error> {
     let cx = &span.span_context;
     buf.extend_from_slice(b"{\"traceId\":");
-    hex(buf, &cx.trace_id().to_bytes());
+    hex::<16, 34>(buf, cx.trace_id().to_bytes());
     buf.extend_from_slice(b",\"spanId\":");
-    hex(buf, &cx.span_id().to_bytes());
+    hex::<8, 18>(buf, cx.span_id().to_bytes());
     buf.extend_from_slice(b",\"traceState\":");
     string(buf, &cx.trace_state().header())?;
     buf.extend_from_slice(b",\"parentSpanId\":");
     match span.parent_span_id {
         SpanId::INVALID => buf.extend_from_slice(b"\"\""),
-        id => hex(buf, &id.to_bytes()),
+        id => hex::<8, 18>(buf, id.to_bytes()),
     }
     buf.extend_from_slice(b",\"flags\":");
     uint(buf, flags(cx, span.parent_span_is_remote));
@@ -245,9 +341,9 @@ fn write_span(buf: &mut Vec<u8>, span: &SpanData) -> Result<(), serde_json::Erro
         SpanKind::Consumer => b'5',
     });
     buf.extend_from_slice(b",\"startTimeUnixNano\":");
-    nanos(buf, span.start_time);
+    nanos(buf, span.start_time, times);
     buf.extend_from_slice(b",\"endTimeUnixNano\":");
-    nanos(buf, span.end_time);
+    nanos(buf, span.end_time, times);
     buf.extend_from_slice(b",\"attributes\":");
     attributes(buf, &span.attributes)?;
     buf.extend_from_slice(b",\"droppedAttributesCount\":");
@@ -258,7 +354,7 @@ fn write_span(buf: &mut Vec<u8>, span: &SpanData) -> Result<(), serde_json::Erro
             buf.push(b',');
         }
         buf.extend_from_slice(b"{\"timeUnixNano\":");
-        nanos(buf, e.timestamp);
+        nanos(buf, e.timestamp, times);
         buf.extend_from_slice(b",\"name\":");
         string(buf, &e.name)?;
         buf.extend_from_slice(b",\"attributes\":");
@@ -276,9 +372,9 @@ fn write_span(buf: &mut Vec<u8>, span: &SpanData) -> Result<(), serde_json::Erro
         }
         let lcx = &l.span_context;
         buf.extend_from_slice(b"{\"traceId\":");
-        hex(buf, &lcx.trace_id().to_bytes());
+        hex::<16, 34>(buf, lcx.trace_id().to_bytes());
         buf.extend_from_slice(b",\"spanId\":");
-        hex(buf, &lcx.span_id().to_bytes());
+        hex::<8, 18>(buf, lcx.span_id().to_bytes());
         buf.extend_from_slice(b",\"traceState\":");
         string(buf, &lcx.trace_state().header())?;
         buf.extend_from_slice(b",\"attributes\":");
@@ -396,4 +492,65 @@ fn double_value(buf: &mut Vec<u8>, f: f64) -> Result<(), serde_json::Error> {
     double(buf, f)?;
     buf.push(b'}');
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The integer, id and string writers against `format!` and
+    /// serde_json, at every digit count and edge.
+    #[test]
+    fn numbers_ids_and_strings_match_the_std_forms() {
+        let mut values = vec![0, 1, 9, 10, 99, 100, 101, u64::MAX, u64::MAX - 1];
+        let mut p = 1u64;
+        while let Some(q) = p.checked_mul(10) {
+            values.extend([p - 1, p, p + 1, q - 1]);
+            p = q;
+        }
+        for v in values {
+            let mut b = vec![b'x'];
+            uint(&mut b, v);
+            assert_eq!(b, format!("x{v}").as_bytes());
+            b.clear();
+            digits(&mut b, v, b'"', b'"');
+            assert_eq!(b, format!("\"{v}\"").as_bytes());
+            let i = v as i64;
+            b.clear();
+            int(&mut b, i);
+            assert_eq!(b, i.to_string().as_bytes());
+        }
+        // times: one cache over a sequence that changes its high digits
+        let mut times = Times::default();
+        let base = 1_796_000_000_099_999_990u64;
+        let mut seq = vec![0, 5, 99_999_999, 100_000_000, 123_456_789_012, u64::MAX];
+        seq.extend((0..40).map(|i| base + i * 3));
+        seq.extend([base, 1, base + 100_000_000, 999_999_999, 1_000_000_000]);
+        for n in seq {
+            let t = UNIX_EPOCH + std::time::Duration::from_nanos(n);
+            let mut b = Vec::new();
+            nanos(&mut b, t, &mut times);
+            assert_eq!(b, format!("\"{n}\"").as_bytes(), "{n}");
+        }
+        let mut b = Vec::new();
+        nanos(
+            &mut b,
+            UNIX_EPOCH - std::time::Duration::from_secs(1),
+            &mut times,
+        );
+        assert_eq!(b, b"\"0\"");
+        let mut b = Vec::new();
+        hex::<16, 34>(
+            &mut b,
+            0x0123_4567_89ab_cdef_fedc_ba98_7654_3210_u128.to_be_bytes(),
+        );
+        assert_eq!(b, b"\"0123456789abcdeffedcba9876543210\"");
+        for s in [
+            "", "plain", "é ü", "a\"b", "a\\b", "\u{0}", "\u{1f}", "\u{7f}", "\n",
+        ] {
+            let mut b = Vec::new();
+            string(&mut b, s).unwrap();
+            assert_eq!(b, serde_json::to_vec(s).unwrap(), "{s:?}");
+        }
+    }
 }
