@@ -199,18 +199,14 @@ const DECIMAL: [[u8; 2]; 100] = {
     t
 };
 
-/// The eight decimal digits of `x` (below 10^8), zero-padded: four
-/// independent table lookups.
+/// The eight decimal digits of `x` (below 10^8), zero-padded, as the
+/// bytes of a little-endian word: four independent table lookups, kept in
+/// a register.
 #[inline]
-fn eight(x: u32) -> [u8; 8] {
+fn eight(x: u32) -> u64 {
     let (hi, lo) = ((x / 10_000) as usize, (x % 10_000) as usize);
-    let (a, b, c, d) = (
-        DECIMAL[hi / 100],
-        DECIMAL[hi % 100],
-        DECIMAL[lo / 100],
-        DECIMAL[lo % 100],
-    );
-    [a[0], a[1], b[0], b[1], c[0], c[1], d[0], d[1]]
+    let pair = |i: usize| u64::from(u16::from_le_bytes(DECIMAL[i]));
+    pair(hi / 100) | pair(hi % 100) << 16 | pair(lo / 100) << 32 | pair(lo % 100) << 48
 }
 
 /// An unsigned integer in decimal, between `open` and `close` (each
@@ -219,27 +215,19 @@ fn eight(x: u32) -> [u8; 8] {
 #[inline]
 fn digits(buf: &mut Vec<u8>, v: u64, open: u8, close: u8) {
     let count = v.checked_ilog10().unwrap_or(0) as usize + 1;
-    let mut out = [0u8; 25];
-    if v < 100_000_000 {
-        out[16..24].copy_from_slice(&eight(v as u32));
-    } else {
-        let (rest, low) = (v / 100_000_000, (v % 100_000_000) as u32);
-        let (high, mid) = ((rest / 100_000_000) as u32, (rest % 100_000_000) as u32);
-        out[..8].copy_from_slice(&eight(high));
-        out[8..16].copy_from_slice(&eight(mid));
-        out[16..24].copy_from_slice(&eight(low));
-    }
-    let mut start = 24 - count;
+    let (rest, low) = (v / 100_000_000, (v % 100_000_000) as u32);
+    let (high, mid) = ((rest / 100_000_000) as u32, (rest % 100_000_000) as u32);
+    let mut out = [0u8; 24];
+    out[..8].copy_from_slice(&eight(high).to_le_bytes());
+    out[8..16].copy_from_slice(&eight(mid).to_le_bytes());
+    out[16..].copy_from_slice(&eight(low).to_le_bytes());
     if open != 0 {
-        start -= 1;
-        out[start] = open;
+        buf.push(open);
     }
-    let mut end = 24;
+    buf.extend_from_slice(&out[24 - count..]);
     if close != 0 {
-        out[24] = close;
-        end = 25;
+        buf.push(close);
     }
-    buf.extend_from_slice(&out[start..end]);
 }
 
 /// An unsigned integer in decimal.
@@ -283,17 +271,16 @@ fn nanos(buf: &mut Vec<u8>, t: SystemTime, times: &mut Times) {
     }
     if high != times.high {
         times.high = high;
-        times.text[..8].copy_from_slice(&eight((high / 100_000_000) as u32));
-        times.text[8..].copy_from_slice(&eight((high % 100_000_000) as u32));
+        let h = eight((high / 100_000_000) as u32);
+        times.text[..8].copy_from_slice(&h.to_le_bytes());
+        times.text[8..].copy_from_slice(&eight((high % 100_000_000) as u32).to_le_bytes());
         times.count = high.ilog10() as usize + 1;
     }
-    // `"`, the high digits, the low eight, `"`
-    let mut out = [b'"'; 26];
-    out[1..17].copy_from_slice(&times.text);
-    out[17..25].copy_from_slice(&eight(low));
-    let start = 16 - times.count;
-    out[start] = b'"';
-    buf.extend_from_slice(&out[start..]);
+    // `"`, the high digits (written a batch ago), the low eight, `"`
+    buf.push(b'"');
+    buf.extend_from_slice(&times.text[16 - times.count..]);
+    buf.extend_from_slice(&eight(low).to_le_bytes());
+    buf.push(b'"');
 }
 
 /// A double: a JSON number, or the proto3 string of a non-finite one.

@@ -170,20 +170,25 @@ mod wire {
         (((v | 1).leading_zeros() ^ 63) as usize * 9 + 73) / 64
     }
 
-    /// Appends `v` as a varint: built in a register-sized array, appended
-    /// as a fixed-size copy and cut to length (no capacity check per byte).
+    /// Appends `v` as a varint, built in a register without a loop (its
+    /// seven-bit groups spread one to a byte, the continuation bits set on
+    /// all but the last byte), appended as one fixed-size copy and cut to
+    /// length.
     #[inline]
-    pub(super) fn varint(buf: &mut Vec<u8>, mut v: u64) {
-        let mut bytes = [0u8; 10];
-        let mut n = 0;
-        while v >= 0x80 && n < 9 {
-            bytes[n] = v as u8 | 0x80;
-            v >>= 7;
-            n += 1;
+    pub(super) fn varint(buf: &mut Vec<u8>, v: u64) {
+        if v < 0x80 {
+            buf.push(v as u8);
+            return;
         }
-        bytes[n] = v as u8;
-        let len = buf.len() + n + 1;
-        buf.extend_from_slice(&bytes);
+        let n = varint_len(v);
+        let mut word = 0u128;
+        for i in 0..10 {
+            word |= u128::from((v >> (7 * i)) & 0x7f) << (8 * i);
+        }
+        let more = (1u128 << (8 * (n - 1))) - 1;
+        word |= more & 0x8080_8080_8080_8080_8080;
+        let len = buf.len() + n;
+        buf.extend_from_slice(&word.to_le_bytes());
         buf.truncate(len);
     }
 
@@ -668,13 +673,18 @@ mod tests {
         }
     }
 
+    /// Varints as prost writes them, at every length.
     #[test]
-    fn varint_lengths() {
-        for v in [0, 1, 127, 128, 16_383, 16_384, u64::MAX >> 1, u64::MAX] {
-            let mut b = Vec::new();
-            wire::varint(&mut b, v);
-            assert_eq!(b.len(), wire::varint_len(v), "{v}");
-            assert_eq!(b.len(), prost::encoding::encoded_len_varint(v), "{v}");
+    fn varints_match_prost() {
+        let mut values = vec![0, 1, 127, 128, 16_383, 16_384, u64::MAX >> 1, u64::MAX];
+        values.extend((0..64).flat_map(|b| [1u64 << b, (1u64 << b) - 1, (1 << b) | 0x55]));
+        for v in values {
+            let mut got = vec![9];
+            wire::varint(&mut got, v);
+            let mut want = vec![9];
+            prost::encoding::encode_varint(v, &mut want);
+            assert_eq!(got, want, "{v}");
+            assert_eq!(got.len() - 1, wire::varint_len(v), "{v}");
         }
     }
 }
