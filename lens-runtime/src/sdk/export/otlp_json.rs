@@ -90,6 +90,25 @@ impl ScopePart {
     }
 }
 
+/// `a == b`, answered first by where their strings live: spans of one
+/// scope whose strings are static share them, and then the common case
+/// needs no string comparison.
+fn same_scope(a: &InstrumentationScope, b: &InstrumentationScope) -> bool {
+    fn at(x: Option<&str>, y: Option<&str>) -> bool {
+        match (x, y) {
+            (None, None) => true,
+            (Some(x), Some(y)) => std::ptr::eq(x, y),
+            _ => false,
+        }
+    }
+    let quick = at(Some(a.name()), Some(b.name()))
+        && at(a.version(), b.version())
+        && at(a.schema_url(), b.schema_url())
+        && a.attributes().next().is_none()
+        && b.attributes().next().is_none();
+    quick || a == b
+}
+
 /// Appends `spans` to `buf` as OTLP JSON lines: one line for the whole
 /// batch (its spans grouped by scope, scopes in the order first seen), or
 /// with `per_record` one line per span. Returns the lines written.
@@ -103,7 +122,7 @@ pub(super) fn encode_spans(
     let mut scopes: Vec<(&InstrumentationScope, ScopePart, Vec<&SpanData>)> = Vec::new();
     for span in spans {
         let scope = &span.instrumentation_scope;
-        match scopes.iter_mut().find(|(s, _, _)| *s == scope) {
+        match scopes.iter_mut().find(|(s, _, _)| same_scope(s, scope)) {
             Some((_, _, list)) => list.push(span),
             None => scopes.push((scope, ScopePart::new(scope)?, vec![span])),
         }

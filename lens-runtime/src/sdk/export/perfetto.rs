@@ -32,6 +32,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use wire::Varint;
 
 /// The rotating `.pftrace` files of one process.
 pub(crate) struct PerfettoFiles {
@@ -170,26 +171,56 @@ mod wire {
         (((v | 1).leading_zeros() ^ 63) as usize * 9 + 73) / 64
     }
 
-    /// Appends `v` as a varint, built in a register without a loop (its
-    /// seven-bit groups spread one to a byte, the continuation bits set on
-    /// all but the last byte), appended as one fixed-size copy and cut to
-    /// length.
+    /// Appends `v` as a varint.
     #[inline]
     pub(super) fn varint(buf: &mut Vec<u8>, v: u64) {
         if v < 0x80 {
             buf.push(v as u8);
-            return;
+        } else {
+            Varint::new(v).put(buf);
         }
-        let n = varint_len(v);
-        let mut word = 0u128;
-        for i in 0..10 {
-            word |= u128::from((v >> (7 * i)) & 0x7f) << (8 * i);
+    }
+
+    /// A varint, encoded once and appended where needed (a sequence id or
+    /// track uuid written in every packet).
+    #[derive(Debug, Clone, Copy)]
+    pub(super) struct Varint {
+        bytes: [u8; 16],
+        len: usize,
+    }
+
+    impl Varint {
+        /// Builds the varint in a register without a loop: the seven-bit
+        /// groups spread one to a byte, the continuation bits set on all
+        /// but the last byte.
+        #[inline]
+        pub(super) fn new(v: u64) -> Self {
+            let len = varint_len(v);
+            let mut word = 0u128;
+            for i in 0..10 {
+                word |= u128::from((v >> (7 * i)) & 0x7f) << (8 * i);
+            }
+            let more = (1u128 << (8 * (len - 1))) - 1;
+            word |= more & 0x8080_8080_8080_8080_8080;
+            Varint {
+                bytes: word.to_le_bytes(),
+                len,
+            }
         }
-        let more = (1u128 << (8 * (n - 1))) - 1;
-        word |= more & 0x8080_8080_8080_8080_8080;
-        let len = buf.len() + n;
-        buf.extend_from_slice(&word.to_le_bytes());
-        buf.truncate(len);
+
+        /// Its length in bytes.
+        #[inline]
+        pub(super) fn len(&self) -> usize {
+            self.len
+        }
+
+        /// Appends it: one fixed-size copy, cut to length.
+        #[inline]
+        pub(super) fn put(&self, buf: &mut Vec<u8>) {
+            let len = buf.len() + self.len;
+            buf.extend_from_slice(&self.bytes);
+            buf.truncate(len);
+        }
     }
 
     /// A field key of a one-byte tag (`tag` < 16).
@@ -310,21 +341,16 @@ fn attribute(ev: &mut Vec<u8>, name: &str, value: &Value) {
 /// Appends `Trace.packet` (field 1) with `TracePacket { timestamp,
 /// trusted_packet_sequence_id, track_event }`, the event's fields already
 /// encoded in `event`.
-fn event_packet(buf: &mut Vec<u8>, sequence: u32, ts: u64, event: &[u8]) {
+fn event_packet(buf: &mut Vec<u8>, sequence: &Varint, ts: u64, event: &[u8]) {
     use wire::{key, varint, varint_len, BYTES, VARINT};
-    let len = 1
-        + varint_len(ts)
-        + 1
-        + varint_len(u64::from(sequence))
-        + 1
-        + varint_len(event.len() as u64)
-        + event.len();
+    let ts = Varint::new(ts);
+    let len = 1 + ts.len() + 1 + sequence.len() + 1 + varint_len(event.len() as u64) + event.len();
     buf.push(key(1, BYTES));
     varint(buf, len as u64);
     buf.push(key(8, VARINT));
-    varint(buf, ts);
+    ts.put(buf);
     buf.push(key(10, VARINT));
-    varint(buf, u64::from(sequence));
+    sequence.put(buf);
     buf.push(key(11, BYTES));
     varint(buf, event.len() as u64);
     buf.extend_from_slice(event);
@@ -333,17 +359,16 @@ fn event_packet(buf: &mut Vec<u8>, sequence: u32, ts: u64, event: &[u8]) {
 /// Appends the slice END packet at `ts` on `track`: `TracePacket {
 /// timestamp, trusted_packet_sequence_id, track_event { type, track_uuid }
 /// }`.
-fn slice_end(buf: &mut Vec<u8>, sequence: u32, ts: u64, track: u64) {
-    use wire::{key, varint, varint_len, BYTES, VARINT};
-    let event_len = 3 + varint_len(track);
-    let len = 1 + varint_len(ts) + 1 + varint_len(u64::from(sequence)) + 2 + event_len;
-    buf.push(key(1, BYTES));
-    varint(buf, len as u64);
-    buf.push(key(8, VARINT));
-    varint(buf, ts);
+fn slice_end(buf: &mut Vec<u8>, sequence: &Varint, ts: u64, track: &Varint) {
+    use wire::{key, BYTES, VARINT};
+    let ts = Varint::new(ts);
+    let event_len = 3 + track.len();
+    // under 128 bytes: one-byte lengths
+    let len = 1 + ts.len() + 1 + sequence.len() + 2 + event_len;
+    buf.extend_from_slice(&[key(1, BYTES), len as u8, key(8, VARINT)]);
+    ts.put(buf);
     buf.push(key(10, VARINT));
-    varint(buf, u64::from(sequence));
-    // the event is under 128 bytes: a one-byte length
+    sequence.put(buf);
     buf.extend_from_slice(&[
         key(11, BYTES),
         event_len as u8,
@@ -351,7 +376,7 @@ fn slice_end(buf: &mut Vec<u8>, sequence: u32, ts: u64, track: u64) {
         TYPE_SLICE_END as u8,
         key(11, VARINT),
     ]);
-    varint(buf, track);
+    track.put(buf);
 }
 
 /// Appends the slice BEGIN and END packets of `s` on `track`: its
@@ -361,8 +386,8 @@ fn slice_end(buf: &mut Vec<u8>, sequence: u32, ts: u64, track: u64) {
 fn slice(
     buf: &mut Vec<u8>,
     event: &mut Vec<u8>,
-    sequence: u32,
-    track: u64,
+    sequence: &Varint,
+    track: &Varint,
     (start, end): (u64, u64),
     s: &SpanData,
 ) {
@@ -377,10 +402,8 @@ fn slice(
         annotation(event, "status", Note::Str(b"ERROR"));
         annotation(event, "status.message", Note::Str(description.as_bytes()));
     }
-    event.push(key(9, VARINT));
-    varint(event, TYPE_SLICE_BEGIN as u64);
-    event.push(key(11, VARINT));
-    varint(event, track);
+    event.extend_from_slice(&[key(9, VARINT), TYPE_SLICE_BEGIN as u8, key(11, VARINT)]);
+    track.put(event);
     // field 23: a two-byte key
     event.extend_from_slice(&[0xba, 0x01]);
     varint(event, s.name.len() as u64);
@@ -440,6 +463,7 @@ impl Files {
             );
         }
         let mut event = std::mem::take(&mut self.event);
+        let sequence = Varint::new(u64::from(p.sequence));
         for s in spans {
             let (start, end) = (ns(s.start_time), ns(s.end_time));
             let lane = self.packing.lane(0, 0, start, end.max(start));
@@ -470,11 +494,12 @@ impl Files {
                     },
                 );
             }
+            let track = Varint::new(track);
             slice(
                 buf,
                 &mut event,
-                p.sequence,
-                track,
+                &sequence,
+                &track,
                 (start, end.max(start)),
                 s,
             );
@@ -665,7 +690,8 @@ mod tests {
             let times = (ns(s.start_time), ns(s.end_time));
             for (sequence, track) in [(1, 1), (u32::MAX, u64::MAX), (0x1234_5679, 0xfedc_0003)] {
                 let mut got = vec![7]; // appends after what is there
-                slice(&mut got, &mut event, sequence, track, times, &s);
+                let (seq, trk) = (Varint::new(u64::from(sequence)), Varint::new(track));
+                slice(&mut got, &mut event, &seq, &trk, times, &s);
                 let want = reference(sequence, track, times, &s);
                 assert_eq!(got[0], 7);
                 assert!(got[1..] == want[..], "span {i}, track {track}");
