@@ -17,14 +17,24 @@
 # over the loop and the shutdown / N), the calling thread's share, bytes per
 # span written, peak RSS (ru_maxrss).
 #
+# Last, when valgrind is installed (and CALLGRIND is not 0), the encoders'
+# instructions per span under callgrind, both builds, CG_N spans each: the
+# inclusive count of the exporter's encoding function (`file`:
+# `JsonLines::export_spans`, the whole export but the write(2) itself;
+# `perfetto`: `Files::encode`) over the spans. Unlike the CPU times, these
+# do not move with the load of the machine.
+#
 # Usage: scripts/write-path.sh        Env: BASE (default 0c533c0), N
-# (default 1000000), ROUNDS (default 2), RATE (default 1000000).
+# (default 1000000), ROUNDS (default 2), RATE (default 1000000), CG_N
+# (default 50000), CALLGRIND (default 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BASE=${BASE:-0c533c0}
 N=${N:-1000000}
 ROUNDS=${ROUNDS:-2}
 RATE=${RATE:-1000000}
+CG_N=${CG_N:-50000}
+CALLGRIND=${CALLGRIND:-1}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target} CARGO_INCREMENTAL=0
 export NEMO_LENS_QUIET=1
 
@@ -61,4 +71,22 @@ echo "-- sustained $RATE spans/s for 3 s, after"
 for e in file perfetto; do
     printf '%-6s ' after
     "$CARGO_TARGET_DIR/write-path-after" "$e" $((RATE * 3)) --rate "$RATE" 2>/dev/null
+done
+
+[ "$CALLGRIND" != 0 ] && command -v valgrind >/dev/null || exit 0
+echo "-- encoder instructions per span (callgrind, $CG_N spans)"
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+for e in file perfetto; do
+    case $e in
+    file) fn='::JsonLines::export_spans [' ;;
+    perfetto) fn='::perfetto::Files::encode [' ;;
+    esac
+    for which in before after; do
+        NEMO_LENS_QUIET=1 valgrind --tool=callgrind --callgrind-out-file="$out/$e-$which" \
+            "$CARGO_TARGET_DIR/write-path-$which" "$e" "$CG_N" >/dev/null 2>&1
+        ir=$(callgrind_annotate --inclusive=yes "$out/$e-$which" 2>/dev/null |
+            awk -v fn="$fn" 'index($0, fn) { gsub(",", "", $1); print $1; exit }')
+        printf '%-6s %-9s %6d instructions/span\n' "$which" "$e" $((${ir:-0} / CG_N))
+    done
 done

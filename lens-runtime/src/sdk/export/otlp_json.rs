@@ -234,12 +234,16 @@ fn eight(x: u32) -> u64 {
 #[inline]
 fn digits(buf: &mut Vec<u8>, v: u64, open: u8, close: u8) {
     let count = v.checked_ilog10().unwrap_or(0) as usize + 1;
-    let (rest, low) = (v / 100_000_000, (v % 100_000_000) as u32);
-    let (high, mid) = ((rest / 100_000_000) as u32, (rest % 100_000_000) as u32);
     let mut out = [0u8; 24];
-    out[..8].copy_from_slice(&eight(high).to_le_bytes());
-    out[8..16].copy_from_slice(&eight(mid).to_le_bytes());
-    out[16..].copy_from_slice(&eight(low).to_le_bytes());
+    if v < 100_000_000 {
+        out[16..].copy_from_slice(&eight(v as u32).to_le_bytes());
+    } else {
+        let (rest, low) = (v / 100_000_000, (v % 100_000_000) as u32);
+        let (high, mid) = ((rest / 100_000_000) as u32, (rest % 100_000_000) as u32);
+        out[..8].copy_from_slice(&eight(high).to_le_bytes());
+        out[8..16].copy_from_slice(&eight(mid).to_le_bytes());
+        out[16..].copy_from_slice(&eight(low).to_le_bytes());
+    }
     if open != 0 {
         buf.push(open);
     }
