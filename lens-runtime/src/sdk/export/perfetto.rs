@@ -637,7 +637,7 @@ mod tests {
             Status::error("bad \"thing\"\n\u{1}é"),
         ];
         let mut attributes = vec![
-            KeyValue::new("b", i % 2 == 0),
+            KeyValue::new("b", i.is_multiple_of(2)),
             KeyValue::new("i", -(i as i64) * 1_000_000_007),
             KeyValue::new("imax", i64::MIN),
             KeyValue::new("f", 1.0 / (i as f64 + 3.0)),
