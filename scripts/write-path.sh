@@ -42,6 +42,17 @@ bench_bin() { # the newest write_path binary
     ls -t "$CARGO_TARGET_DIR"/release/deps/write_path-* | grep -v '\.d$' | head -1
 }
 
+# Both builds share the target folder and the workspace crates keep their
+# artifact names, and cargo judges them fresh by the sources it last
+# compiled them from (the other tree's): clean them before each build, or
+# "before" would silently link this tree's crates (or the reverse).
+workspace_clean() {
+    for p in nemo-lens nemo-lens-runtime nemo-lens-perfetto nemo-lens-macros nemo-lens-names; do
+        cargo clean -q --release -p "$p" 2>/dev/null || true # (a crate BASE lacks)
+    done
+}
+
+workspace_clean
 cargo build -q --release -p nemo-lens --bench write_path
 AFTER=$(bench_bin)
 cp "$AFTER" "$CARGO_TARGET_DIR/write-path-after"
@@ -52,8 +63,11 @@ git archive "$BASE" | tar -x -C "$SRC"
 cp lens/benches/write_path.rs "$SRC/lens/benches/"
 grep -q 'name = "write_path"' "$SRC/lens/Cargo.toml" ||
     sed -i 's/^\[lints\]$/[[bench]]\nname = "write_path"\nharness = false\n\n[lints]/' "$SRC/lens/Cargo.toml"
-(cd "$SRC" && cargo build -q --release -p nemo-lens --bench write_path)
+(cd "$SRC" && workspace_clean && cargo build -q --release -p nemo-lens --bench write_path)
 cp "$(bench_bin)" "$CARGO_TARGET_DIR/write-path-before"
+if cmp -s "$CARGO_TARGET_DIR/write-path-before" "$CARGO_TARGET_DIR/write-path-after"; then
+    echo "warning: the before and after binaries are identical" >&2
+fi
 
 echo "write path: $N spans, one attribute, before = $BASE, after = $(git rev-parse --short HEAD)"
 for r in $(seq "$ROUNDS"); do
@@ -86,7 +100,7 @@ for e in file perfetto; do
         NEMO_LENS_QUIET=1 valgrind --tool=callgrind --callgrind-out-file="$out/$e-$which" \
             "$CARGO_TARGET_DIR/write-path-$which" "$e" "$CG_N" >/dev/null 2>&1
         ir=$(callgrind_annotate --inclusive=yes "$out/$e-$which" 2>/dev/null |
-            awk -v fn="$fn" 'index($0, fn) { gsub(",", "", $1); print $1; exit }')
+            awk -v fn="$fn" '!n && index($0, fn) { gsub(",", "", $1); print $1; n = 1 }')
         printf '%-6s %-9s %6d instructions/span\n' "$which" "$e" $((${ir:-0} / CG_N))
     done
 done

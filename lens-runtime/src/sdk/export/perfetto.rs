@@ -422,6 +422,9 @@ fn push(buf: &mut Vec<u8>, packet: &TracePacket) {
 /// The largest encoding buffer kept between batches.
 const KEEP_BUFFER: usize = 4 << 20;
 
+/// The largest event scratch space kept between batches.
+const KEEP_EVENT: usize = 64 << 10;
+
 impl Files {
     /// Starts the next file when the open one is full.
     fn rotate_if_full(&mut self, stem: &Path, max_bytes: u64) -> std::io::Result<()> {
@@ -504,7 +507,10 @@ impl Files {
                 s,
             );
         }
-        self.event = event;
+        // a span with huge attributes does not keep its space
+        if event.capacity() <= KEEP_EVENT {
+            self.event = event;
+        }
     }
 }
 
