@@ -65,6 +65,9 @@ grep -q 'name = "write_path"' "$SRC/lens/Cargo.toml" ||
     sed -i 's/^\[lints\]$/[[bench]]\nname = "write_path"\nharness = false\n\n[lints]/' "$SRC/lens/Cargo.toml"
 (cd "$SRC" && workspace_clean && cargo build -q --release -p nemo-lens --bench write_path)
 cp "$(bench_bin)" "$CARGO_TARGET_DIR/write-path-before"
+# and once more: the next build of this tree (or of anyone sharing the
+# target folder) must not take BASE's crates for fresh
+workspace_clean
 if cmp -s "$CARGO_TARGET_DIR/write-path-before" "$CARGO_TARGET_DIR/write-path-after"; then
     echo "warning: the before and after binaries are identical" >&2
 fi

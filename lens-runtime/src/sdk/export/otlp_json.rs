@@ -8,7 +8,7 @@
 //! the serde path, and copied.
 
 use crate::sdk::export::proto3;
-use opentelemetry::trace::{SpanContext, SpanId, SpanKind, Status};
+use opentelemetry::trace::{SpanContext, SpanId, SpanKind, Status, TraceState};
 use opentelemetry::{Array, InstrumentationScope, KeyValue, Value};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::AnyValue;
@@ -186,7 +186,7 @@ fn hex<const N: usize, const Q: usize>(buf: &mut Vec<u8>, bytes: [u8; N]) {
 }
 
 /// Whether `s` needs no escape in a JSON string (serde_json escapes the
-/// control characters, `"`, `\` and DEL). No early exit: the loop
+/// control characters, `"`, `\\` and DEL). No early exit: the loop
 /// vectorizes, and most strings are clean.
 fn clean(s: &[u8]) -> bool {
     !s.iter().fold(false, |bad, &b| {
@@ -253,10 +253,26 @@ fn digits(buf: &mut Vec<u8>, v: u64, open: u8, close: u8) {
     }
 }
 
+/// An unsigned integer below 10^8 in decimal: its eight-digit block
+/// shifted so that the significant digits come first (their count from
+/// the leading zero digits), appended as one word and cut to length.
+#[inline]
+fn small(buf: &mut Vec<u8>, v: u32) {
+    let word = eight(v);
+    // a zero digit is a zero byte once `'0'` is taken from each
+    let zeros = (word - 0x3030_3030_3030_3030).trailing_zeros() as usize / 8;
+    let count = 8 - zeros.min(7);
+    let len = buf.len() + count;
+    buf.extend_from_slice(&(word >> (8 * (8 - count))).to_le_bytes());
+    buf.truncate(len);
+}
+
 /// An unsigned integer in decimal.
 fn uint(buf: &mut Vec<u8>, v: u64) {
     if v < 10 {
         buf.push(b'0' + v as u8);
+    } else if v < 100_000_000 {
+        small(buf, v as u32);
     } else {
         digits(buf, v, 0, 0);
     }
@@ -277,10 +293,10 @@ fn int(buf: &mut Vec<u8>, v: i64) {
 struct Times {
     /// `nanos / 10^8` of the last time written (0: none yet).
     high: u64,
-    /// Its digits, right-aligned.
-    text: [u8; 16],
-    /// How many digits it has.
-    count: usize,
+    /// `"` and its digits, then room: appended whole and cut to length.
+    head: [u8; 24],
+    /// The length of `"` and its digits.
+    len: usize,
 }
 
 /// Nanoseconds since the epoch as a JSON string (0 before the epoch).
@@ -294,14 +310,16 @@ fn nanos(buf: &mut Vec<u8>, t: SystemTime, times: &mut Times) {
     }
     if high != times.high {
         times.high = high;
-        let h = eight((high / 100_000_000) as u32);
-        times.text[..8].copy_from_slice(&h.to_le_bytes());
-        times.text[8..].copy_from_slice(&eight((high % 100_000_000) as u32).to_le_bytes());
-        times.count = high.ilog10() as usize + 1;
+        let mut head = Vec::with_capacity(24);
+        digits(&mut head, high, b'"', 0);
+        times.len = head.len();
+        head.resize(24, 0);
+        times.head.copy_from_slice(&head);
     }
-    // `"`, the high digits (written a batch ago), the low eight, `"`
-    buf.push(b'"');
-    buf.extend_from_slice(&times.text[16 - times.count..]);
+    // `"` and the high digits (fixed-size copy, cut), the low eight, `"`
+    let len = buf.len() + times.len;
+    buf.extend_from_slice(&times.head);
+    buf.truncate(len);
     buf.extend_from_slice(&eight(low).to_le_bytes());
     buf.push(b'"');
 }
@@ -309,6 +327,17 @@ fn nanos(buf: &mut Vec<u8>, t: SystemTime, times: &mut Times) {
 /// A double: a JSON number, or the proto3 string of a non-finite one.
 fn double(buf: &mut Vec<u8>, v: f64) -> Result<(), serde_json::Error> {
     serde_into(buf, &v)
+}
+
+/// The trace state header as a JSON string (`""` without one, the
+/// common case, without building the header).
+fn trace_state(buf: &mut Vec<u8>, cx: &SpanContext) -> Result<(), serde_json::Error> {
+    if *cx.trace_state() == TraceState::NONE {
+        buf.extend_from_slice(b"\"\"");
+        Ok(())
+    } else {
+        string(buf, &cx.trace_state().header())
+    }
 }
 
 /// The span's flags field: its trace flags, and whether its parent is
@@ -332,7 +361,7 @@ fn write_span(
     buf.extend_from_slice(b",\"spanId\":");
     hex::<8, 18>(buf, cx.span_id().to_bytes());
     buf.extend_from_slice(b",\"traceState\":");
-    string(buf, &cx.trace_state().header())?;
+    trace_state(buf, cx)?;
     buf.extend_from_slice(b",\"parentSpanId\":");
     match span.parent_span_id {
         SpanId::INVALID => buf.extend_from_slice(b"\"\""),
@@ -386,7 +415,7 @@ fn write_span(
         buf.extend_from_slice(b",\"spanId\":");
         hex::<8, 18>(buf, lcx.span_id().to_bytes());
         buf.extend_from_slice(b",\"traceState\":");
-        string(buf, &lcx.trace_state().header())?;
+        trace_state(buf, lcx)?;
         buf.extend_from_slice(b",\"attributes\":");
         attributes(buf, &l.attributes)?;
         buf.extend_from_slice(b",\"droppedAttributesCount\":");
@@ -555,9 +584,26 @@ mod tests {
             0x0123_4567_89ab_cdef_fedc_ba98_7654_3210_u128.to_be_bytes(),
         );
         assert_eq!(b, b"\"0123456789abcdeffedcba9876543210\"");
-        for s in [
+        let mut cases: Vec<String> = [
             "", "plain", "é ü", "a\"b", "a\\b", "\u{0}", "\u{1f}", "\u{7f}", "\n",
-        ] {
+        ]
+        .map(String::from)
+        .to_vec();
+        // each bad byte, and the clean ones around them, at every place in
+        // strings of 1 to 20 bytes
+        for len in 1..=20 {
+            for at in 0..len {
+                for c in [
+                    '\u{0}', '\u{1f}', ' ', '!', '"', '#', '\\', '[', ']', '~', '\u{7f}', 'é',
+                ] {
+                    let mut t = "x".repeat(len);
+                    t.replace_range(at..=at, c.encode_utf8(&mut [0; 4]));
+                    cases.push(t);
+                }
+            }
+        }
+        for s in &cases {
+            let s = s.as_str();
             let mut b = Vec::new();
             string(&mut b, s).unwrap();
             assert_eq!(b, serde_json::to_vec(s).unwrap(), "{s:?}");
