@@ -185,6 +185,21 @@ fn hex<const N: usize, const Q: usize>(buf: &mut Vec<u8>, bytes: [u8; N]) {
     buf.extend_from_slice(&out);
 }
 
+/// `{"traceId":"<hex>","spanId":"<hex>","traceState":`, one fixed-size
+/// append.
+fn ids(buf: &mut Vec<u8>, trace_id: [u8; 16], span_id: [u8; 8]) {
+    const HEAD: &[u8; 87] =
+        b"{\"traceId\":\"________________________________\",\"spanId\":\"________________\",\"traceState\":";
+    let mut out = *HEAD;
+    for (pair, b) in out[12..44].chunks_exact_mut(2).zip(trace_id) {
+        pair.copy_from_slice(&HEX[usize::from(b)]);
+    }
+    for (pair, b) in out[56..72].chunks_exact_mut(2).zip(span_id) {
+        pair.copy_from_slice(&HEX[usize::from(b)]);
+    }
+    buf.extend_from_slice(&out);
+}
+
 /// Whether `s` needs no escape in a JSON string (serde_json escapes the
 /// control characters, `"`, `\\` and DEL). No early exit: the loop
 /// vectorizes, and most strings are clean.
@@ -356,35 +371,53 @@ fn write_span(
     times: &mut Times,
 ) -> Result<(), serde_json::Error> {
     let cx = &span.span_context;
-    buf.extend_from_slice(b"{\"traceId\":");
-    hex::<16, 34>(buf, cx.trace_id().to_bytes());
-    buf.extend_from_slice(b",\"spanId\":");
-    hex::<8, 18>(buf, cx.span_id().to_bytes());
-    buf.extend_from_slice(b",\"traceState\":");
+    ids(buf, cx.trace_id().to_bytes(), cx.span_id().to_bytes());
     trace_state(buf, cx)?;
-    buf.extend_from_slice(b",\"parentSpanId\":");
     match span.parent_span_id {
-        SpanId::INVALID => buf.extend_from_slice(b"\"\""),
-        id => hex::<8, 18>(buf, id.to_bytes()),
+        SpanId::INVALID => buf.extend_from_slice(b",\"parentSpanId\":\"\""),
+        id => {
+            buf.extend_from_slice(b",\"parentSpanId\":");
+            hex::<8, 18>(buf, id.to_bytes());
+        }
     }
-    buf.extend_from_slice(b",\"flags\":");
-    uint(buf, flags(cx, span.parent_span_is_remote));
-    buf.extend_from_slice(b",\"name\":");
+    // the common flags as one piece with the fields around them
+    match flags(cx, span.parent_span_is_remote) {
+        0x100 => buf.extend_from_slice(b",\"flags\":256,\"name\":"),
+        0x101 => buf.extend_from_slice(b",\"flags\":257,\"name\":"),
+        f => {
+            buf.extend_from_slice(b",\"flags\":");
+            uint(buf, f);
+            buf.extend_from_slice(b",\"name\":");
+        }
+    }
     string(buf, &span.name)?;
-    buf.extend_from_slice(b",\"kind\":");
-    buf.push(match span.span_kind {
-        SpanKind::Internal => b'1',
-        SpanKind::Server => b'2',
-        SpanKind::Client => b'3',
-        SpanKind::Producer => b'4',
-        SpanKind::Consumer => b'5',
+    buf.extend_from_slice(match span.span_kind {
+        SpanKind::Internal => b",\"kind\":1,\"startTimeUnixNano\":",
+        SpanKind::Server => b",\"kind\":2,\"startTimeUnixNano\":",
+        SpanKind::Client => b",\"kind\":3,\"startTimeUnixNano\":",
+        SpanKind::Producer => b",\"kind\":4,\"startTimeUnixNano\":",
+        SpanKind::Consumer => b",\"kind\":5,\"startTimeUnixNano\":",
     });
-    buf.extend_from_slice(b",\"startTimeUnixNano\":");
     nanos(buf, span.start_time, times);
     buf.extend_from_slice(b",\"endTimeUnixNano\":");
     nanos(buf, span.end_time, times);
     buf.extend_from_slice(b",\"attributes\":");
     attributes(buf, &span.attributes)?;
+    // the common rest (nothing dropped, no events or links, status unset)
+    // as one piece
+    if span.dropped_attributes_count == 0
+        && span.events.is_empty()
+        && span.events.dropped_count == 0
+        && span.links.is_empty()
+        && span.links.dropped_count == 0
+        && span.status == Status::Unset
+    {
+        buf.extend_from_slice(
+            b",\"droppedAttributesCount\":0,\"events\":[],\"droppedEventsCount\":0,\
+              \"links\":[],\"droppedLinksCount\":0,\"status\":{\"message\":\"\",\"code\":0}}",
+        );
+        return Ok(());
+    }
     buf.extend_from_slice(b",\"droppedAttributesCount\":");
     uint(buf, u64::from(span.dropped_attributes_count));
     buf.extend_from_slice(b",\"events\":[");
