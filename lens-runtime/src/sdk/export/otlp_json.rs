@@ -127,13 +127,13 @@ pub(super) fn encode_spans(
             None => scopes.push((scope, ScopePart::new(scope)?, vec![span])),
         }
     }
-    let mut times = Times::default();
+    let mut memo = Memo::default();
     if per_record {
         for (_, part, list) in &scopes {
             for span in list {
                 buf.extend_from_slice(&resource.head);
                 buf.extend_from_slice(&part.head);
-                write_span(buf, span, &mut times)?;
+                write_span(buf, span, &mut memo)?;
                 buf.extend_from_slice(&part.tail);
                 buf.extend_from_slice(&resource.tail);
                 buf.push(b'\n');
@@ -154,7 +154,7 @@ pub(super) fn encode_spans(
             if j > 0 {
                 buf.push(b',');
             }
-            write_span(buf, span, &mut times)?;
+            write_span(buf, span, &mut memo)?;
         }
         buf.extend_from_slice(&part.tail);
     }
@@ -212,14 +212,19 @@ fn clean(s: &[u8]) -> bool {
 /// A JSON string (serde_json's escaping).
 fn string(buf: &mut Vec<u8>, s: &str) -> Result<(), serde_json::Error> {
     if clean(s.as_bytes()) {
-        buf.reserve(s.len() + 2);
-        buf.push(b'"');
-        buf.extend_from_slice(s.as_bytes());
-        buf.push(b'"');
+        quoted(buf, s);
         Ok(())
     } else {
         serde_json::to_writer(buf, s)
     }
+}
+
+/// `s`, known clean, between quotes.
+fn quoted(buf: &mut Vec<u8>, s: &str) {
+    buf.reserve(s.len() + 2);
+    buf.push(b'"');
+    buf.extend_from_slice(s.as_bytes());
+    buf.push(b'"');
 }
 
 /// The decimal digits of each number below 100.
@@ -301,21 +306,48 @@ fn int(buf: &mut Vec<u8>, v: i64) {
     uint(buf, v.unsigned_abs());
 }
 
-/// The digits of the last time written above its last eight: the times
-/// of a batch mostly share them (they change every 0.1 s), so most times
-/// only compute their last eight digits.
+/// What one batch's encoding remembers from span to span:
+/// * the digits of the last time written above its last eight: the times
+///   of a batch mostly share them (they change every 0.1 s), so most times
+///   only compute their last eight digits;
+/// * strings already found clean (no escape needed), by address and
+///   length: a call site's name and attribute keys repeat span after span.
+///   Only strings borrowed from the batch's spans are remembered: they all
+///   live, unchanged, for the whole encoding, so an address and a length
+///   name one content.
 #[derive(Debug, Default)]
-struct Times {
+struct Memo {
     /// `nanos / 10^8` of the last time written (0: none yet).
     high: u64,
     /// `"` and its digits, then room: appended whole and cut to length.
     head: [u8; 24],
     /// The length of `"` and its digits.
     len: usize,
+    /// (address, length) of strings found clean, the last four.
+    clean: [(usize, usize); 4],
+    /// Where the next one goes in `clean`.
+    next: usize,
+}
+
+impl Memo {
+    /// A JSON string of a string borrowed from the batch's spans (see
+    /// [`Memo`]), its escape check skipped when it was done before.
+    fn string(&mut self, buf: &mut Vec<u8>, s: &str) -> Result<(), serde_json::Error> {
+        let key = (s.as_ptr() as usize, s.len());
+        if !self.clean.contains(&key) {
+            if !clean(s.as_bytes()) {
+                return serde_json::to_writer(buf, s);
+            }
+            self.clean[self.next % 4] = key;
+            self.next = self.next.wrapping_add(1);
+        }
+        quoted(buf, s);
+        Ok(())
+    }
 }
 
 /// Nanoseconds since the epoch as a JSON string (0 before the epoch).
-fn nanos(buf: &mut Vec<u8>, t: SystemTime, times: &mut Times) {
+fn nanos(buf: &mut Vec<u8>, t: SystemTime, memo: &mut Memo) {
     let n = t
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
@@ -323,17 +355,17 @@ fn nanos(buf: &mut Vec<u8>, t: SystemTime, times: &mut Times) {
     if high == 0 {
         return digits(buf, n, b'"', b'"');
     }
-    if high != times.high {
-        times.high = high;
+    if high != memo.high {
+        memo.high = high;
         let mut head = Vec::with_capacity(24);
         digits(&mut head, high, b'"', 0);
-        times.len = head.len();
+        memo.len = head.len();
         head.resize(24, 0);
-        times.head.copy_from_slice(&head);
+        memo.head.copy_from_slice(&head);
     }
     // `"` and the high digits (fixed-size copy, cut), the low eight, `"`
-    let len = buf.len() + times.len;
-    buf.extend_from_slice(&times.head);
+    let len = buf.len() + memo.len;
+    buf.extend_from_slice(&memo.head);
     buf.truncate(len);
     buf.extend_from_slice(&eight(low).to_le_bytes());
     buf.push(b'"');
@@ -368,7 +400,7 @@ fn flags(cx: &SpanContext, remote: bool) -> u64 {
 fn write_span(
     buf: &mut Vec<u8>,
     span: &SpanData,
-    times: &mut Times,
+    memo: &mut Memo,
 ) -> Result<(), serde_json::Error> {
     let cx = &span.span_context;
     ids(buf, cx.trace_id().to_bytes(), cx.span_id().to_bytes());
@@ -390,7 +422,7 @@ fn write_span(
             buf.extend_from_slice(b",\"name\":");
         }
     }
-    string(buf, &span.name)?;
+    memo.string(buf, &span.name)?;
     buf.extend_from_slice(match span.span_kind {
         SpanKind::Internal => b",\"kind\":1,\"startTimeUnixNano\":",
         SpanKind::Server => b",\"kind\":2,\"startTimeUnixNano\":",
@@ -398,11 +430,11 @@ fn write_span(
         SpanKind::Producer => b",\"kind\":4,\"startTimeUnixNano\":",
         SpanKind::Consumer => b",\"kind\":5,\"startTimeUnixNano\":",
     });
-    nanos(buf, span.start_time, times);
+    nanos(buf, span.start_time, memo);
     buf.extend_from_slice(b",\"endTimeUnixNano\":");
-    nanos(buf, span.end_time, times);
+    nanos(buf, span.end_time, memo);
     buf.extend_from_slice(b",\"attributes\":");
-    attributes(buf, &span.attributes)?;
+    attributes(buf, &span.attributes, memo)?;
     // the common rest (nothing dropped, no events or links, status unset)
     // as one piece
     if span.dropped_attributes_count == 0
@@ -426,11 +458,11 @@ fn write_span(
             buf.push(b',');
         }
         buf.extend_from_slice(b"{\"timeUnixNano\":");
-        nanos(buf, e.timestamp, times);
+        nanos(buf, e.timestamp, memo);
         buf.extend_from_slice(b",\"name\":");
-        string(buf, &e.name)?;
+        memo.string(buf, &e.name)?;
         buf.extend_from_slice(b",\"attributes\":");
-        attributes(buf, &e.attributes)?;
+        attributes(buf, &e.attributes, memo)?;
         buf.extend_from_slice(b",\"droppedAttributesCount\":");
         uint(buf, u64::from(e.dropped_attributes_count));
         buf.push(b'}');
@@ -450,7 +482,7 @@ fn write_span(
         buf.extend_from_slice(b",\"traceState\":");
         trace_state(buf, lcx)?;
         buf.extend_from_slice(b",\"attributes\":");
-        attributes(buf, &l.attributes)?;
+        attributes(buf, &l.attributes, memo)?;
         buf.extend_from_slice(b",\"droppedAttributesCount\":");
         uint(buf, u64::from(l.dropped_attributes_count));
         buf.extend_from_slice(b",\"flags\":");
@@ -475,19 +507,26 @@ fn write_span(
 }
 
 /// `[{"key":…,"value":{…}}, …]`.
-fn attributes(buf: &mut Vec<u8>, kvs: &[KeyValue]) -> Result<(), serde_json::Error> {
-    buf.push(b'[');
+fn attributes(
+    buf: &mut Vec<u8>,
+    kvs: &[KeyValue],
+    memo: &mut Memo,
+) -> Result<(), serde_json::Error> {
     for (i, kv) in kvs.iter().enumerate() {
-        if i > 0 {
-            buf.push(b',');
+        buf.extend_from_slice(if i == 0 { b"[{\"key\":" } else { b",{\"key\":" });
+        memo.string(buf, kv.key.as_str())?;
+        if let Value::I64(v) = kv.value {
+            // the common value, its field names in one piece
+            buf.extend_from_slice(b",\"value\":{\"intValue\":\"");
+            int(buf, v);
+            buf.extend_from_slice(b"\"}}");
+        } else {
+            buf.extend_from_slice(b",\"value\":");
+            value(buf, &kv.value)?;
+            buf.push(b'}');
         }
-        buf.extend_from_slice(b"{\"key\":");
-        string(buf, kv.key.as_str())?;
-        buf.extend_from_slice(b",\"value\":");
-        value(buf, &kv.value)?;
-        buf.push(b'}');
     }
-    buf.push(b']');
+    buf.extend_from_slice(if kvs.is_empty() { b"[]" } else { b"]" });
     Ok(())
 }
 
@@ -593,7 +632,7 @@ mod tests {
             assert_eq!(b, i.to_string().as_bytes());
         }
         // times: one cache over a sequence that changes its high digits
-        let mut times = Times::default();
+        let mut memo = Memo::default();
         let base = 1_796_000_000_099_999_990u64;
         let mut seq = vec![0, 5, 99_999_999, 100_000_000, 123_456_789_012, u64::MAX];
         seq.extend((0..40).map(|i| base + i * 3));
@@ -601,14 +640,14 @@ mod tests {
         for n in seq {
             let t = UNIX_EPOCH + std::time::Duration::from_nanos(n);
             let mut b = Vec::new();
-            nanos(&mut b, t, &mut times);
+            nanos(&mut b, t, &mut memo);
             assert_eq!(b, format!("\"{n}\"").as_bytes(), "{n}");
         }
         let mut b = Vec::new();
         nanos(
             &mut b,
             UNIX_EPOCH - std::time::Duration::from_secs(1),
-            &mut times,
+            &mut memo,
         );
         assert_eq!(b, b"\"0\"");
         let mut b = Vec::new();
@@ -635,11 +674,18 @@ mod tests {
                 }
             }
         }
-        for s in &cases {
+        // and through the memo, twice each (the second from memory), the
+        // strings all alive as in a batch
+        let mut memo = Memo::default();
+        for s in cases.iter().chain(&cases) {
             let s = s.as_str();
+            let want = serde_json::to_vec(s).unwrap();
             let mut b = Vec::new();
             string(&mut b, s).unwrap();
-            assert_eq!(b, serde_json::to_vec(s).unwrap(), "{s:?}");
+            assert_eq!(b, want, "{s:?}");
+            b.clear();
+            memo.string(&mut b, s).unwrap();
+            assert_eq!(b, want, "{s:?}");
         }
     }
 }
