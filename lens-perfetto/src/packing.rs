@@ -6,12 +6,14 @@
 //! interval crosses its start (it then encloses the intervals after it).
 
 use rustc_hash::FxHashMap as HashMap;
+use std::collections::VecDeque;
 
 /// Top-level intervals remembered per lane (older ones are forgotten).
 const KEEP: usize = 64;
 
-/// Top-level `(start, end)` intervals of one lane, sorted by end.
-type Lane = Vec<(u64, u64)>;
+/// Top-level `(start, end)` intervals of one lane, sorted by end (a ring:
+/// once full, the oldest is dropped without moving the others).
+type Lane = VecDeque<(u64, u64)>;
 
 /// Lanes per (rank, thread).
 #[derive(Debug, Default)]
@@ -29,7 +31,7 @@ impl Packing {
                 return i;
             }
         }
-        let mut lane = Vec::new();
+        let mut lane = Lane::new();
         place(&mut lane, start, end);
         lanes.push(lane);
         lanes.len() - 1
@@ -37,7 +39,7 @@ impl Packing {
 }
 
 /// No top-level interval of `lane` starts before `start` and ends after it.
-fn fits(lane: &[(u64, u64)], start: u64) -> bool {
+fn fits(lane: &Lane, start: u64) -> bool {
     lane.iter()
         .rev()
         .take_while(|&&(_, e)| e > start)
@@ -47,16 +49,21 @@ fn fits(lane: &[(u64, u64)], start: u64) -> bool {
 /// Adds `[start, end]`, absorbing the intervals it encloses.
 fn place(lane: &mut Lane, start: u64, end: u64) {
     while lane
-        .last()
+        .back()
         .is_some_and(|&(s, e)| s >= start && e <= end && e > start)
     {
-        lane.pop();
+        lane.pop_back();
     }
-    // keep the list sorted by end (arrival is only roughly in end order)
-    let at = lane.partition_point(|&(_, e)| e <= end);
-    lane.insert(at, (start, end));
+    // keep the list sorted by end (arrival is only roughly in end order;
+    // most often the span ends last, and goes at the back)
+    if lane.back().is_none_or(|&(_, e)| e <= end) {
+        lane.push_back((start, end));
+    } else {
+        let at = lane.partition_point(|&(_, e)| e <= end);
+        lane.insert(at, (start, end));
+    }
     if lane.len() > KEEP {
-        lane.remove(0);
+        lane.pop_front();
     }
 }
 

@@ -550,6 +550,27 @@ mod tests {
                 }
                 s
             })
+            .chain((0..2u64).map(|i| {
+                // the common span: nothing dropped, no events or links,
+                // status unset, flags 256 and 257
+                let mut s = span("plain");
+                s.events.events.clear();
+                s.links.links.clear();
+                s.attributes = vec![KeyValue::new("step", i as i64 * 12_345)];
+                s.span_context = SpanContext::new(
+                    TraceId::from(u128::MAX - u128::from(i)),
+                    SpanId::from(0x1234 + i),
+                    if i == 0 {
+                        TraceFlags::default()
+                    } else {
+                        TraceFlags::SAMPLED
+                    },
+                    false,
+                    TraceState::default(),
+                );
+                s.parent_span_id = SpanId::from(i);
+                s
+            }))
             .collect()
     }
 
@@ -581,7 +602,7 @@ mod tests {
                     .collect()
             };
             let (o, n) = (parse(&old.buf), parse(&new));
-            assert_eq!(o.len(), if per_record { 12 } else { 1 });
+            assert_eq!(o.len(), if per_record { 14 } else { 1 });
             assert_eq!(o, n, "per_record {per_record}");
             assert_eq!(
                 String::from_utf8(old.buf).unwrap(),
