@@ -111,4 +111,10 @@ step "beside OpenTelemetry's context observer (its own workspace: the feature st
 cargo clippy --manifest-path tests/observer/Cargo.toml --all-targets -- -D warnings
 cargo test --manifest-path tests/observer/Cargo.toml
 
+step "loom: model tests of the span engine's lock, hand-over and shutdown drain"
+# a target folder of their own: --cfg lens_loom changes every crate's flags,
+# and would otherwise rebuild the normal build's files (CONTRIBUTING.md)
+RUSTFLAGS="--cfg lens_loom" CARGO_TARGET_DIR="$CARGO_TARGET_DIR/loom" \
+  cargo test -p nemo-lens-runtime --no-default-features --features sdk-core --release --lib loom
+
 step "all tests passed"

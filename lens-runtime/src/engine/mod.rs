@@ -37,5 +37,6 @@ pub(crate) mod record;
 pub(crate) mod recorder;
 #[cfg(feature = "sdk-core")]
 pub(crate) mod sdk_tracer;
+pub(crate) mod sync;
 #[cfg(feature = "sdk-core")]
 pub(crate) mod to_span_data;

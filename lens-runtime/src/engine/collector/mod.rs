@@ -28,9 +28,9 @@ use crate::engine::record::FinishedBatch;
 pub(crate) use crate::engine::record::SpanSink;
 pub(crate) use queue::drain;
 pub(crate) use queue::HAND_OVER_AT;
-use queue::{lock, locks, submit, try_lock, HandOverLocks};
+use queue::{fresh_locks, lock, locks, submit, try_lock, HandOverLocks};
 use queue::{COLLECTOR_PID, DROPPED_IN_CHILD, IN_CHILD};
-use queue::{HAND_OVER_LOCKS, INTERVAL_MS, MAX_WAITING, SINK};
+use queue::{INTERVAL_MS, MAX_WAITING, SINK};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,7 +41,7 @@ use thread::{start_collector, wake_collector};
 pub(crate) fn set_sink(sink: Arc<dyn SpanSink>, interval: Duration) {
     if IN_CHILD.swap(false, Ordering::AcqRel) {
         DROPPED_IN_CHILD.store(0, Ordering::Relaxed);
-        HAND_OVER_LOCKS.replace(HandOverLocks::new());
+        fresh_locks();
     }
     // spans that ended under the pipeline being replaced (a re-init) are
     // its own, as on the SDK path: they go to its sink first (and a record
@@ -115,44 +115,53 @@ pub(crate) fn hand_over(batch: FinishedBatch) {
     if COLLECTOR_PID.load(Ordering::Relaxed) == 0 {
         return submit(vec![batch]);
     }
-    let sh = locks();
-    let mut waiting = lock(&sh.waiting);
-    if waiting.len() < MAX_WAITING {
-        // the collector looks again by itself before the queue fills:
-        // only batches coming faster than it measured wake it (each
-        // hand-over from half full on, in case a wake-up was missed)
-        let wake = waiting.len() + 1 >= WAKE_AT;
-        waiting.push(batch);
-        drop(waiting);
-        if wake {
-            wake_collector();
-        }
-        return;
-    }
-    // The collector is behind. Batches reach the sink in the order they
-    // were handed over, so that each thread's spans keep their order.
-    match try_lock(&sh.submitting) {
-        Some(_submitting) => {
-            // nobody is submitting: this thread does one batch of the
-            // collector's work, the oldest, and queues its own
-            let oldest = waiting.remove(0);
+    locks().queue(batch, &submit, wake_collector);
+}
+
+impl<B> HandOverLocks<B> {
+    /// [`hand_over`] with a collector thread running: queues `batch`, or,
+    /// with the queue full, hands the oldest batch (or `batch`) to
+    /// `submit` itself; `wake` wakes the collector.
+    #[inline]
+    fn queue(&self, batch: B, submit: &impl Fn(Vec<B>), wake: impl Fn()) {
+        let mut waiting = lock(&self.waiting);
+        if waiting.len() < MAX_WAITING {
+            // the collector looks again by itself before the queue fills:
+            // only batches coming faster than it measured wake it (each
+            // hand-over from half full on, in case a wake-up was missed)
+            let wake_now = waiting.len() + 1 >= WAKE_AT;
             waiting.push(batch);
             drop(waiting);
-            submit(vec![oldest]);
+            if wake_now {
+                wake();
+            }
+            return;
         }
-        None if waiting.len() < MAX_OVER => {
-            // the collector (woken) or a drain takes the queue until it
-            // is empty
-            waiting.push(batch);
-            drop(waiting);
-            wake_collector();
-        }
-        None => {
-            // far behind and busy: handed over here, ahead of this
-            // thread's batches still queued (their order is lost; nothing
-            // waits)
-            drop(waiting);
-            submit(vec![batch]);
+        // The collector is behind. Batches reach the sink in the order they
+        // were handed over, so that each thread's spans keep their order.
+        match try_lock(&self.submitting) {
+            Some(_submitting) => {
+                // nobody is submitting: this thread does one batch of the
+                // collector's work, the oldest, and queues its own
+                let oldest = waiting.remove(0);
+                waiting.push(batch);
+                drop(waiting);
+                submit(vec![oldest]);
+            }
+            None if waiting.len() < MAX_OVER => {
+                // the collector (woken) or a drain takes the queue until it
+                // is empty
+                waiting.push(batch);
+                drop(waiting);
+                wake();
+            }
+            None => {
+                // far behind and busy: handed over here, ahead of this
+                // thread's batches still queued (their order is lost; nothing
+                // waits)
+                drop(waiting);
+                submit(vec![batch]);
+            }
         }
     }
 }

@@ -1,3 +1,6 @@
+#[cfg(lens_loom)]
+mod loom_model;
+
 use super::queue::submit_to;
 use super::SpanSink;
 use crate::engine::record::{FinishedBatch, Record, RecordSettings};

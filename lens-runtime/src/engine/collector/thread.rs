@@ -85,7 +85,7 @@ fn collector(pid: u32) {
 /// Naps for at most `wait`, or until woken (half the queue waiting, or the
 /// pipeline shut down).
 fn nap(sh: &HandOverLocks, wait: Duration) {
-    let woken = lock(&sh.wake);
+    let woken = sh.wake.lock().unwrap_or_else(|e| e.into_inner());
     let (mut woken, _) = sh
         .wake_cv
         .wait_timeout_while(woken, wait, |w| !*w)
