@@ -17,6 +17,7 @@ mod endpoint;
 pub(crate) mod file;
 #[cfg(any(feature = "otlp-grpc", feature = "otlp-http"))]
 mod headers;
+mod hex;
 pub(crate) mod log_count;
 mod otlp;
 mod otlp_json;

@@ -7,6 +7,7 @@
 //! every span of a batch (the resource, each scope) are encoded once, by
 //! the serde path, and copied.
 
+use super::hex::HEX;
 use crate::sdk::export::proto3;
 use opentelemetry::trace::{SpanContext, SpanId, SpanKind, Status, TraceState};
 use opentelemetry::{Array, InstrumentationScope, KeyValue, Value};
@@ -162,18 +163,6 @@ pub(super) fn encode_spans(
     buf.push(b'\n');
     Ok(())
 }
-
-/// Each byte's two lowercase hex digits.
-const HEX: [[u8; 2]; 256] = {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut t = [[0u8; 2]; 256];
-    let mut i = 0;
-    while i < 256 {
-        t[i] = [DIGITS[i >> 4], DIGITS[i & 15]];
-        i += 1;
-    }
-    t
-};
 
 /// An id of `N` bytes as a JSON string of lowercase hex (`Q` = 2N + 2
 /// bytes with the quotes), one fixed-size append.

@@ -17,6 +17,7 @@
 //! * Track uuids derive from the run id and rank, so the files of all ranks
 //!   concatenate into one valid trace (`lens perfetto --merge DIR`).
 
+use super::hex::HEX;
 use crate::sdk::export::sink::{EncodedBatch, Sink};
 use lens_perfetto::packing::Packing;
 use lens_perfetto::proto::{
@@ -247,18 +248,6 @@ mod wire {
         1 + varint_len(len as u64) + len
     }
 }
-
-/// Each byte's two lowercase hex digits.
-const HEX: [[u8; 2]; 256] = {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut t = [[0u8; 2]; 256];
-    let mut i = 0;
-    while i < 256 {
-        t[i] = [DIGITS[i >> 4], DIGITS[i & 15]];
-        i += 1;
-    }
-    t
-};
 
 /// `bytes` in lowercase hex (what `TraceId`/`SpanId` display as) into
 /// `out` (twice as long).
