@@ -10,7 +10,8 @@
 
 #[cfg(not(all(test, lens_loom)))]
 pub(crate) use std::sync::atomic::AtomicBool;
-#[cfg(not(all(test, lens_loom)))]
+// the hand-over queue's, which builds without `sdk-core` leave out
+#[cfg(all(not(all(test, lens_loom)), feature = "sdk-core"))]
 pub(crate) use std::sync::{Mutex, MutexGuard};
 
 #[cfg(all(test, lens_loom))]
