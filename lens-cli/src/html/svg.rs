@@ -184,21 +184,42 @@ fn panel(
         let yy = y(v);
         let _ = write!(o, "<line x1=\"{PAD_L}\" x2=\"{W}\" y1=\"{yy:.1}\" y2=\"{yy:.1}\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>", PAD_L - 4.0, yy + 3.0, esc(&axis_num(v)));
     }
-    for i in 0..=4 {
-        let xx = PAD_L + f64::from(i) / 4.0 * (W - PAD_L - 4.0);
-        let anchor = if i == 4 { "end" } else { "start" };
-        let at = (x1 - x0) * f64::from(i) / 4.0;
-        let label = match axis {
-            Axis::Time if i == 0 => "+0".to_owned(),
-            Axis::Time => format!("+{}", fmt_ns(at as u64)),
-            Axis::Step if i == 0 => format!("step {}", x0.round()),
-            Axis::Step => format!("{}", (x0 + at).round()),
+    let ticks: Vec<(f64, String)> = match axis {
+        Axis::Time => (0..=4)
+            .map(|i| {
+                let at = (x1 - x0) * f64::from(i) / 4.0;
+                let label = match i {
+                    0 => "+0".to_owned(),
+                    _ => format!("+{}", fmt_ns(at as u64)),
+                };
+                (x0 + at, label)
+            })
+            .collect(),
+        // whole steps only, each where its step is drawn
+        Axis::Step => step_ticks(x0, x1)
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| match i {
+                0 => (v as f64, format!("step {v}")),
+                _ => (v as f64, format!("{v}")),
+            })
+            .collect(),
+    };
+    let right = W - 4.0;
+    for (v, label) in &ticks {
+        let xx = x(*v);
+        let anchor = if xx <= PAD_L + 1.0 {
+            "start"
+        } else if xx >= right - 12.0 {
+            "end"
+        } else {
+            "middle"
         };
         let _ = write!(
             o,
             "<text x=\"{xx:.1}\" y=\"{}\" text-anchor=\"{anchor}\">{}</text>",
             H - 5.0,
-            esc(&label)
+            esc(label)
         );
     }
     let normal = lines
@@ -275,5 +296,47 @@ fn axis_num(v: f64) -> String {
         format!("{x:.digits$}{suffix}")
     } else {
         format!("{x:.2e}")
+    }
+}
+
+/// The whole steps to label on a step axis from `x0` to `x1`: at most
+/// five, the smallest stride of 1, 2 or 5 times a power of ten that gives
+/// no more.
+fn step_ticks(x0: f64, x1: f64) -> Vec<i64> {
+    // i128: a hostile file's steps reach i64's ends, and nothing here may
+    // overflow (a tick past i64 is not drawn)
+    let (first, last) = (x0.ceil() as i64 as i128, x1.floor() as i64 as i128);
+    if last < first {
+        return vec![x0.round() as i64];
+    }
+    let strides = (0..19u32).flat_map(|p| [1i128, 2, 5].map(|m| m * 10i128.pow(p)));
+    for stride in strides {
+        let start = first.div_euclid(stride) * stride;
+        let start = if start < first { start + stride } else { start };
+        let ticks: Vec<i64> = (0..6)
+            .map(|k| start + k * stride)
+            .take_while(|v| *v <= last)
+            .filter_map(|v| i64::try_from(v).ok())
+            .collect();
+        if ticks.len() <= 5 {
+            return ticks;
+        }
+    }
+    vec![first as i64]
+}
+
+#[cfg(test)]
+mod step_axis_tests {
+    use super::step_ticks;
+
+    #[test]
+    fn step_ticks_are_whole_distinct_steps() {
+        assert_eq!(step_ticks(0.0, 3.0), [0, 1, 2, 3]);
+        assert_eq!(step_ticks(0.0, 10.0), [0, 5, 10]);
+        assert_eq!(step_ticks(3.0, 1003.0), [200, 400, 600, 800, 1000]);
+        assert_eq!(step_ticks(7.0, 7.0), [7]);
+        assert_eq!(step_ticks(0.2, 0.8), [0]);
+        assert!((1..=5).contains(&step_ticks(-9.3e18, 9.3e18).len()));
+        assert!(step_ticks(f64::NAN, f64::INFINITY).len() <= 5);
     }
 }
