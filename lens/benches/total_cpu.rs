@@ -87,6 +87,8 @@
 
 mod common;
 
+use common::thread_cpu;
+
 use common::variants::{
     fastrace_local_span, fastrace_root_span, lens_managed_span, sdk_in_span, sdk_start_end,
     FastraceStep, FASTRACE_SPANS_PER_ROOT,
@@ -122,17 +124,6 @@ const VARIANTS: [(&str, &str); 7] = [
         "fastrace LocalSpan under a local parent (one root per 1,000), fastrace-opentelemetry reporter",
     ),
 ];
-
-/// CPU seconds of the calling thread.
-fn thread_cpu() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-}
 
 /// CPU seconds (user + system) of every thread of the process.
 fn process_cpu() -> f64 {

@@ -22,21 +22,12 @@
 
 mod common;
 
+use common::thread_cpu;
+
 use common::variants::lens_managed_span;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-/// CPU seconds of the calling thread.
-fn thread_cpu() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-}
 
 /// `getrusage(RUSAGE_SELF)`: CPU seconds (user + sys) of every thread, and
 /// the peak resident set in MiB.

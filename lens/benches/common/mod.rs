@@ -150,3 +150,14 @@ pub(crate) fn dropped_after_flush(
     let _ = provider.force_flush();
     produced.saturating_sub(exporter.received())
 }
+
+/// CPU seconds of the calling thread.
+pub(crate) fn thread_cpu() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
